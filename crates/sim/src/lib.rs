@@ -1,1 +1,44 @@
-//! placeholder
+//! lasthop's simulator: a deterministic, packet-level discrete-event model of fixed hosts, wired links, base
+//! stations running agents, wireless hops with error models, and mobile hosts running TCP.
+//!
+//! Entry points: [`Scenario`] (a TOML file, every field defaulted and documented) and [`run`], which plays a
+//! scenario to the end and returns [`RunResult`]. Same scenario and seed ⇒ identical results, traces and pcap
+//! bytes: time is integer nanoseconds, events at one instant run in insertion order, and every random stream
+//! is seeded from (scenario seed, component, stream name).
+
+pub mod agents;
+pub mod engine;
+pub mod error_model;
+pub mod link;
+pub mod metrics;
+pub mod rng;
+pub mod scenario;
+mod world;
+
+pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+pub use scenario::{Scenario, ScenarioError};
+
+use std::path::PathBuf;
+
+/// What a run records beyond the metrics.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Record time series (sequence numbers sent and delivered, ACKs, cwnd) per flow.
+    pub trace: bool,
+    /// Write one pcap per end of every wireless link into this directory (`<link>-<node>.pcap`).
+    pub pcap_dir: Option<PathBuf>,
+}
+
+/// Why a run could not be carried out (a scenario that parsed but cannot be built, an I/O error on outputs).
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("scenario: {0}")]
+    Scenario(#[from] ScenarioError),
+    #[error("writing {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// Plays `scenario` to completion (every flow done, or the simulated-time limit reached).
+pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunResult, SimError> {
+    world::World::build(scenario, options)?.run()
+}

@@ -1,1 +1,28 @@
-//! placeholder
+//! Sans-IO TCP endpoints for the lasthop simulator: a bulk [`Sender`] (Tahoe, Reno, NewReno or SACK loss
+//! recovery) and a BSD-like [`Receiver`], modelled on the 4.4BSD stack the source papers measured (seed 000).
+//!
+//! Like quinn-proto's `Connection`, neither endpoint reads a clock or owns a socket: whole IPv4 packets go
+//! in through `handle_packet(now, ..)`, come out of `poll_transmit(now)`, and `poll_timeout()` says when
+//! `handle_timeout(now)` wants to be called. Everything is a deterministic function of its inputs.
+//!
+//! Sequence space is handled internally as 64-bit *offsets* from the initial sequence number (the SYN is
+//! offset 0, application byte `i` is offset `1 + i`, the FIN follows the last byte), converted to wrapping
+//! 32-bit [`SeqNum`](lasthop_wire::SeqNum)s only at the wire, so transfers may exceed 4 GiB.
+
+mod config;
+pub mod payload;
+mod receiver;
+mod recovery;
+mod rto;
+mod scoreboard;
+mod segment;
+mod sender;
+
+#[cfg(test)]
+mod harness;
+#[cfg(test)]
+mod tests;
+
+pub use config::{ReceiverStats, SenderStats, TcpConfig, Variant};
+pub use receiver::Receiver;
+pub use sender::Sender;

@@ -10,6 +10,8 @@ impl SeqNum {
     pub fn diff(self, other: SeqNum) -> i32 {
         self.0.wrapping_sub(other.0) as i32
     }
+    /// The same as `self + n`, for call sites where a method reads better.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, n: u32) -> SeqNum {
         SeqNum(self.0.wrapping_add(n))
     }

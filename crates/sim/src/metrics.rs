@@ -1,0 +1,79 @@
+//! What a run measures: per flow, per link, per agent; and optional time series. Serialised as `metrics.json`.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RunResult {
+    pub seed: u64,
+    /// Simulated time at which the run ended, seconds.
+    pub sim_time_s: f64,
+    /// True when the simulated-time limit stopped the run before every flow completed.
+    pub hit_time_limit: bool,
+    /// Events the engine processed (for benchmarks).
+    pub events: u64,
+    pub flows: Vec<FlowMetrics>,
+    pub links: Vec<LinkMetrics>,
+    /// Per node with agents: counter name -> value, summed over that node's agents.
+    pub agents: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Packets dropped because no node could route or deliver them (no route, no matching endpoint).
+    pub undeliverable_packets: u64,
+    /// Present when `RunOptions::trace` was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<Vec<FlowSeries>>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlowMetrics {
+    pub name: String,
+    pub tcp: String,
+    /// Bytes the application was asked to send.
+    pub bytes_total: u64,
+    /// Bytes the receiving application read, in order, and verified against what was sent.
+    pub bytes_delivered: u64,
+    pub completed: bool,
+    /// From the flow's start to the last byte read by the receiving application (or to the end of the run).
+    pub duration_s: f64,
+    pub completion_time_s: Option<f64>,
+    /// bytes_delivered · 8 / duration, in Mb/s.
+    pub goodput_mbps: f64,
+    /// The wireless hop's error-free goodput C times (1 − PER) for a full-sized segment: an upper bound.
+    pub ideal_goodput_mbps: Option<f64>,
+    pub sender_timeouts: u64,
+    pub fast_retransmits: u64,
+    pub segments_sent: u64,
+    pub segments_retransmitted: u64,
+    /// Local retransmissions by agents on this flow's path (Snoop).
+    pub local_retransmissions: u64,
+    /// Duplicate ACKs agents kept from the sender.
+    pub dupacks_suppressed: u64,
+    /// Delivered data that did not match what was sent (must be 0: end-to-end integrity).
+    pub corrupt_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkMetrics {
+    pub name: String,
+    /// "a->b" direction label.
+    pub direction: String,
+    pub frames_sent: u64,
+    pub frames_lost_to_errors: u64,
+    pub frames_dropped_queue: u64,
+    pub bytes_sent: u64,
+    /// Fraction of the run the transmitter was busy (for half duplex: the shared medium).
+    pub utilisation: f64,
+}
+
+/// Time series of one flow, for sequence plots (seed 000 Fig. 8).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct FlowSeries {
+    pub name: String,
+    /// (time s, stream offset of the first byte) of every data segment the sender sent.
+    pub sent: Vec<(f64, u64)>,
+    /// (time s, stream offset of the first byte) of every data segment that reached the receiver.
+    pub received: Vec<(f64, u64)>,
+    /// (time s, cumulative ACK as stream offset) of every ACK that reached the sender.
+    pub acked: Vec<(f64, u64)>,
+    /// (time s, congestion window in bytes) at every change.
+    pub cwnd: Vec<(f64, u64)>,
+}

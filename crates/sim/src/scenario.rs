@@ -1,0 +1,334 @@
+//! Scenario files: the TOML description of one simulated run (nodes, links, channel, agents, flows, seed).
+//! Every field has a default documented here and in the README; a mistake is reported with the file, the
+//! field, the line and what was expected.
+
+use crate::error_model::ErrorModelConfig;
+use lasthop_tcp::TcpConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+/// A parsed and validated scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Seed of every random stream in the run (default 1).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Simulated-time limit in seconds (default 600).
+    #[serde(default = "default_time_limit")]
+    pub time_limit_s: f64,
+    /// Hosts and routers by name.
+    pub nodes: BTreeMap<String, NodeConfig>,
+    /// Links by name.
+    pub links: BTreeMap<String, LinkConfig>,
+    /// Transfers by name.
+    #[serde(default)]
+    pub flows: BTreeMap<String, FlowConfig>,
+    /// TCP defaults for every flow (see `lasthop_tcp::TcpConfig`); a flow's own `tcp` table overrides them.
+    #[serde(default)]
+    pub tcp: toml::Table,
+    /// Settings of the Snoop agent at every node with `agent = "snoop"`.
+    #[serde(default)]
+    pub snoop: crate::agents::SnoopSettings,
+    #[serde(skip)]
+    origin: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    pub addr: Ipv4Addr,
+    /// The agent the node runs on packets it forwards: "none" (default) or "snoop".
+    #[serde(default)]
+    pub agent: AgentKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    #[default]
+    None,
+    Snoop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    Wired,
+    Wireless,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Duplex {
+    /// One transmitter at a time for both directions (a shared radio medium such as WaveLAN).
+    Half,
+    /// An independent channel each way.
+    Full,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// The two node names it joins.
+    pub ends: [String; 2],
+    pub kind: LinkKind,
+    /// Bit rate in Mb/s (10^6 bit/s).
+    pub rate_mbps: f64,
+    /// One-way propagation delay in ms (default 0).
+    #[serde(default)]
+    pub delay_ms: f64,
+    /// Drop-tail capacity of each transmit queue, packets (default 100).
+    #[serde(default = "default_queue")]
+    pub queue_packets: usize,
+    /// Default: half for wireless links, full for wired ones.
+    #[serde(default)]
+    pub duplex: Option<Duplex>,
+    /// Medium time added to every frame, µs (default 0): preamble, contention, MAC header.
+    #[serde(default)]
+    pub mac_overhead_us: f64,
+    /// Error model of the a→b direction, and of b→a too unless `error_reverse` is given (default none).
+    #[serde(default)]
+    pub error: ErrorModelConfig,
+    /// Error model of the b→a direction.
+    #[serde(default)]
+    pub error_reverse: Option<ErrorModelConfig>,
+}
+
+impl LinkConfig {
+    pub fn duplex(&self) -> Duplex {
+        self.duplex.unwrap_or(match self.kind {
+            LinkKind::Wireless => Duplex::Half,
+            LinkKind::Wired => Duplex::Full,
+        })
+    }
+    /// Time on the medium for a frame of `bytes` bytes.
+    pub fn airtime_ns(&self, bytes: usize) -> u64 {
+        let bits = bytes as f64 * 8.0;
+        (bits / (self.rate_mbps * 1e6) * 1e9 + self.mac_overhead_us * 1e3).round() as u64
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// Node that sends (the TCP sender: active opener).
+    pub from: String,
+    /// Node that receives.
+    pub to: String,
+    /// Application bytes to transfer.
+    pub bytes: u64,
+    /// When the sender connects, seconds (default 0).
+    #[serde(default)]
+    pub start_s: f64,
+    /// Overrides of the scenario's `[tcp]` table for this flow.
+    #[serde(default)]
+    pub tcp: toml::Table,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_time_limit() -> f64 {
+    600.0
+}
+fn default_queue() -> usize {
+    100
+}
+
+/// A scenario that could not be read or does not make sense, with where and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct ScenarioError {
+    pub origin: String,
+    pub message: String,
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError { origin: origin.clone(), message: format!("cannot read: {e}") })?;
+        Scenario::from_str(&text, &origin)
+    }
+
+    /// Parses and validates scenario text; `origin` names it in errors.
+    pub fn from_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let mut s: Scenario =
+            toml::from_str(text).map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
+        s.origin = origin.to_string();
+        s.validate().map_err(|(path, message)| {
+            let line = line_of(text, &path).map(|l| format!(" (line {l})")).unwrap_or_default();
+            ScenarioError { origin: origin.to_string(), message: format!("`{path}`{line}: {message}") }
+        })?;
+        Ok(s)
+    }
+
+    /// Builds a scenario from an already-parsed TOML value (experiments apply overrides this way).
+    pub fn from_toml(value: toml::Value, origin: &str) -> Result<Scenario, ScenarioError> {
+        let mut s = Scenario::deserialize(value)
+            .map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
+        s.origin = origin.to_string();
+        s.validate()
+            .map_err(|(path, message)| ScenarioError { origin: origin.to_string(), message: format!("`{path}`: {message}") })?;
+        Ok(s)
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The TCP configuration of flow `name`: the scenario's `[tcp]` table with the flow's own on top.
+    pub fn flow_tcp(&self, name: &str) -> Result<TcpConfig, String> {
+        let mut merged = self.tcp.clone();
+        if let Some(f) = self.flows.get(name) {
+            for (k, v) in &f.tcp {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        TcpConfig::deserialize(toml::Value::Table(merged)).map_err(|e| e.to_string().trim().to_string())
+    }
+
+    /// Checks what serde cannot: references between tables, ranges. Errors are (field path, message).
+    fn validate(&self) -> Result<(), (String, String)> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        let non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        if !positive(self.time_limit_s) {
+            return Err(("time_limit_s".into(), "expected a positive number of seconds".into()));
+        }
+        if self.nodes.is_empty() {
+            return Err(("nodes".into(), "expected at least one node".into()));
+        }
+        let mut seen = BTreeMap::new();
+        for (name, n) in &self.nodes {
+            if let Some(other) = seen.insert(n.addr, name) {
+                return Err((format!("nodes.{name}.addr"), format!("address {} is also node `{other}`'s", n.addr)));
+            }
+        }
+        for (name, l) in &self.links {
+            let p = |f: &str| format!("links.{name}.{f}");
+            for end in &l.ends {
+                if !self.nodes.contains_key(end) {
+                    return Err((p("ends"), format!("no node named `{end}` (nodes: {})", self.node_names())));
+                }
+            }
+            if l.ends[0] == l.ends[1] {
+                return Err((p("ends"), "expected two different nodes".into()));
+            }
+            if !positive(l.rate_mbps) {
+                return Err((p("rate_mbps"), "expected a positive rate in Mb/s".into()));
+            }
+            if !non_negative(l.delay_ms) {
+                return Err((p("delay_ms"), "expected a delay ≥ 0 ms".into()));
+            }
+            if !non_negative(l.mac_overhead_us) {
+                return Err((p("mac_overhead_us"), "expected an overhead ≥ 0 µs".into()));
+            }
+            if l.queue_packets == 0 {
+                return Err((p("queue_packets"), "expected at least 1 packet".into()));
+            }
+            l.error.validate().map_err(|m| (p("error"), m))?;
+            if let Some(e) = &l.error_reverse {
+                e.validate().map_err(|m| (p("error_reverse"), m))?;
+            }
+        }
+        for (name, f) in &self.flows {
+            let p = |x: &str| format!("flows.{name}.{x}");
+            for (field, node) in [("from", &f.from), ("to", &f.to)] {
+                if !self.nodes.contains_key(node) {
+                    return Err((p(field), format!("no node named `{node}` (nodes: {})", self.node_names())));
+                }
+            }
+            if f.from == f.to {
+                return Err((p("to"), "expected a node other than `from`".into()));
+            }
+            if f.bytes == 0 {
+                return Err((p("bytes"), "expected at least 1 byte".into()));
+            }
+            if !non_negative(f.start_s) {
+                return Err((p("start_s"), "expected a start time ≥ 0 s".into()));
+            }
+            let tcp = self.flow_tcp(name).map_err(|m| (p("tcp"), m))?;
+            if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
+                return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
+            }
+        }
+        self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
+        Ok(())
+    }
+
+    fn node_names(&self) -> String {
+        self.nodes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The 1-based line where the table or key named by a dotted `path` is written, if it can be found.
+fn line_of(text: &str, path: &str) -> Option<usize> {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    while !parts.is_empty() {
+        let table = parts.join(".");
+        let header = format!("[{table}]");
+        if let Some(i) = text.lines().position(|l| l.trim_start().starts_with(&header)) {
+            return Some(i + 1);
+        }
+        parts.pop();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> String {
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap()
+    }
+
+    #[test]
+    fn example_parses_with_defaults() {
+        let s = Scenario::from_str(&example(), "snoop.toml").unwrap();
+        assert_eq!(s.nodes["bs"].agent, AgentKind::Snoop);
+        assert_eq!(s.links["wavelan"].duplex(), Duplex::Half);
+        assert_eq!(s.links["ether"].duplex(), Duplex::Full);
+        assert_eq!(s.flow_tcp("bulk").unwrap().mss, 1460);
+    }
+
+    #[test]
+    fn unknown_field_names_field_and_line() {
+        let text = example().replace("rate_mbps = 10.0", "rate_mpbs = 10.0");
+        let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+        assert!(e.starts_with("x.toml: "), "{e}");
+        assert!(e.contains("rate_mpbs") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn dangling_reference_names_path_and_line() {
+        let text = example().replace("ends = [\"bs\", \"mh\"]", "ends = [\"bs\", \"mobile\"]");
+        let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("links.wavelan.ends") && e.contains("mobile") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        for (from, to, needle) in [
+            ("rate_mbps = 2.0", "rate_mbps = -2.0", "rate_mbps"),
+            ("bytes = 10_000_000", "bytes = 0", "bytes"),
+            ("ber = 3.9e-6", "ber = 2.0", "ber"),
+            ("variant = \"reno\"", "variant = \"vegas\"", "vegas"),
+            ("agent = \"snoop\"", "agent = \"spoof\"", "spoof"),
+        ] {
+            let text = example().replace(from, to);
+            let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+            assert!(e.contains(needle), "{to}: {e}");
+        }
+    }
+}

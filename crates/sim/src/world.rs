@@ -1,0 +1,564 @@
+//! One simulated run: the nodes, links, endpoints and agents of a scenario wired together and driven by the
+//! event queue until every flow has delivered its bytes or the time limit is reached.
+
+use crate::agents::build_agent;
+use crate::engine::Scheduler;
+use crate::link::{Link, Transmission};
+use crate::metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+use crate::scenario::{LinkKind, Scenario};
+use crate::{rng, RunOptions, SimError};
+use bytes::Bytes;
+use lasthop_agents::{Action, Agent, Side};
+use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
+use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
+use lasthop_wire::pcap::PcapWriter;
+use lasthop_wire::tcp::TcpPacket;
+use lasthop_wire::{SeqNum, Time};
+use rand::RngCore;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+enum Event {
+    /// A packet reaches `node` over direction `dir` of `link`.
+    Arrive { node: usize, link: usize, dir: usize, packet: Bytes },
+    /// The transmitter of `dir` of `link` (or its shared medium) is free.
+    TxDone { link: usize, dir: usize },
+    EndpointTimer { ep: usize },
+    AgentTimer { node: usize },
+    FlowStart { flow: usize },
+}
+
+struct Node {
+    name: String,
+    addr: Ipv4Addr,
+    /// Next hop toward each node: (link, direction), `None` for itself or unreachable.
+    routes: Vec<Option<(usize, usize)>>,
+    agent: Option<Box<dyn Agent>>,
+    agent_timer: Option<Time>,
+    endpoints: Vec<usize>,
+}
+
+enum Role {
+    Sender(Box<Sender>),
+    Receiver(Box<Receiver>),
+}
+
+struct Endpoint {
+    flow: usize,
+    node: usize,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    role: Role,
+    timer: Option<Time>,
+}
+
+struct Flow {
+    name: String,
+    variant: String,
+    bytes: u64,
+    start: Time,
+    sender: usize,
+    iss: SeqNum,
+    delivered: u64,
+    corrupt: u64,
+    completed_at: Option<Time>,
+    path: Vec<usize>,
+    ideal_goodput_mbps: Option<f64>,
+    series: Option<FlowSeries>,
+    last_cwnd: u32,
+}
+
+pub struct World {
+    sched: Scheduler<Event>,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    endpoints: Vec<Endpoint>,
+    flows: Vec<Flow>,
+    addr_index: BTreeMap<Ipv4Addr, usize>,
+    actions: Vec<Action>,
+    flows_open: usize,
+    time_limit: Time,
+    seed: u64,
+    trace: bool,
+    /// Packets no node could route or deliver (no route, no endpoint, unparsable at a host).
+    undeliverable: u64,
+}
+
+impl World {
+    pub fn build(s: &Scenario, opts: &RunOptions) -> Result<World, SimError> {
+        let names: Vec<&String> = s.nodes.keys().collect();
+        let index = |n: &str| names.iter().position(|x| *x == n).expect("validated");
+        let mut nodes: Vec<Node> = s
+            .nodes
+            .iter()
+            .map(|(name, n)| Node {
+                name: name.clone(),
+                addr: n.addr,
+                routes: Vec::new(),
+                agent: build_agent(n.agent, &s.snoop),
+                agent_timer: None,
+                endpoints: Vec::new(),
+            })
+            .collect();
+        let mut links = Vec::new();
+        for (name, l) in &s.links {
+            let ends = [index(&l.ends[0]), index(&l.ends[1])];
+            let fwd = l.error.build(rng::stream(s.seed, &format!("link.{name}"), "error.0"));
+            let rev = l.error_reverse.as_ref().unwrap_or(&l.error).build(rng::stream(s.seed, &format!("link.{name}"), "error.1"));
+            let mut link = Link::new(name.clone(), l, ends, [fwd, rev]);
+            if let (Some(dir), LinkKind::Wireless) = (&opts.pcap_dir, l.kind) {
+                for (i, &end) in ends.iter().enumerate() {
+                    let path = dir.join(format!("{name}-{}.pcap", nodes[end].name));
+                    let io = |source| SimError::Io { path: path.clone(), source };
+                    let file = std::fs::File::create(&path).map_err(io)?;
+                    link.pcap[i] = Some(PcapWriter::new(std::io::BufWriter::new(file)).map_err(io)?);
+                }
+            }
+            links.push(link);
+        }
+        compute_routes(&mut nodes, &links);
+        let addr_index = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
+
+        let mut world = World {
+            sched: Scheduler::default(),
+            nodes,
+            links,
+            endpoints: Vec::new(),
+            flows: Vec::new(),
+            addr_index,
+            actions: Vec::with_capacity(16),
+            flows_open: 0,
+            time_limit: Time((s.time_limit_s * 1e9).round() as u64),
+            seed: s.seed,
+            trace: opts.trace,
+            undeliverable: 0,
+        };
+        for (i, (name, f)) in s.flows.iter().enumerate() {
+            let tcp = s.flow_tcp(name).map_err(|m| {
+                crate::ScenarioError { origin: s.origin().to_string(), message: format!("`flows.{name}.tcp`: {m}") }
+            })?;
+            world.add_flow(i, name, f.bytes, f.start_s, index(&f.from), index(&f.to), tcp)?;
+        }
+        world.flows_open = world.flows.len();
+        Ok(world)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_flow(
+        &mut self,
+        i: usize,
+        name: &str,
+        bytes: u64,
+        start_s: f64,
+        from: usize,
+        to: usize,
+        tcp: TcpConfig,
+    ) -> Result<(), SimError> {
+        let path = self.path(from, to).ok_or_else(|| crate::ScenarioError {
+            origin: "scenario".into(),
+            message: format!("`flows.{name}`: no route from `{}` to `{}`", self.nodes[from].name, self.nodes[to].name),
+        })?;
+        let mut r = rng::stream(self.seed, &format!("flow.{name}"), "iss");
+        let (iss_a, iss_b) = (SeqNum(r.next_u32()), SeqNum(r.next_u32()));
+        let port = 20_000 + i as u16;
+        let a = SocketAddrV4::new(self.nodes[from].addr, port);
+        let b = SocketAddrV4::new(self.nodes[to].addr, 5001);
+        let ideal = self.ideal_goodput(&path, &tcp);
+        let variant = tcp.variant.to_string();
+        let sender = Sender::new(tcp.clone(), a, b, iss_a, bytes);
+        let receiver = Receiver::new(tcp, b, a, iss_b);
+        let (se, re) = (self.endpoints.len(), self.endpoints.len() + 1);
+        self.endpoints.push(Endpoint { flow: i, node: from, local: a, remote: b, role: Role::Sender(Box::new(sender)), timer: None });
+        self.endpoints.push(Endpoint { flow: i, node: to, local: b, remote: a, role: Role::Receiver(Box::new(receiver)), timer: None });
+        self.nodes[from].endpoints.push(se);
+        self.nodes[to].endpoints.push(re);
+        let start = Time((start_s * 1e9).round() as u64);
+        self.flows.push(Flow {
+            name: name.to_string(),
+            variant,
+            bytes,
+            start,
+            sender: se,
+            iss: iss_a,
+            delivered: 0,
+            corrupt: 0,
+            completed_at: None,
+            path,
+            ideal_goodput_mbps: ideal,
+            series: self.trace.then(|| FlowSeries { name: name.to_string(), ..FlowSeries::default() }),
+            last_cwnd: 0,
+        });
+        self.sched.schedule(start, Event::FlowStart { flow: i });
+        Ok(())
+    }
+
+    /// Nodes from `from` to `to` inclusive, following the routing tables.
+    fn path(&self, from: usize, to: usize) -> Option<Vec<usize>> {
+        let mut path = vec![from];
+        let mut at = from;
+        while at != to {
+            let (link, dir) = self.nodes[at].routes[to]?;
+            at = self.links[link].ends[1 - dir];
+            path.push(at);
+        }
+        Some(path)
+    }
+
+    /// C·(1 − PER) of the first wireless hop on the path: C counts a full data frame and, on a shared medium,
+    /// one ACK frame per `ack_every` data frames; PER is the data direction's analytic frame loss.
+    fn ideal_goodput(&self, path: &[usize], tcp: &TcpConfig) -> Option<f64> {
+        let data_bytes = usize::from(tcp.mss) + 40;
+        for w in path.windows(2) {
+            let (link, dir) = self.nodes[w[0]].routes[w[1]]?;
+            let l = &self.links[link];
+            if l.kind != LinkKind::Wireless {
+                continue;
+            }
+            let mut per_segment_ns = l.airtime_ns(data_bytes) as f64;
+            if l.is_half_duplex() {
+                per_segment_ns += l.airtime_ns(40) as f64 / f64::from(tcp.ack_every.max(1));
+            }
+            let capacity = f64::from(tcp.mss) * 8.0 / per_segment_ns * 1e3; // Mb/s
+            let per = l.dirs[dir].error.frame_loss_probability(data_bytes as u64 * 8)?;
+            return Some(capacity * (1.0 - per));
+        }
+        None
+    }
+
+    pub fn run(mut self) -> Result<RunResult, SimError> {
+        while self.flows_open > 0 {
+            let Some(at) = self.sched.peek_time() else { break };
+            if at > self.time_limit {
+                break;
+            }
+            let (now, ev) = self.sched.pop().expect("peeked");
+            match ev {
+                Event::Arrive { node, link, dir, packet } => self.arrive(now, node, link, dir, packet),
+                Event::TxDone { link, dir } => {
+                    self.links[link].finish(dir);
+                    self.kick(now, link);
+                }
+                Event::EndpointTimer { ep } => {
+                    if self.endpoints[ep].timer.is_some_and(|t| t <= now) {
+                        self.endpoints[ep].timer = None;
+                    }
+                    let due = match &self.endpoints[ep].role {
+                        Role::Sender(s) => s.poll_timeout(),
+                        Role::Receiver(r) => r.poll_timeout(),
+                    };
+                    if due.is_some_and(|t| t <= now) {
+                        match &mut self.endpoints[ep].role {
+                            Role::Sender(s) => s.handle_timeout(now),
+                            Role::Receiver(r) => r.handle_timeout(now),
+                        }
+                    }
+                    self.after_endpoint(now, ep);
+                }
+                Event::AgentTimer { node } => {
+                    if self.nodes[node].agent_timer.is_some_and(|t| t <= now) {
+                        self.nodes[node].agent_timer = None;
+                    }
+                    if let Some(agent) = self.nodes[node].agent.as_mut() {
+                        if agent.poll_timeout().is_some_and(|t| t <= now) {
+                            agent.on_timeout(now, &mut self.actions);
+                        }
+                    }
+                    self.apply_actions(now, node);
+                }
+                Event::FlowStart { flow } => {
+                    let ep = self.flows[flow].sender;
+                    if let Role::Sender(s) = &mut self.endpoints[ep].role {
+                        s.connect(now);
+                    }
+                    self.after_endpoint(now, ep);
+                }
+            }
+        }
+        Ok(self.finish())
+    }
+
+    fn arrive(&mut self, now: Time, node: usize, link: usize, dir: usize, packet: Bytes) {
+        let end = 1 - dir;
+        if let Some(p) = self.links[link].pcap[end].as_mut() {
+            let _ = p.write(now, &packet);
+        }
+        let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
+            self.undeliverable += 1;
+            return;
+        };
+        let dst = ip.dst_addr();
+        if dst == self.nodes[node].addr {
+            self.deliver_local(now, node, packet);
+            return;
+        }
+        let Some(out) = self.next_hop(node, dst) else {
+            self.undeliverable += 1;
+            return;
+        };
+        if self.nodes[node].agent.is_some() {
+            let side = if self.links[out.0].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+            let agent = self.nodes[node].agent.as_mut().expect("checked");
+            agent.on_packet(now, side, packet, &mut self.actions);
+            self.apply_actions(now, node);
+        } else {
+            self.send(now, out, packet, false);
+        }
+    }
+
+    /// Carries out what the node's agent asked for, then re-arms its timer.
+    fn apply_actions(&mut self, now: Time, node: usize) {
+        let mut actions = std::mem::take(&mut self.actions);
+        for action in actions.drain(..) {
+            let (packet, priority) = match action {
+                Action::Forward(_, p) | Action::Inject(_, p) => (p, false),
+                Action::ForwardPriority(_, p) => (p, true),
+                Action::Drop(_) => continue,
+            };
+            let dst = match Ipv4Packet::new_checked(&packet[..]) {
+                Ok(ip) => ip.dst_addr(),
+                Err(_) => {
+                    self.undeliverable += 1;
+                    continue;
+                }
+            };
+            match self.next_hop(node, dst) {
+                Some(out) => self.send(now, out, packet, priority),
+                None => self.undeliverable += 1,
+            }
+        }
+        self.actions = actions;
+        let want = self.nodes[node].agent.as_ref().and_then(|a| a.poll_timeout());
+        let n = &mut self.nodes[node];
+        if let Some(t) = want {
+            if n.agent_timer.is_none_or(|s| t < s) {
+                n.agent_timer = Some(t);
+                self.sched.schedule(t, Event::AgentTimer { node });
+            }
+        }
+    }
+
+    fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
+        let to = *self.addr_index.get(&dst)?;
+        self.nodes[node].routes[to]
+    }
+
+    fn send(&mut self, now: Time, (link, dir): (usize, usize), packet: Bytes, priority: bool) {
+        if self.links[link].enqueue(dir, packet, priority) {
+            self.kick(now, link);
+        }
+    }
+
+    /// Starts whatever transmissions the link can start now.
+    fn kick(&mut self, now: Time, link: usize) {
+        while let Some(Transmission { dir, packet, done_at, arrives_at, corrupted }) = self.links[link].start_next(now) {
+            if let Some(p) = self.links[link].pcap[dir].as_mut() {
+                let _ = p.write(now, &packet);
+            }
+            self.sched.schedule(done_at, Event::TxDone { link, dir });
+            if !corrupted {
+                let node = self.links[link].ends[1 - dir];
+                self.sched.schedule(arrives_at, Event::Arrive { node, link, dir, packet });
+            }
+        }
+    }
+
+    fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
+        let ip = Ipv4Packet::new_unchecked(&packet[..]);
+        let (src, proto) = (ip.src_addr(), ip.protocol());
+        let Ok(tcp) = TcpPacket::new_checked(ip.payload()).map_err(|_| ()).and_then(|t| if proto == PROTO_TCP { Ok(t) } else { Err(()) }) else {
+            self.undeliverable += 1;
+            return;
+        };
+        let (sport, dport) = (tcp.src_port(), tcp.dst_port());
+        let found = self.nodes[node].endpoints.iter().copied().find(|&e| {
+            let ep = &self.endpoints[e];
+            ep.local.port() == dport && *ep.remote.ip() == src && ep.remote.port() == sport
+        });
+        let Some(ep) = found else {
+            self.undeliverable += 1;
+            return;
+        };
+        if self.trace {
+            let flow = &mut self.flows[self.endpoints[ep].flow];
+            let series = flow.series.as_mut().expect("trace");
+            let t = now.as_secs_f64();
+            match self.endpoints[ep].role {
+                Role::Receiver(_) if !tcp.payload().is_empty() => {
+                    series.received.push((t, stream_offset(flow.iss, tcp.seq_number())));
+                }
+                Role::Sender(_) if tcp.ack() => series.acked.push((t, stream_offset(flow.iss, tcp.ack_number()))),
+                _ => {}
+            }
+        }
+        match &mut self.endpoints[ep].role {
+            Role::Sender(s) => s.handle_packet(now, &packet),
+            Role::Receiver(r) => r.handle_packet(now, &packet),
+        }
+        self.after_endpoint(now, ep);
+    }
+
+    /// Drains what an endpoint wants to send and read, and re-arms its timer.
+    fn after_endpoint(&mut self, now: Time, ep: usize) {
+        let flow = self.endpoints[ep].flow;
+        let node = self.endpoints[ep].node;
+        let dst = *self.endpoints[ep].remote.ip();
+        loop {
+            let packet = match &mut self.endpoints[ep].role {
+                Role::Sender(s) => {
+                    let p = s.poll_transmit(now);
+                    if let (Some(_), Some(series)) = (&p, self.flows[flow].series.as_mut()) {
+                        if let Some((offset, _)) = s.last_sent() {
+                            series.sent.push((now.as_secs_f64(), offset));
+                        }
+                    }
+                    p
+                }
+                Role::Receiver(r) => r.poll_transmit(now),
+            };
+            let Some(packet) = packet else { break };
+            match self.next_hop(node, dst) {
+                Some(out) => self.send(now, out, packet, false),
+                None => self.undeliverable += 1,
+            }
+        }
+        match &mut self.endpoints[ep].role {
+            Role::Receiver(r) => {
+                let f = &mut self.flows[flow];
+                while let Some(chunk) = r.read() {
+                    if !payload::matches(f.delivered, &chunk) {
+                        f.corrupt += chunk.len() as u64;
+                    }
+                    f.delivered += chunk.len() as u64;
+                }
+                if f.completed_at.is_none() && f.delivered >= f.bytes {
+                    f.completed_at = Some(now);
+                    self.flows_open -= 1;
+                }
+            }
+            Role::Sender(s) => {
+                let f = &mut self.flows[flow];
+                if let Some(series) = f.series.as_mut() {
+                    let cwnd = s.cwnd();
+                    if cwnd != f.last_cwnd {
+                        f.last_cwnd = cwnd;
+                        series.cwnd.push((now.as_secs_f64(), u64::from(cwnd)));
+                    }
+                }
+            }
+        }
+        let e = &mut self.endpoints[ep];
+        let want = match &e.role {
+            Role::Sender(s) => s.poll_timeout(),
+            Role::Receiver(r) => r.poll_timeout(),
+        };
+        if let Some(t) = want {
+            if e.timer.is_none_or(|s| t < s) {
+                e.timer = Some(t);
+                self.sched.schedule(t, Event::EndpointTimer { ep });
+            }
+        }
+    }
+
+    fn finish(mut self) -> RunResult {
+        let end = self.sched.now().min(self.time_limit);
+        let hit_time_limit = self.flows_open > 0;
+        let mut agents = BTreeMap::new();
+        for n in &self.nodes {
+            if let Some(a) = &n.agent {
+                let counters: BTreeMap<String, u64> = a.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                agents.insert(n.name.clone(), counters);
+            }
+        }
+        let mut flows = Vec::new();
+        for f in &self.flows {
+            let stop = f.completed_at.unwrap_or(end);
+            let duration = stop.saturating_since(f.start).as_secs_f64();
+            let (sstats, _) = match &self.endpoints[f.sender].role {
+                Role::Sender(s) => (s.stats().clone(), ()),
+                Role::Receiver(_) => unreachable!("flow sender is a sender"),
+            };
+            let counter = |name: &str| -> u64 {
+                f.path.iter().filter_map(|&n| agents.get(&self.nodes[n].name)).filter_map(|c| c.get(name)).sum()
+            };
+            flows.push(FlowMetrics {
+                name: f.name.clone(),
+                tcp: f.variant.clone(),
+                bytes_total: f.bytes,
+                bytes_delivered: f.delivered,
+                completed: f.completed_at.is_some(),
+                duration_s: duration,
+                completion_time_s: f.completed_at.map(|t| t.saturating_since(f.start).as_secs_f64()),
+                goodput_mbps: if duration > 0.0 { f.delivered as f64 * 8.0 / duration / 1e6 } else { 0.0 },
+                ideal_goodput_mbps: f.ideal_goodput_mbps,
+                sender_timeouts: sstats.timeouts,
+                fast_retransmits: sstats.fast_retransmits,
+                segments_sent: sstats.segments_sent,
+                segments_retransmitted: sstats.segments_retransmitted,
+                local_retransmissions: counter("local_retransmissions"),
+                dupacks_suppressed: counter("dupacks_suppressed"),
+                corrupt_bytes: f.corrupt,
+            });
+        }
+        let run_ns = end.as_nanos().max(1) as f64;
+        let mut links = Vec::new();
+        for l in &mut self.links {
+            for p in l.pcap.iter_mut().filter_map(Option::take) {
+                let _ = std::io::Write::flush(&mut p.into_inner());
+            }
+            for (d, dir) in l.dirs.iter().enumerate() {
+                links.push(LinkMetrics {
+                    name: l.name.clone(),
+                    direction: format!("{}->{}", self.nodes[l.ends[d]].name, self.nodes[l.ends[1 - d]].name),
+                    frames_sent: dir.frames_sent,
+                    frames_lost_to_errors: dir.frames_lost,
+                    frames_dropped_queue: dir.frames_dropped_queue,
+                    bytes_sent: dir.bytes_sent,
+                    utilisation: dir.busy_ns as f64 / run_ns,
+                });
+            }
+        }
+        let series = self.trace.then(|| self.flows.iter_mut().filter_map(|f| f.series.take()).collect());
+        RunResult {
+            seed: self.seed,
+            sim_time_s: end.as_secs_f64(),
+            hit_time_limit,
+            events: self.sched.processed(),
+            flows,
+            links,
+            agents,
+            undeliverable_packets: self.undeliverable,
+            series,
+        }
+    }
+}
+
+/// Application-stream offset of sequence number `seq` for a sender whose ISS is `iss` (the SYN takes one).
+fn stream_offset(iss: SeqNum, seq: SeqNum) -> u64 {
+    u64::from(seq.0.wrapping_sub(iss.0).wrapping_sub(1))
+}
+
+/// Shortest-path (hop count) routes by breadth-first search from every node; ties go to the link listed first.
+fn compute_routes(nodes: &mut [Node], links: &[Link]) {
+    let n = nodes.len();
+    let mut adj: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); n]; // (neighbour, link, dir)
+    for (i, l) in links.iter().enumerate() {
+        adj[l.ends[0]].push((l.ends[1], i, 0));
+        adj[l.ends[1]].push((l.ends[0], i, 1));
+    }
+    for src in 0..n {
+        let mut first_hop: Vec<Option<(usize, usize)>> = vec![None; n];
+        let mut seen = vec![false; n];
+        seen[src] = true;
+        let mut queue = std::collections::VecDeque::from([src]);
+        while let Some(u) = queue.pop_front() {
+            for &(v, link, dir) in &adj[u] {
+                if !seen[v] {
+                    seen[v] = true;
+                    first_hop[v] = if u == src { Some((link, dir)) } else { first_hop[u] };
+                    queue.push_back(v);
+                }
+            }
+        }
+        nodes[src].routes = first_hop;
+    }
+}

@@ -1,0 +1,180 @@
+//! Configuration and counters of the TCP endpoints. Defaults follow the 4.4BSD stack of seed 000
+//! (MSS 1460, 64 KB window, 500 ms slow timer, 200 ms delayed ACK, Reno).
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which loss-recovery algorithm the sender runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// Fast retransmit, then slow start from one segment (4.3BSD-Tahoe).
+    Tahoe,
+    /// Fast retransmit and fast recovery (RFC 5681), leaving recovery on the first new ACK.
+    #[default]
+    Reno,
+    /// Reno whose recovery survives partial ACKs (RFC 6582).
+    NewReno,
+    /// SACK-based conservative loss recovery (RFC 2018, RFC 6675).
+    Sack,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 4] = [Variant::Tahoe, Variant::Reno, Variant::NewReno, Variant::Sack];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::Tahoe => "tahoe",
+            Variant::Reno => "reno",
+            Variant::NewReno => "newreno",
+            Variant::Sack => "sack",
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Variant, String> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown TCP variant `{s}`, expected one of tahoe, reno, newreno, sack"))
+    }
+}
+
+/// Knobs of both endpoints. Times are milliseconds as `f64` for readable scenario files; they are turned
+/// into integer nanoseconds once, when an endpoint is built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TcpConfig {
+    pub variant: Variant,
+    /// MSS offered in the SYN; the effective MSS is the smaller of both ends' offers.
+    pub mss: u16,
+    /// The receiver's advertised window and the sender's cap on its window, in bytes. Window scaling is
+    /// not negotiated, so values above 65535 are advertised as 65535.
+    pub max_window: u32,
+    /// Initial congestion window, in segments.
+    pub initial_cwnd: u32,
+    /// Initial slow-start threshold, in bytes.
+    pub initial_ssthresh: u32,
+    /// Granularity of the retransmit timer: it fires only on multiples of this from time 0 (BSD's 500 ms
+    /// slow timer). 0 gives an exact timer.
+    pub tick_ms: f64,
+    pub min_rto_ms: f64,
+    pub max_rto_ms: f64,
+    /// RTO before the first RTT sample (and for the SYN).
+    pub initial_rto_ms: f64,
+    pub dupack_threshold: u32,
+    /// Delay of an ACK for in-order data; 0 disables delayed ACKs.
+    pub delayed_ack_ms: f64,
+    /// ACK at once when this many full segments are unacknowledged.
+    pub ack_every: u32,
+    /// Offer SACK-permitted. A sender with [`Variant::Sack`] offers it regardless.
+    pub sack: bool,
+    /// Offer RFC 7323 timestamps (carried and echoed, so they take option space; RTT is still measured
+    /// by timing one segment at a time, as BSD did).
+    pub timestamps: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> TcpConfig {
+        TcpConfig {
+            variant: Variant::Reno,
+            mss: 1460,
+            max_window: 65535,
+            initial_cwnd: 1,
+            initial_ssthresh: 65535,
+            tick_ms: 500.0,
+            min_rto_ms: 1000.0,
+            max_rto_ms: 64000.0,
+            initial_rto_ms: 3000.0,
+            dupack_threshold: 3,
+            delayed_ack_ms: 200.0,
+            ack_every: 2,
+            sack: false,
+            timestamps: false,
+        }
+    }
+}
+
+/// Milliseconds as configured to whole nanoseconds; negative and NaN become zero.
+pub(crate) fn ms(ms: f64) -> Duration {
+    let ns = (ms * 1e6).round();
+    Duration::from_nanos(if ns.is_nan() || ns <= 0.0 {
+        0
+    } else if ns >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        ns as u64
+    })
+}
+
+/// What a sender did, for the simulator's measurements.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SenderStats {
+    /// Every packet emitted (SYN, data, FIN, pure ACK), first transmissions and retransmissions.
+    pub segments_sent: u64,
+    pub segments_retransmitted: u64,
+    /// Application bytes sent again.
+    pub bytes_retransmitted: u64,
+    pub timeouts: u64,
+    pub fast_retransmits: u64,
+    pub dupacks_received: u64,
+    /// Packets that could not be read as TCP/IPv4 (truncated, bad header, bad checksum, not TCP).
+    pub malformed: u64,
+}
+
+/// What a receiver did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReceiverStats {
+    /// Segments carrying data or a FIN.
+    pub segments_received: u64,
+    /// Segments whose data had all been received before.
+    pub duplicate_segments: u64,
+    pub out_of_order_segments: u64,
+    pub acks_sent: u64,
+    /// ACKs that repeated the previous acknowledgment number.
+    pub dupacks_sent: u64,
+    pub malformed: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_names_round_trip() {
+        for v in Variant::ALL {
+            assert_eq!(v.to_string().parse::<Variant>().unwrap(), v);
+        }
+        assert_eq!("NewReno".parse::<Variant>().unwrap(), Variant::NewReno);
+        assert!("vegas".parse::<Variant>().is_err());
+    }
+
+    #[test]
+    fn deserializes_with_defaults_and_rejects_unknown_fields() {
+        use serde::de::value::{Error, MapDeserializer};
+        let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "newreno")].into_iter());
+        let c = TcpConfig::deserialize(d).unwrap();
+        assert_eq!(c, TcpConfig { variant: Variant::NewReno, ..TcpConfig::default() });
+        let d: MapDeserializer<_, Error> = MapDeserializer::new([("varient", "sack")].into_iter());
+        let e = TcpConfig::deserialize(d).unwrap_err().to_string();
+        assert!(e.contains("varient"), "{e}");
+        let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "vegas")].into_iter());
+        assert!(TcpConfig::deserialize(d).is_err());
+    }
+
+    #[test]
+    fn ms_conversion_is_exact_and_saturating() {
+        assert_eq!(ms(500.0), Duration::from_millis(500));
+        assert_eq!(ms(0.25), Duration::from_micros(250));
+        assert_eq!(ms(-1.0), Duration::ZERO);
+        assert_eq!(ms(f64::NAN), Duration::ZERO);
+    }
+}

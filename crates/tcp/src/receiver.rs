@@ -1,0 +1,372 @@
+//! The passive, receiving end: answers the SYN, reassembles data, and acknowledges it like 4.4BSD —
+//! cumulative ACKs, delayed for in-order data, immediate (a duplicate ACK) for out-of-order data and for
+//! a segment that fills a hole (RFC 5681 §4.2), with SACK blocks when negotiated (RFC 2018 §4).
+//!
+//! The delayed ACK is a timer armed `delayed_ack_ms` after the first unacknowledged in-order segment
+//! arrives, not BSD's 200 ms fast timer ticking from boot; the latter would add a random-looking phase
+//! to every run and the papers' results do not depend on it. The application is taken to read
+//! immediately, so the advertised window is always `max_window` and there is no persist timer.
+
+use crate::config::{ms, ReceiverStats, TcpConfig};
+use crate::segment::{parse, seq_at, signed_offset_of, ts_now, Parsed};
+use bytes::Bytes;
+use lasthop_wire::{SackBlocks, SeqNum, TcpFlags, TcpRepr, Time};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+const TTL: u8 = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Listen,
+    SynReceived,
+    Established,
+}
+
+/// Receives one connection from a [`Sender`](crate::Sender) (or any TCP) and hands the bytes to
+/// [`read`](Self::read) in order.
+#[derive(Debug)]
+pub struct Receiver {
+    cfg: TcpConfig,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    iss: SeqNum,
+    irs: SeqNum,
+    state: State,
+    mss: u32,
+    sack_ok: bool,
+    ts_ok: bool,
+    ts_recent: u32,
+    /// Next expected offset from `irs` (the SYN is offset 0).
+    rcv_nxt: u64,
+    /// Out-of-order data by offset; pieces never overlap.
+    ooo: BTreeMap<u64, Bytes>,
+    /// Offset of the FIN once seen, even out of order.
+    fin_at: Option<u64>,
+    fin_received: bool,
+    /// SACK blocks to report, most recently changed first (RFC 2018 §4).
+    sack_recent: Vec<(u64, u64)>,
+    ready: VecDeque<Bytes>,
+    delivered: u64,
+    /// In-order bytes received since the last ACK.
+    unacked: u64,
+    ack_deadline: Option<Time>,
+    ack_now: bool,
+    synack_pending: bool,
+    last_ack: Option<u64>,
+    delayed_ack: Duration,
+    ident: u16,
+    stats: ReceiverStats,
+}
+
+impl Receiver {
+    pub fn new(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum) -> Receiver {
+        Receiver {
+            delayed_ack: ms(cfg.delayed_ack_ms),
+            mss: u32::from(cfg.mss.max(1)),
+            cfg,
+            local,
+            remote,
+            iss,
+            irs: SeqNum(0),
+            state: State::Listen,
+            sack_ok: false,
+            ts_ok: false,
+            ts_recent: 0,
+            rcv_nxt: 0,
+            ooo: BTreeMap::new(),
+            fin_at: None,
+            fin_received: false,
+            sack_recent: Vec::with_capacity(SackBlocks::MAX + 1),
+            ready: VecDeque::new(),
+            delivered: 0,
+            unacked: 0,
+            ack_deadline: None,
+            ack_now: false,
+            synack_pending: false,
+            last_ack: None,
+            ident: 0,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    /// Takes in a whole IPv4 packet; other connections' packets are ignored, unreadable ones counted.
+    pub fn handle_packet(&mut self, now: Time, packet: &Bytes) {
+        let seg = match parse(packet, self.local, self.remote) {
+            Parsed::Segment(s) => s,
+            Parsed::Foreign => return,
+            Parsed::Malformed => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        let r = seg.repr;
+        if r.flags.contains(TcpFlags::RST) {
+            return;
+        }
+        if r.flags.contains(TcpFlags::SYN) {
+            match self.state {
+                State::Listen => {
+                    self.irs = r.seq;
+                    self.rcv_nxt = 1;
+                    self.mss = u32::from(self.cfg.mss.min(r.mss.unwrap_or(536)).max(1));
+                    self.sack_ok = self.cfg.sack && r.sack_permitted;
+                    self.ts_ok = self.cfg.timestamps && r.timestamps.is_some();
+                    self.state = State::SynReceived;
+                    self.synack_pending = true;
+                }
+                // A repeated SYN: our SYN-ACK was lost (or is late); answer it again.
+                _ if r.seq == self.irs => self.synack_pending = true,
+                _ => {}
+            }
+            if self.ts_ok {
+                self.ts_recent = r.timestamps.map_or(0, |t| t.0);
+            }
+            return;
+        }
+        if self.state == State::Listen {
+            return;
+        }
+        let Some(ack) = r.ack else { return };
+        if self.state == State::SynReceived {
+            if ack != self.iss + 1 {
+                return;
+            }
+            self.state = State::Established;
+        }
+        if self.ts_ok {
+            if let Some((tsval, _)) = r.timestamps {
+                self.ts_recent = tsval;
+            }
+        }
+        let mut fin = r.flags.contains(TcpFlags::FIN);
+        if seg.payload.is_empty() && !fin {
+            return; // a pure ACK: nothing to acknowledge
+        }
+        self.stats.segments_received += 1;
+        let mut data = seg.payload;
+        let mut start = signed_offset_of(self.irs, self.rcv_nxt, r.seq);
+        if start < 1 {
+            // Overlaps the SYN's sequence number or lies before it: only what follows can be data.
+            let skip = (1 - start).min(data.len() as i64 + i64::from(fin));
+            if skip > data.len() as i64 {
+                self.stats.duplicate_segments += 1;
+                self.ack_now = true;
+                return;
+            }
+            data = data.slice(skip as usize..);
+            start = 1;
+        }
+        let start = start as u64;
+        // Beyond the window we advertised: no sender of ours does this; keep nothing, say where we are.
+        let wnd_end = self.rcv_nxt + u64::from(self.cfg.max_window.min(u32::from(u16::MAX)));
+        if start + data.len() as u64 > wnd_end {
+            if start >= wnd_end {
+                self.ack_now = true;
+                return;
+            }
+            data = data.slice(..(wnd_end - start) as usize);
+            fin = false;
+        }
+        self.on_data(now, start, data, fin);
+    }
+
+    fn on_data(&mut self, now: Time, start: u64, mut data: Bytes, fin: bool) {
+        let end = start + data.len() as u64;
+        if fin {
+            self.fin_at.get_or_insert(end);
+        }
+        let seg_end = end + u64::from(fin);
+        if seg_end <= self.rcv_nxt {
+            self.stats.duplicate_segments += 1;
+            self.ack_now = true; // re-ACK so a sender whose ACKs were lost learns where we are
+            return;
+        }
+        if start > self.rcv_nxt {
+            self.stats.out_of_order_segments += 1;
+            if end > start && !self.store_out_of_order(start, data) {
+                self.stats.duplicate_segments += 1;
+            }
+            self.ack_now = true; // a duplicate ACK, which drives the sender's fast retransmit
+            return;
+        }
+        let filled_hole = !self.ooo.is_empty();
+        if end > self.rcv_nxt {
+            data = data.slice((self.rcv_nxt - start) as usize..);
+            self.deliver(data);
+        }
+        while let Some(entry) = self.ooo.first_entry() {
+            if *entry.key() > self.rcv_nxt {
+                break;
+            }
+            let (s, piece) = entry.remove_entry();
+            let piece_end = s + piece.len() as u64;
+            if piece_end > self.rcv_nxt {
+                self.deliver(piece.slice((self.rcv_nxt - s) as usize..));
+            }
+        }
+        let nxt = self.rcv_nxt;
+        self.sack_recent.retain(|&(l, _)| l > nxt);
+        if self.fin_at == Some(self.rcv_nxt) && !self.fin_received {
+            self.fin_received = true;
+            self.rcv_nxt += 1;
+            self.ack_now = true;
+        }
+        let full = u64::from(self.cfg.ack_every.max(1)) * u64::from(self.mss);
+        if filled_hole || self.delayed_ack.is_zero() || self.unacked >= full {
+            self.ack_now = true;
+        } else if self.ack_deadline.is_none() {
+            self.ack_deadline = Some(now + self.delayed_ack);
+        }
+    }
+
+    fn deliver(&mut self, data: Bytes) {
+        let n = data.len() as u64;
+        self.rcv_nxt += n;
+        self.unacked += n;
+        self.delivered += n;
+        self.ready.push_back(data);
+    }
+
+    /// Keeps the parts of `data` (at `start`, above `rcv_nxt`) not held yet; false if it held them all.
+    /// Then makes the block containing it the first SACK block.
+    fn store_out_of_order(&mut self, start: u64, data: Bytes) -> bool {
+        let end = start + data.len() as u64;
+        let mut gaps: [(u64, u64); 8] = [(0, 0); 8];
+        let mut ngaps = 0;
+        let mut overflow = false;
+        let mut cur = start;
+        if let Some((&s, p)) = self.ooo.range(..start).next_back() {
+            cur = cur.max(s + p.len() as u64);
+        }
+        for (&s, p) in self.ooo.range(start..end) {
+            if s > cur {
+                if ngaps == gaps.len() {
+                    overflow = true;
+                    break;
+                }
+                gaps[ngaps] = (cur, s);
+                ngaps += 1;
+            }
+            cur = cur.max(s + p.len() as u64);
+        }
+        if !overflow && cur < end && ngaps < gaps.len() {
+            gaps[ngaps] = (cur, end);
+            ngaps += 1;
+        }
+        // A segment overlapping more than eight held pieces cannot come from our sender; keep what fits.
+        for &(a, b) in &gaps[..ngaps] {
+            self.ooo.insert(a, data.slice((a - start) as usize..(b - start) as usize));
+        }
+        if ngaps == 0 {
+            return false;
+        }
+        // The contiguous block of held data around the segment.
+        let mut l = start;
+        while let Some((&s, p)) = self.ooo.range(..l).next_back() {
+            if s + p.len() as u64 >= l {
+                l = s
+            } else {
+                break;
+            }
+        }
+        let mut r = match self.ooo.range(..end).next_back() {
+            Some((&s, p)) => end.max(s + p.len() as u64),
+            None => end,
+        };
+        while let Some(p) = self.ooo.get(&r) {
+            r += p.len() as u64;
+        }
+        self.sack_recent.retain(|&(a, b)| b < l || a > r);
+        self.sack_recent.insert(0, (l, r));
+        self.sack_recent.truncate(SackBlocks::MAX);
+        true
+    }
+
+    /// The next packet to send: a SYN-ACK or an ACK.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Bytes> {
+        if self.synack_pending {
+            self.synack_pending = false;
+            let repr = TcpRepr {
+                seq: self.iss,
+                ack: Some(self.irs + 1),
+                flags: TcpFlags::SYN,
+                mss: Some(self.cfg.mss),
+                sack_permitted: self.sack_ok,
+                timestamps: self.ts_ok.then(|| (ts_now(now), self.ts_recent)),
+                ..self.base_repr()
+            };
+            return Some(self.emit(&repr));
+        }
+        if !self.ack_now {
+            return None;
+        }
+        self.ack_now = false;
+        self.ack_deadline = None;
+        self.unacked = 0;
+        let mut repr = TcpRepr {
+            seq: self.iss + 1,
+            ack: Some(seq_at(self.irs, self.rcv_nxt)),
+            timestamps: self.ts_ok.then(|| (ts_now(now), self.ts_recent)),
+            ..self.base_repr()
+        };
+        if self.sack_ok {
+            let max = repr.max_sack_blocks();
+            for &(l, r) in self.sack_recent.iter().take(max) {
+                repr.sack.push(seq_at(self.irs, l), seq_at(self.irs, r));
+            }
+        }
+        self.stats.acks_sent += 1;
+        if self.last_ack == Some(self.rcv_nxt) {
+            self.stats.dupacks_sent += 1;
+        }
+        self.last_ack = Some(self.rcv_nxt);
+        Some(self.emit(&repr))
+    }
+
+    fn base_repr(&self) -> TcpRepr {
+        TcpRepr {
+            src_port: self.local.port(),
+            dst_port: self.remote.port(),
+            window: self.cfg.max_window.min(u32::from(u16::MAX)) as u16,
+            ..TcpRepr::default()
+        }
+    }
+
+    fn emit(&mut self, repr: &TcpRepr) -> Bytes {
+        let pkt = repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &[]);
+        self.ident = self.ident.wrapping_add(1);
+        pkt
+    }
+
+    /// The delayed-ACK timer.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.ack_deadline
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.ack_deadline.is_some_and(|d| d <= now) {
+            self.ack_deadline = None;
+            self.ack_now = true;
+        }
+    }
+
+    /// The next in-order application bytes, as slices of the received packets.
+    pub fn read(&mut self) -> Option<Bytes> {
+        self.ready.pop_front()
+    }
+
+    /// Application bytes received in order so far (read or not).
+    pub fn delivered_bytes(&self) -> u64 {
+        self.delivered
+    }
+
+    pub fn fin_received(&self) -> bool {
+        self.fin_received
+    }
+
+    pub fn stats(&self) -> &ReceiverStats {
+        &self.stats
+    }
+}

@@ -1,0 +1,192 @@
+//! Congestion control and loss recovery of the sender, for every variant, in one place: what happens on
+//! a new cumulative ACK, a duplicate ACK and a retransmit timeout, and which segment SACK recovery sends
+//! next. An ELN-aware sender (seed 002) would branch here: a dupack or ACK carrying ELN retransmits
+//! without touching `cwnd`/`ssthresh`.
+//!
+//! - Tahoe: fast retransmit on the `dupack_threshold`-th dupack, then slow start from one segment.
+//! - Reno (RFC 5681 §3.2): fast retransmit and fast recovery with window inflation; the first new ACK
+//!   deflates to `ssthresh` and ends recovery, so several losses in one window usually end in a timeout.
+//! - NewReno (RFC 6582): partial ACKs retransmit the next hole and keep recovery until `recover`.
+//! - SACK (RFC 6675): scoreboard, `pipe`, NextSeg; falls back to NewReno if the peer refused SACK.
+//!
+//! A timeout always does the same (BSD `tcp_timers`): ssthresh = max(flight/2, 2·MSS), cwnd = 1 MSS,
+//! go-back-N from SND.UNA, back off the RTO, forget SACK information (RFC 2018 §5.1).
+
+use crate::config::Variant;
+use crate::sender::Sender;
+use lasthop_wire::Time;
+
+impl Sender {
+    /// The algorithm in effect: SACK needs the peer's agreement.
+    pub(crate) fn recovery_kind(&self) -> Variant {
+        match self.cfg.variant {
+            Variant::Sack if !self.sack_ok => Variant::NewReno,
+            v => v,
+        }
+    }
+
+    pub(crate) fn in_sack_recovery(&self) -> bool {
+        self.in_recovery && self.recovery_kind() == Variant::Sack
+    }
+
+    fn dupthresh(&self) -> u32 {
+        self.cfg.dupack_threshold.max(1)
+    }
+
+    /// ssthresh after a loss: half the data in flight, at least two segments (RFC 5681 eq. 4).
+    fn halved_flight(&self) -> u32 {
+        let flight = self.max.saturating_sub(self.una);
+        (flight / 2).max(2 * u64::from(self.mss)).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Largest cwnd worth having: BSD caps it at the largest window it could ever use.
+    fn cwnd_cap(&self) -> u32 {
+        self.cfg.max_window.max(self.mss)
+    }
+
+    /// `acked` new bytes were cumulatively acknowledged (`una` already advanced).
+    pub(crate) fn on_new_ack(&mut self, _now: Time, acked: u64) {
+        if self.in_recovery {
+            match self.recovery_kind() {
+                Variant::NewReno if self.una < self.recover => {
+                    // Partial ACK (RFC 6582 §3.2 step 3): the next hole is lost too; retransmit it, deflate
+                    // by what was acked, add back one segment, stay in recovery.
+                    self.rexmit_pending = Some(self.una);
+                    self.timing = None;
+                    let add_back = if acked >= u64::from(self.mss) { self.mss } else { 0 };
+                    let acked = acked.min(u64::from(u32::MAX)) as u32;
+                    self.cwnd = self.cwnd.saturating_sub(acked).saturating_add(add_back).max(self.mss);
+                }
+                Variant::Sack if self.una < self.recover => {
+                    // Partial ACK: the pipe loop in `next_seg` sends what it allows.
+                    self.high_rxt = self.high_rxt.max(self.una);
+                }
+                Variant::Sack => {
+                    // RFC 6675 leaves cwnd at the ssthresh set on entry.
+                    self.in_recovery = false;
+                    self.dupacks = 0;
+                }
+                _ => {
+                    // Reno's first new ACK and NewReno's full ACK: deflate the window and leave.
+                    self.cwnd = self.ssthresh;
+                    self.in_recovery = false;
+                    self.dupacks = 0;
+                }
+            }
+            return;
+        }
+        self.dupacks = 0;
+        let incr = if self.cwnd < self.ssthresh {
+            self.mss // slow start: one segment per ACK, as BSD
+        } else {
+            (u64::from(self.mss) * u64::from(self.mss) / u64::from(self.cwnd.max(1))).max(1) as u32
+        };
+        self.cwnd = self.cwnd.saturating_add(incr).min(self.cwnd_cap());
+    }
+
+    pub(crate) fn on_dupack(&mut self, now: Time) {
+        self.dupacks += 1;
+        let kind = self.recovery_kind();
+        if self.in_recovery {
+            if matches!(kind, Variant::Reno | Variant::NewReno) {
+                // Each dupack means a segment left the network: inflate (RFC 5681 §3.2 step 4).
+                self.cwnd = self.cwnd.saturating_add(self.mss);
+            }
+            return;
+        }
+        let thresh = self.dupthresh();
+        let trigger = self.dupacks == thresh
+            || (kind == Variant::Sack
+                && self.dupacks < thresh
+                && self.scoreboard.is_lost(self.una, self.max, self.mss, thresh));
+        if !trigger {
+            return;
+        }
+        // RFC 6582 §3.2 step 2 and RFC 6675 §5: dupacks for data sent before the last recovery or timeout
+        // began start no new one. Tahoe and Reno as in 4.4BSD have no such guard.
+        if matches!(kind, Variant::NewReno | Variant::Sack) && self.una < self.recover {
+            return;
+        }
+        self.enter_recovery(now, kind);
+    }
+
+    fn enter_recovery(&mut self, now: Time, kind: Variant) {
+        self.stats.fast_retransmits += 1;
+        self.ssthresh = self.halved_flight();
+        self.rexmit_pending = Some(self.una);
+        self.timing = None;
+        self.rtx_deadline = Some(self.rto.deadline(now));
+        match kind {
+            Variant::Tahoe => self.cwnd = self.mss,
+            Variant::Reno | Variant::NewReno => {
+                self.cwnd = self.ssthresh.saturating_add(self.dupthresh().saturating_mul(self.mss));
+                self.in_recovery = true;
+                self.recover = self.max;
+            }
+            Variant::Sack => {
+                self.cwnd = self.ssthresh;
+                self.in_recovery = true;
+                self.recover = self.max;
+                self.high_rxt = self.una;
+            }
+        }
+    }
+
+    pub(crate) fn on_timeout(&mut self, now: Time) {
+        self.stats.timeouts += 1;
+        self.ssthresh = self.halved_flight();
+        self.cwnd = self.mss;
+        self.nxt = self.una;
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.recover = self.max;
+        self.high_rxt = self.una;
+        self.scoreboard.clear();
+        self.rexmit_pending = None;
+        self.timing = None;
+        self.rto.back_off();
+        self.rtx_deadline = Some(self.rto.deadline(now));
+    }
+
+    /// RFC 6675 §5 step (C): the next segment SACK recovery may send, if `cwnd - pipe >= 1 SMSS`.
+    pub(crate) fn next_seg(&self) -> Option<(u64, u32, bool)> {
+        let thresh = self.dupthresh();
+        let pipe = self.scoreboard.pipe(self.una, self.max, self.high_rxt, self.mss, thresh);
+        if pipe + u64::from(self.mss) > u64::from(self.cwnd) {
+            return None;
+        }
+        let holes = || self.scoreboard.holes(self.una, self.max, self.mss, thresh);
+        // (1) the first lost octet not yet retransmitted
+        for h in holes() {
+            let s = h.start.max(self.high_rxt);
+            if h.lost && s < h.end {
+                let (len, fin) = self.shape(s, h.end);
+                return Some((s, len, fin));
+            }
+        }
+        // (2) new data, within the peer's window
+        let fin_off = self.fin_offset();
+        if self.max <= fin_off {
+            let remaining = fin_off - self.max;
+            if remaining == 0 {
+                return Some((self.max, 0, true));
+            }
+            let room = (self.una + u64::from(self.peer_window())).saturating_sub(self.max);
+            let len = u64::from(self.mss).min(remaining).min(room);
+            if len > 0 && (len == u64::from(self.mss) || len == remaining) {
+                return Some((self.max, len as u32, len == remaining));
+            }
+        }
+        // (3) an octet not SACKed, not yet retransmitted and below the highest SACKed one, though not
+        // known lost; data above every SACK block is merely in flight.
+        let highest_sacked = self.scoreboard.highest().unwrap_or(self.una);
+        for h in holes() {
+            let s = h.start.max(self.high_rxt);
+            if s < h.end && s < highest_sacked {
+                let (len, fin) = self.shape(s, h.end.min(highest_sacked));
+                return Some((s, len, fin));
+            }
+        }
+        None
+    }
+}

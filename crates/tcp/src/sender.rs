@@ -1,0 +1,465 @@
+//! The bulk-transfer sender: handshake, segmentation, the window, ACK bookkeeping and the retransmit
+//! timer. *How* the sender reacts to loss (duplicate ACKs, partial ACKs, timeouts) lives in
+//! `recovery.rs`, the one place a new variant (ELN-aware, seed 002) has to touch.
+
+use crate::config::{SenderStats, TcpConfig, Variant};
+use crate::payload;
+use crate::rto::Rto;
+use crate::scoreboard::Scoreboard;
+use crate::segment::{offset_of, parse, seq_at, ts_now, Incoming, Parsed};
+use bytes::Bytes;
+use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
+use std::net::SocketAddrV4;
+
+/// MSS assumed when the peer's SYN carries no MSS option (RFC 9293 §3.7.1).
+const DEFAULT_MSS: u16 = 536;
+const TTL: u8 = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Closed,
+    SynSent,
+    Established,
+}
+
+/// Sends `total_bytes` of [`payload`] content, then a FIN, to a [`Receiver`](crate::Receiver).
+///
+/// Call [`poll_transmit`](Self::poll_transmit) until it returns `None` after [`connect`](Self::connect)
+/// and after every `handle_*` call.
+#[derive(Debug)]
+pub struct Sender {
+    pub(crate) cfg: TcpConfig,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    iss: SeqNum,
+    irs: SeqNum,
+    total: u64,
+    state: State,
+    /// Effective MSS: the smaller of both ends' offers.
+    pub(crate) mss: u32,
+    pub(crate) sack_ok: bool,
+    ts_ok: bool,
+    ts_recent: u32,
+    /// Oldest unacknowledged offset (SND.UNA).
+    pub(crate) una: u64,
+    /// Next offset to send in the ordinary (window-limited) path; below `max` after a timeout (go-back-N).
+    pub(crate) nxt: u64,
+    /// One past the highest offset ever sent (SND.MAX in BSD, HighData in RFC 6675).
+    pub(crate) max: u64,
+    peer_wnd: u32,
+    pub(crate) cwnd: u32,
+    pub(crate) ssthresh: u32,
+    pub(crate) dupacks: u32,
+    pub(crate) in_recovery: bool,
+    /// RFC 6582 `recover`: `max` when the last recovery or timeout began.
+    pub(crate) recover: u64,
+    /// RFC 6675 HighRxt: everything not SACKed below it was retransmitted in this recovery.
+    pub(crate) high_rxt: u64,
+    pub(crate) scoreboard: Scoreboard,
+    pub(crate) rto: Rto,
+    pub(crate) rtx_deadline: Option<Time>,
+    /// The one segment being timed, as BSD did: (offset its ACK must reach, when it was sent).
+    pub(crate) timing: Option<(u64, Time)>,
+    syn_pending: bool,
+    ack_pending: bool,
+    /// A single retransmission ordered by loss recovery (fast retransmit, NewReno partial ACK).
+    pub(crate) rexmit_pending: Option<u64>,
+    ident: u16,
+    scratch: Vec<u8>,
+    pub(crate) stats: SenderStats,
+    last_sent: Option<(u64, bool)>,
+}
+
+impl Sender {
+    pub fn new(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum, total_bytes: u64) -> Sender {
+        let mss = u32::from(cfg.mss.max(1));
+        Sender {
+            rto: Rto::new(&cfg),
+            local,
+            remote,
+            iss,
+            irs: SeqNum(0),
+            total: total_bytes,
+            state: State::Closed,
+            mss,
+            sack_ok: false,
+            ts_ok: false,
+            ts_recent: 0,
+            una: 0,
+            nxt: 0,
+            max: 0,
+            peer_wnd: 0,
+            cwnd: cfg.initial_cwnd.max(1).saturating_mul(mss),
+            ssthresh: cfg.initial_ssthresh,
+            dupacks: 0,
+            in_recovery: false,
+            recover: 0,
+            high_rxt: 0,
+            scoreboard: Scoreboard::default(),
+            rtx_deadline: None,
+            timing: None,
+            syn_pending: false,
+            ack_pending: false,
+            rexmit_pending: None,
+            ident: 0,
+            scratch: Vec::new(),
+            stats: SenderStats::default(),
+            last_sent: None,
+            cfg,
+        }
+    }
+
+    /// Queues the SYN.
+    pub fn connect(&mut self, _now: Time) {
+        if self.state == State::Closed {
+            self.state = State::SynSent;
+            self.syn_pending = true;
+        }
+    }
+
+    /// Takes in a whole IPv4 packet. Packets of other connections are ignored; unreadable ones are counted
+    /// in [`SenderStats::malformed`].
+    pub fn handle_packet(&mut self, now: Time, packet: &Bytes) {
+        let seg = match parse(packet, self.local, self.remote) {
+            Parsed::Segment(s) => s,
+            Parsed::Foreign => return,
+            Parsed::Malformed => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        if seg.repr.flags.contains(TcpFlags::RST) {
+            return;
+        }
+        match self.state {
+            State::Closed => {}
+            State::SynSent => self.handle_syn_ack(now, &seg),
+            State::Established => {
+                if seg.repr.flags.contains(TcpFlags::SYN) {
+                    // A repeated SYN-ACK means our ACK of it was lost; answer again.
+                    if seg.repr.seq == self.irs {
+                        self.ack_pending = true;
+                    }
+                    return;
+                }
+                if let Some(ack) = seg.repr.ack {
+                    self.handle_ack(now, ack, &seg);
+                }
+            }
+        }
+    }
+
+    fn handle_syn_ack(&mut self, now: Time, seg: &Incoming) {
+        let r = &seg.repr;
+        if !r.flags.contains(TcpFlags::SYN) || r.ack != Some(self.iss + 1) {
+            return;
+        }
+        self.irs = r.seq;
+        self.mss = u32::from(self.cfg.mss.min(r.mss.unwrap_or(DEFAULT_MSS)).max(1));
+        self.sack_ok = self.offers_sack() && r.sack_permitted;
+        self.ts_ok = self.cfg.timestamps && r.timestamps.is_some();
+        self.ts_recent = r.timestamps.map_or(0, |t| t.0);
+        self.peer_wnd = u32::from(r.window);
+        self.state = State::Established;
+        self.syn_pending = false;
+        self.take_rtt_sample(now, 1);
+        self.una = 1;
+        self.nxt = 1;
+        self.max = 1;
+        self.recover = 1;
+        self.high_rxt = 1;
+        self.cwnd = self.cfg.initial_cwnd.max(1).saturating_mul(self.mss);
+        self.rto.reset_backoff();
+        self.rtx_deadline = None;
+        self.ack_pending = true;
+    }
+
+    fn handle_ack(&mut self, now: Time, ack: SeqNum, seg: &Incoming) {
+        let r = &seg.repr;
+        if self.ts_ok {
+            if let Some((tsval, _)) = r.timestamps {
+                self.ts_recent = tsval;
+            }
+        }
+        let a = offset_of(self.iss, self.una, ack);
+        if a > self.max {
+            return; // acknowledges data never sent
+        }
+        let window = u32::from(r.window);
+        let window_changed = window != self.peer_wnd;
+        self.peer_wnd = window;
+        if self.sack_ok {
+            for &(l, rr) in r.sack.as_slice() {
+                let (l, rr) = (offset_of(self.iss, self.una, l), offset_of(self.iss, self.una, rr));
+                // Blocks below the cumulative ACK (D-SACK) or beyond what was sent are not scoreboard news.
+                if self.una <= l && l < rr && rr <= self.max {
+                    self.scoreboard.insert(l, rr);
+                }
+            }
+        }
+        if a < self.una {
+            return;
+        }
+        if a == self.una {
+            // RFC 5681's duplicate ACK: nothing new, no data, same window, while data is outstanding.
+            let pure = seg.payload.is_empty() && !r.flags.contains(TcpFlags::FIN);
+            if pure && !window_changed && self.una < self.max {
+                self.stats.dupacks_received += 1;
+                self.on_dupack(now);
+            }
+            return;
+        }
+        let acked = a - self.una;
+        self.take_rtt_sample(now, a);
+        self.una = a;
+        self.nxt = self.nxt.max(a);
+        self.scoreboard.advance(a);
+        self.rto.reset_backoff();
+        // RFC 6298 (5.2, 5.3): stop when all is acknowledged, else restart.
+        self.rtx_deadline = if self.una >= self.max { None } else { Some(self.rto.deadline(now)) };
+        self.on_new_ack(now, acked);
+    }
+
+    /// Karn's rule holds because `timing` is cleared whenever anything is retransmitted.
+    fn take_rtt_sample(&mut self, now: Time, acked_to: u64) {
+        if let Some((end, sent)) = self.timing {
+            if acked_to >= end {
+                self.rto.sample(now.as_nanos().saturating_sub(sent.as_nanos()));
+                self.timing = None;
+            }
+        }
+    }
+
+    /// The next IPv4 packet to send, if any.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Bytes> {
+        self.last_sent = None;
+        match self.state {
+            State::Closed => None,
+            State::SynSent => {
+                if !self.syn_pending {
+                    return None;
+                }
+                self.syn_pending = false;
+                Some(self.emit_syn(now))
+            }
+            State::Established => self.transmit_established(now),
+        }
+    }
+
+    fn transmit_established(&mut self, now: Time) -> Option<Bytes> {
+        if let Some(off) = self.rexmit_pending.take() {
+            if off >= self.una && off < self.max {
+                let (len, fin) = self.shape(off, self.max);
+                return Some(self.emit_data(now, off, len, fin));
+            }
+        }
+        let next = if self.in_sack_recovery() { self.next_seg() } else { self.next_in_window() };
+        if let Some((off, len, fin)) = next {
+            return Some(self.emit_data(now, off, len, fin));
+        }
+        if self.ack_pending {
+            return Some(self.emit_pure_ack(now));
+        }
+        None
+    }
+
+    /// The segment starting at `off` that ends no later than `limit`: (data bytes, FIN included).
+    pub(crate) fn shape(&self, off: u64, limit: u64) -> (u32, bool) {
+        let fin_off = self.fin_offset();
+        let len = u64::from(self.mss).min(fin_off.saturating_sub(off)).min(limit.saturating_sub(off));
+        (len as u32, off + len == fin_off && limit > fin_off)
+    }
+
+    /// Ordinary transmission from `nxt` within min(cwnd, peer window, max_window). Sends only full
+    /// segments, the final piece, or anything at all into an empty pipe (BSD's sender silly-window rule).
+    fn next_in_window(&self) -> Option<(u64, u32, bool)> {
+        let fin_off = self.fin_offset();
+        if self.nxt > fin_off {
+            return None;
+        }
+        if self.nxt == fin_off {
+            return Some((self.nxt, 0, true)); // a lone FIN is not held back by the window
+        }
+        let flight = self.nxt - self.una;
+        let usable = u64::from(self.window()).saturating_sub(flight);
+        let remaining = fin_off - self.nxt;
+        let len = u64::from(self.mss).min(remaining).min(usable);
+        if len > 0 && (len == u64::from(self.mss) || len == remaining || flight == 0) {
+            Some((self.nxt, len as u32, len == remaining))
+        } else {
+            None
+        }
+    }
+
+    /// The send window: min(cwnd, peer's advertised window, configured maximum).
+    pub(crate) fn window(&self) -> u32 {
+        self.cwnd.min(self.peer_wnd).min(self.cfg.max_window)
+    }
+
+    pub(crate) fn peer_window(&self) -> u32 {
+        self.peer_wnd.min(self.cfg.max_window)
+    }
+
+    pub(crate) fn fin_offset(&self) -> u64 {
+        1 + self.total
+    }
+
+    pub(crate) fn offers_sack(&self) -> bool {
+        self.cfg.sack || self.cfg.variant == Variant::Sack
+    }
+
+    fn adv_window(&self) -> u16 {
+        self.cfg.max_window.min(u32::from(u16::MAX)) as u16
+    }
+
+    fn base_repr(&self, now: Time) -> TcpRepr {
+        TcpRepr {
+            src_port: self.local.port(),
+            dst_port: self.remote.port(),
+            window: self.adv_window(),
+            timestamps: self.ts_ok.then(|| (ts_now(now), self.ts_recent)),
+            ..TcpRepr::default()
+        }
+    }
+
+    fn finish_emit(&mut self, now: Time, repr: &TcpRepr, payload_len: usize) -> Bytes {
+        let pkt = repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
+        self.ident = self.ident.wrapping_add(1);
+        self.stats.segments_sent += 1;
+        if self.rtx_deadline.is_none() && self.max > self.una {
+            self.rtx_deadline = Some(self.rto.deadline(now));
+        }
+        pkt
+    }
+
+    fn emit_syn(&mut self, now: Time) -> Bytes {
+        let rexmit = self.max > 0;
+        let repr = TcpRepr {
+            seq: self.iss,
+            flags: TcpFlags::SYN,
+            mss: Some(self.cfg.mss),
+            sack_permitted: self.offers_sack(),
+            timestamps: self.cfg.timestamps.then(|| (ts_now(now), 0)),
+            ..self.base_repr(now)
+        };
+        if rexmit {
+            self.stats.segments_retransmitted += 1;
+            self.timing = None;
+        } else {
+            self.timing = Some((1, now));
+        }
+        self.max = 1;
+        self.last_sent = Some((0, rexmit));
+        self.finish_emit(now, &repr, 0)
+    }
+
+    fn emit_data(&mut self, now: Time, off: u64, len: u32, fin: bool) -> Bytes {
+        let rexmit = off < self.max;
+        let end = off + u64::from(len) + u64::from(fin);
+        let n = len as usize;
+        if self.scratch.len() < n {
+            self.scratch.resize(n, 0);
+        }
+        payload::fill(off - 1, &mut self.scratch[..n]);
+        let repr = TcpRepr {
+            seq: seq_at(self.iss, off),
+            ack: Some(self.irs + 1),
+            flags: if fin { TcpFlags::FIN } else { TcpFlags::NONE },
+            ..self.base_repr(now)
+        };
+        if rexmit {
+            self.stats.segments_retransmitted += 1;
+            self.stats.bytes_retransmitted += u64::from(len);
+            self.timing = None; // Karn: no sample may come from a retransmitted segment
+            if self.in_sack_recovery() {
+                self.high_rxt = self.high_rxt.max(end);
+            }
+        } else if self.timing.is_none() {
+            self.timing = Some((end, now));
+        }
+        if off <= self.nxt && end > self.nxt {
+            self.nxt = end;
+        }
+        self.max = self.max.max(end);
+        self.ack_pending = false;
+        self.last_sent = Some((off - 1, rexmit));
+        self.finish_emit(now, &repr, n)
+    }
+
+    fn emit_pure_ack(&mut self, now: Time) -> Bytes {
+        let repr = TcpRepr { seq: seq_at(self.iss, self.nxt), ack: Some(self.irs + 1), ..self.base_repr(now) };
+        self.ack_pending = false;
+        self.last_sent = Some((self.nxt.saturating_sub(1).min(self.total), false));
+        self.finish_emit(now, &repr, 0)
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) wants to be called (the retransmit timer).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.is_finished() {
+            None
+        } else {
+            self.rtx_deadline
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        match self.rtx_deadline {
+            Some(d) if d <= now => self.rtx_deadline = None,
+            _ => return,
+        }
+        match self.state {
+            State::Closed => {}
+            State::SynSent => {
+                self.stats.timeouts += 1;
+                self.rto.back_off();
+                self.syn_pending = true;
+                self.timing = None;
+                self.rtx_deadline = Some(self.rto.deadline(now));
+            }
+            State::Established => {
+                if !self.is_finished() {
+                    self.on_timeout(now);
+                }
+            }
+        }
+    }
+
+    /// All data and the FIN are acknowledged.
+    pub fn is_finished(&self) -> bool {
+        self.state == State::Established && self.una > self.fin_offset()
+    }
+
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    pub fn cwnd(&self) -> u32 {
+        self.cwnd
+    }
+
+    pub fn ssthresh(&self) -> u32 {
+        self.ssthresh
+    }
+
+    /// Application bytes acknowledged so far.
+    pub fn snd_una_offset(&self) -> u64 {
+        self.una.saturating_sub(1).min(self.total)
+    }
+
+    /// The packet last returned by [`poll_transmit`](Self::poll_transmit): stream offset of its first
+    /// byte (0 for the SYN; the current send point for a FIN or pure ACK) and whether it was a
+    /// retransmission. `None` after a `poll_transmit` that returned `None`.
+    pub fn last_sent(&self) -> Option<(u64, bool)> {
+        self.last_sent
+    }
+
+    /// In fast recovery (Reno, NewReno, SACK); Tahoe never is.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// Smoothed RTT in nanoseconds, once measured.
+    pub fn srtt(&self) -> Option<u64> {
+        self.rto.srtt()
+    }
+}

@@ -1,0 +1,778 @@
+//! State-machine tests with hand-built packets (one endpoint at a time, the peer played by the test),
+//! then whole transfers through the [`Pair`](crate::harness::Pair) harness, including a proptest over
+//! random loss patterns for every variant.
+
+use crate::harness::{Dir, Pair, RECEIVER_ADDR, SENDER_ADDR};
+use crate::{payload, Receiver, Sender, TcpConfig, Variant};
+use bytes::Bytes;
+use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket, TcpRepr, Time};
+use std::time::Duration;
+
+const ISS: SeqNum = SeqNum(u32::MAX - 3000); // the transfer wraps sequence space
+const IRS: SeqNum = SeqNum(5000);
+const MSS: u32 = 1000;
+
+/// A segment as the test sees it: offsets relative to the ISN (the SYN is 0, data byte i is 1 + i).
+#[derive(Debug, Clone, PartialEq)]
+struct Seg {
+    off: u64,
+    len: u32,
+    syn: bool,
+    fin: bool,
+    ack: Option<SeqNum>,
+    sack: Vec<(SeqNum, SeqNum)>,
+    mss: Option<u16>,
+    sack_permitted: bool,
+    rexmit: Option<bool>,
+    payload: Bytes,
+}
+
+fn decode(p: &Bytes, base: SeqNum) -> Seg {
+    let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+    assert!(ip.verify_checksum());
+    let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
+    assert!(tcp.verify_checksum(ip.src_addr(), ip.dst_addr()));
+    let r = TcpRepr::parse(&tcp).unwrap();
+    Seg {
+        off: u64::from(r.seq.0.wrapping_sub(base.0)),
+        len: tcp.payload().len() as u32,
+        syn: r.flags.contains(TcpFlags::SYN),
+        fin: r.flags.contains(TcpFlags::FIN),
+        ack: r.ack,
+        sack: r.sack.as_slice().to_vec(),
+        mss: r.mss,
+        sack_permitted: r.sack_permitted,
+        rexmit: None,
+        payload: Bytes::copy_from_slice(tcp.payload()),
+    }
+}
+
+fn drain_sender(s: &mut Sender, now: Time) -> Vec<Seg> {
+    let mut out = Vec::new();
+    while let Some(p) = s.poll_transmit(now) {
+        let mut seg = decode(&p, ISS);
+        seg.rexmit = s.last_sent().map(|l| l.1);
+        if seg.len > 0 {
+            assert!(payload::matches(seg.off - 1, &seg.payload));
+            assert_eq!(s.last_sent().unwrap().0, seg.off - 1);
+        }
+        out.push(seg);
+    }
+    out
+}
+
+fn drain_receiver(r: &mut Receiver, now: Time) -> Vec<Seg> {
+    std::iter::from_fn(|| r.poll_transmit(now)).map(|p| decode(&p, IRS)).collect()
+}
+
+/// A packet from the receiver's address to the sender's.
+fn to_sender(repr: TcpRepr) -> Bytes {
+    let repr = TcpRepr { src_port: RECEIVER_ADDR.port(), dst_port: SENDER_ADDR.port(), window: 65535, ..repr };
+    repr.emit_ipv4(*RECEIVER_ADDR.ip(), *SENDER_ADDR.ip(), 0, 64, &[])
+}
+
+/// A packet from the sender's address to the receiver's.
+fn to_receiver(repr: TcpRepr, payload: &[u8]) -> Bytes {
+    let repr = TcpRepr { src_port: SENDER_ADDR.port(), dst_port: RECEIVER_ADDR.port(), window: 65535, ..repr };
+    repr.emit_ipv4(*SENDER_ADDR.ip(), *RECEIVER_ADDR.ip(), 0, 64, payload)
+}
+
+fn seq(off: u64) -> SeqNum {
+    ISS + off as u32
+}
+
+/// A cumulative ACK up to sender offset `off`, with SACK blocks in sender offsets.
+fn ack(off: u64, sack: &[(u64, u64)]) -> Bytes {
+    let mut repr = TcpRepr { seq: IRS + 1, ack: Some(seq(off)), ..TcpRepr::default() };
+    for &(l, r) in sack {
+        repr.sack.push(seq(l), seq(r));
+    }
+    to_sender(repr)
+}
+
+fn cfg(variant: Variant) -> TcpConfig {
+    TcpConfig { variant, sack: variant == Variant::Sack, ..TcpConfig::default() }
+}
+
+/// A sender past the handshake (peer MSS 1000, SACK-permitted as configured), its first segment drained.
+fn established(cfg: TcpConfig, total: u64) -> (Sender, Vec<Seg>) {
+    let sack = cfg.sack || cfg.variant == Variant::Sack;
+    let mut s = Sender::new(cfg, SENDER_ADDR, RECEIVER_ADDR, ISS, total);
+    s.connect(Time::ZERO);
+    let syn = drain_sender(&mut s, Time::ZERO);
+    assert_eq!(syn.len(), 1);
+    let synack = TcpRepr {
+        seq: IRS,
+        ack: Some(ISS + 1),
+        flags: TcpFlags::SYN,
+        mss: Some(MSS as u16),
+        sack_permitted: sack,
+        ..TcpRepr::default()
+    };
+    s.handle_packet(Time::from_millis(100), &to_sender(synack));
+    let first = drain_sender(&mut s, Time::from_millis(100));
+    (s, first)
+}
+
+/// Grows the window by ACKing every segment at once, until `segs` segments are in flight unacked.
+fn open_window(s: &mut Sender, first: Vec<Seg>, segs: usize, mut now: Time) -> (Vec<Seg>, Time) {
+    let mut flight = first;
+    loop {
+        if flight.len() >= segs {
+            return (flight, now);
+        }
+        now += Duration::from_millis(100);
+        let last = flight.last().unwrap();
+        let to = last.off + u64::from(last.len);
+        s.handle_packet(now, &ack(to, &[]));
+        flight = drain_sender(s, now);
+    }
+}
+
+// ---- sender ----------------------------------------------------------------------------------------
+
+#[test]
+fn handshake_negotiates_mss_and_sack() {
+    let mut s = Sender::new(cfg(Variant::Sack), SENDER_ADDR, RECEIVER_ADDR, ISS, 10_000);
+    assert!(s.poll_transmit(Time::ZERO).is_none(), "nothing before connect");
+    s.connect(Time::ZERO);
+    let syn = drain_sender(&mut s, Time::ZERO);
+    assert_eq!(syn.len(), 1);
+    assert!(syn[0].syn && syn[0].ack.is_none() && syn[0].off == 0);
+    assert_eq!(syn[0].mss, Some(1460));
+    assert!(syn[0].sack_permitted);
+    assert_eq!(s.last_sent(), None, "last_sent describes the last poll, which returned None");
+
+    let (s, first) = established(cfg(Variant::Reno), 10_000);
+    assert!(!s.sack_ok, "SACK only when both offer it");
+    assert_eq!(first.len(), 1, "initial cwnd of one segment");
+    assert_eq!((first[0].off, first[0].len), (1, MSS), "effective MSS is the smaller offer");
+    assert_eq!(first[0].ack, Some(IRS + 1), "data carries the ACK of the SYN-ACK");
+    assert!(s.srtt().is_some(), "the SYN was timed");
+    let (s, _) = established(cfg(Variant::Sack), 10_000);
+    assert!(s.sack_ok);
+}
+
+#[test]
+fn syn_is_retransmitted_on_tick_rounded_backed_off_timeout() {
+    let mut s = Sender::new(TcpConfig::default(), SENDER_ADDR, RECEIVER_ADDR, ISS, 100);
+    s.connect(Time::from_millis(100));
+    drain_sender(&mut s, Time::from_millis(100));
+    // 100 ms + 3 s initial RTO = 3.1 s, rounded up to the 500 ms slow-timer tick.
+    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3500)));
+    s.handle_timeout(Time::from_millis(3400));
+    assert!(drain_sender(&mut s, Time::from_millis(3400)).is_empty(), "early call does nothing");
+    s.handle_timeout(Time::from_millis(3500));
+    let syn = drain_sender(&mut s, Time::from_millis(3500));
+    assert!(syn[0].syn && syn[0].rexmit == Some(true));
+    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3500 + 6000)), "backoff doubles the RTO");
+    // Karn: the SYN-ACK answering a retransmitted SYN gives no RTT sample.
+    let synack = TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(1000), ..Default::default() };
+    s.handle_packet(Time::from_millis(3600), &to_sender(synack));
+    assert_eq!(s.srtt(), None);
+    assert_eq!(s.stats().timeouts, 1);
+}
+
+#[test]
+fn slow_start_then_congestion_avoidance() {
+    let cfg = TcpConfig { initial_ssthresh: 4 * MSS, ..cfg(Variant::Reno) };
+    let (mut s, first) = established(cfg, 1_000_000);
+    assert_eq!(s.cwnd(), MSS);
+    let mut now = Time::from_millis(200);
+    let mut next = first[0].off + u64::from(first[0].len);
+    // Slow start: each ACK of one segment adds one segment, and two go out.
+    s.handle_packet(now, &ack(next, &[]));
+    assert_eq!(s.cwnd(), 2 * MSS);
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.len(), 2);
+    for _ in 0..2 {
+        now += Duration::from_millis(1);
+        next += u64::from(MSS);
+        s.handle_packet(now, &ack(next, &[]));
+        drain_sender(&mut s, now);
+    }
+    assert_eq!(s.cwnd(), 4 * MSS);
+    // At ssthresh, congestion avoidance: mss*mss/cwnd per ACK.
+    next += u64::from(MSS);
+    s.handle_packet(now, &ack(next, &[]));
+    assert_eq!(s.cwnd(), 4 * MSS + MSS / 4);
+    assert_eq!(s.snd_una_offset(), next - 1);
+}
+
+#[test]
+fn tahoe_fast_retransmit_then_one_segment() {
+    let (mut s, first) = established(cfg(Variant::Tahoe), 1_000_000);
+    let (flight, mut now) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let una = flight[0].off;
+    assert_eq!(s.cwnd(), 8 * MSS);
+    for i in 0..3 {
+        now += Duration::from_millis(1);
+        s.handle_packet(now, &ack(una, &[]));
+        let out = drain_sender(&mut s, now);
+        if i < 2 {
+            assert!(out.is_empty(), "no retransmission before the third dupack");
+        } else {
+            assert_eq!(out.len(), 1);
+            assert_eq!((out[0].off, out[0].rexmit), (una, Some(true)));
+        }
+    }
+    assert_eq!(s.cwnd(), MSS, "Tahoe: back to one segment");
+    assert_eq!(s.ssthresh(), 4 * MSS, "half the flight");
+    assert_eq!(s.stats().fast_retransmits, 1);
+    assert_eq!(s.stats().dupacks_received, 3);
+    // The retransmission fills the hole: slow start resumes from the highest segment sent.
+    s.handle_packet(now, &ack(una + 8 * u64::from(MSS), &[]));
+    assert_eq!(s.cwnd(), 2 * MSS);
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].off, una + 8 * u64::from(MSS));
+}
+
+#[test]
+fn reno_fast_recovery_inflates_and_deflates() {
+    let (mut s, first) = established(cfg(Variant::Reno), 1_000_000);
+    let (flight, mut now) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let una = flight[0].off;
+    let high = flight.last().unwrap().off + u64::from(MSS);
+    for _ in 0..3 {
+        s.handle_packet(now, &ack(una, &[]));
+    }
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].off, una);
+    assert_eq!(s.ssthresh(), 4 * MSS);
+    assert_eq!(s.cwnd(), 7 * MSS, "ssthresh + 3 segments");
+    // Inflation: each further dupack adds a segment; once cwnd exceeds the flight, new data flows.
+    s.handle_packet(now, &ack(una, &[]));
+    assert_eq!(s.cwnd(), 8 * MSS);
+    assert!(drain_sender(&mut s, now).is_empty());
+    s.handle_packet(now, &ack(una, &[]));
+    assert_eq!(s.cwnd(), 9 * MSS);
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].off, out[0].rexmit), (high, Some(false)));
+    // The first new ACK deflates to ssthresh and ends recovery.
+    now += Duration::from_millis(100);
+    s.handle_packet(now, &ack(high, &[]));
+    assert_eq!(s.cwnd(), s.ssthresh());
+    assert!(!s.in_recovery);
+    assert_eq!(s.stats().timeouts, 0);
+}
+
+#[test]
+fn reno_leaves_recovery_on_partial_ack_but_newreno_stays() {
+    for variant in [Variant::Reno, Variant::NewReno] {
+        let (mut s, first) = established(cfg(variant), 1_000_000);
+        let (flight, now) = open_window(&mut s, first, 8, Time::from_millis(100));
+        // Segments 0 and 3 of the window are lost.
+        let una = flight[0].off;
+        let hole2 = flight[3].off;
+        for _ in 0..3 {
+            s.handle_packet(now, &ack(una, &[]));
+        }
+        assert_eq!(drain_sender(&mut s, now)[0].off, una);
+        // The retransmission arrives: the ACK now stops at the second hole (a partial ACK).
+        s.handle_packet(now, &ack(hole2, &[]));
+        let out = drain_sender(&mut s, now);
+        match variant {
+            Variant::NewReno => {
+                assert!(s.in_recovery, "NewReno stays in recovery on a partial ACK");
+                assert_eq!((out[0].off, out[0].rexmit), (hole2, Some(true)), "and retransmits the next hole");
+                // cwnd deflated by the 3 segments acked, plus one back: 7 - 3 + 1 = 5 segments.
+                assert_eq!(s.cwnd(), 5 * MSS);
+                s.handle_packet(now, &ack(flight.last().unwrap().off + u64::from(MSS), &[]));
+                assert!(!s.in_recovery, "an ACK beyond `recover` ends it");
+                assert_eq!(s.cwnd(), s.ssthresh());
+            }
+            _ => {
+                assert!(!s.in_recovery, "Reno leaves on the first new ACK");
+                assert!(out.iter().all(|seg| seg.rexmit == Some(false)), "and does not retransmit the hole");
+                assert_eq!(s.cwnd(), 4 * MSS);
+            }
+        }
+        assert_eq!(s.stats().fast_retransmits, 1);
+    }
+}
+
+#[test]
+fn sack_recovers_several_losses_in_one_window() {
+    let (mut s, first) = established(cfg(Variant::Sack), 1_000_000);
+    let (flight, mut now) = open_window(&mut s, first, 10, Time::from_millis(100));
+    let m = u64::from(MSS);
+    let o = |i: usize| flight[i].off;
+    // Segments 0, 3 and 6 of ten lost; the receiver SACKs the rest as they arrive.
+    let mut rexmits = Vec::new();
+    let arrivals: [(u64, u64); 7] = [
+        (o(1), o(1) + m),
+        (o(1), o(2) + m),
+        (o(4), o(4) + m),
+        (o(4), o(5) + m),
+        (o(7), o(7) + m),
+        (o(7), o(8) + m),
+        (o(7), o(9) + m),
+    ];
+    let mut blocks: Vec<(u64, u64)> = Vec::new();
+    for (l, r) in arrivals {
+        blocks.retain(|b| b.0 != l);
+        blocks.insert(0, (l, r));
+        now += Duration::from_millis(1);
+        s.handle_packet(now, &ack(o(0), &blocks));
+        rexmits.extend(drain_sender(&mut s, now).into_iter().filter(|x| x.rexmit == Some(true)).map(|x| x.off));
+    }
+    assert_eq!(rexmits, vec![o(0), o(3), o(6)], "each hole retransmitted once, in order");
+    assert!(s.in_recovery);
+    assert_eq!(s.ssthresh(), 5 * MSS);
+    // Retransmissions arrive: partial ACKs, then everything.
+    s.handle_packet(now, &ack(o(3), &[(o(4), o(9) + m)]));
+    s.handle_packet(now, &ack(o(6), &[(o(7), o(9) + m)]));
+    assert!(s.in_recovery);
+    let high = s.max;
+    s.handle_packet(now, &ack(high, &[]));
+    assert!(!s.in_recovery);
+    drain_sender(&mut s, now);
+    assert_eq!(s.stats().timeouts, 0);
+    assert_eq!(s.stats().fast_retransmits, 1);
+    assert_eq!(s.stats().segments_retransmitted, 3);
+}
+
+#[test]
+fn sack_is_advisory_and_forgotten_after_timeout() {
+    let (mut s, first) = established(cfg(Variant::Sack), 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let m = u64::from(MSS);
+    s.handle_packet(now, &ack(flight[0].off, &[(flight[1].off, flight[3].off + m)]));
+    assert!(!s.scoreboard.is_empty());
+    let deadline = s.poll_timeout().unwrap();
+    s.handle_timeout(deadline);
+    assert!(s.scoreboard.is_empty(), "RFC 2018: after a timeout SACK information is not trusted");
+    let out = drain_sender(&mut s, deadline);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].off, flight[0].off);
+    // A receiver that reneged: the SACKed data is resent by go-back-N as cumulative ACKs come.
+    s.handle_packet(deadline, &ack(flight[1].off, &[]));
+    let out = drain_sender(&mut s, deadline);
+    assert_eq!(out[0].off, flight[1].off);
+    assert_eq!(out[0].rexmit, Some(true));
+}
+
+#[test]
+fn timeout_goes_back_n_with_backoff_and_karn() {
+    let cfg = TcpConfig { tick_ms: 0.0, ..cfg(Variant::Reno) };
+    let (mut s, first) = established(cfg, 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let srtt = s.srtt().unwrap();
+    let deadline = s.poll_timeout().unwrap();
+    assert_eq!(deadline, now + Duration::from_millis(1000), "min RTO: 100 ms RTTs give a 1 s timer");
+    s.handle_timeout(deadline);
+    assert_eq!(s.cwnd(), MSS);
+    assert_eq!(s.ssthresh(), 2 * MSS, "max(flight/2, 2 segments)");
+    let out = drain_sender(&mut s, deadline);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].off, out[0].rexmit), (flight[0].off, Some(true)));
+    assert_eq!(s.poll_timeout(), Some(deadline + Duration::from_millis(2000)), "backed off");
+    let t2 = deadline + Duration::from_millis(2000);
+    s.handle_timeout(t2);
+    drain_sender(&mut s, t2);
+    assert_eq!(s.poll_timeout(), Some(t2 + Duration::from_millis(4000)), "doubles again");
+    // Karn: the ACK of a retransmitted segment yields no sample; backoff resets on new data acked.
+    let t3 = t2 + Duration::from_millis(30);
+    s.handle_packet(t3, &ack(flight[1].off, &[]));
+    assert_eq!(s.srtt(), Some(srtt));
+    assert_eq!(s.poll_timeout(), Some(t3 + Duration::from_millis(1000)));
+    // Go-back-N: the rest of the window is resent from SND.UNA, as slow start allows.
+    let out = drain_sender(&mut s, t3);
+    assert_eq!(
+        out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(),
+        vec![(flight[1].off, Some(true)), (flight[2].off, Some(true))]
+    );
+    assert_eq!(s.stats().timeouts, 2);
+}
+
+#[test]
+fn fast_retransmit_cancels_rtt_timing_and_bogus_acks_are_ignored() {
+    let (mut s, first) = established(cfg(Variant::NewReno), 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let una = flight[0].off;
+    assert!(s.timing.is_some());
+    s.handle_packet(now, &ack(s.max + 1000, &[]));
+    assert_eq!(s.snd_una_offset(), una - 1, "an ACK of data never sent is ignored");
+    s.handle_packet(now, &ack(una - 500, &[]));
+    assert_eq!(s.stats().dupacks_received, 0, "an old ACK is not a duplicate");
+    for _ in 0..3 {
+        s.handle_packet(now, &ack(una, &[]));
+    }
+    assert!(s.timing.is_none(), "Karn: a retransmission voids the measurement in progress");
+    assert!(s.in_recovery());
+    // A fourth dupack in recovery is not a new fast retransmit.
+    s.handle_packet(now, &ack(una, &[]));
+    assert_eq!(s.stats().fast_retransmits, 1);
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.iter().filter(|x| x.rexmit == Some(true)).count(), 1);
+}
+
+#[test]
+fn fin_after_data_and_finished_when_acked() {
+    let (mut s, first) = established(cfg(Variant::Reno), 1500);
+    assert_eq!((first[0].len, first[0].fin), (1000, false));
+    s.handle_packet(Time::from_millis(200), &ack(1001, &[]));
+    let out = drain_sender(&mut s, Time::from_millis(200));
+    assert_eq!((out[0].off, out[0].len, out[0].fin), (1001, 500, true), "FIN rides on the last data");
+    assert!(!s.is_finished());
+    s.handle_packet(Time::from_millis(300), &ack(1501, &[]));
+    assert!(!s.is_finished(), "FIN not yet acknowledged");
+    s.handle_packet(Time::from_millis(300), &ack(1502, &[]));
+    assert!(s.is_finished());
+    assert_eq!(s.snd_una_offset(), 1500);
+    assert_eq!(s.poll_timeout(), None);
+}
+
+/// Broken variants of `good`: empty, truncated IP header, truncated TCP, bad data offset, not TCP, bad
+/// TCP checksum, not IPv4.
+fn malformed_packets(good: Bytes) -> Vec<Bytes> {
+    let mut out = vec![Bytes::new(), good.slice(..19), good.slice(..30)];
+    let mut bad_off = good.to_vec();
+    bad_off[20 + 12] = 0x30; // TCP data offset 3 words
+    out.push(Bytes::from(bad_off));
+    let mut udp = good.to_vec();
+    udp[9] = 17;
+    out.push(Bytes::from(udp)); // not TCP (IP checksum now wrong too)
+    let mut bad_sum = good.to_vec();
+    bad_sum[20 + 16] ^= 0xff;
+    out.push(Bytes::from(bad_sum));
+    let mut v6 = good.to_vec();
+    v6[0] = 0x60;
+    out.push(Bytes::from(v6));
+    out
+}
+
+#[test]
+fn malformed_packets_are_counted_and_ignored() {
+    let (mut s, _) = established(cfg(Variant::Sack), 10_000);
+    let before = s.cwnd();
+    let pkts = malformed_packets(ack(1, &[]));
+    for (i, p) in pkts.iter().enumerate() {
+        s.handle_packet(Time::from_millis(200), p);
+        assert_eq!(s.stats().malformed, i as u64 + 1, "packet {i}");
+    }
+    assert_eq!(s.stats().malformed, pkts.len() as u64);
+    assert_eq!(s.cwnd(), before);
+    assert!(drain_sender(&mut s, Time::from_millis(200)).is_empty());
+    // Another connection's packet is not malformed, just not ours.
+    let other =
+        TcpRepr { src_port: 9, dst_port: SENDER_ADDR.port(), seq: IRS, ack: Some(seq(1001)), ..Default::default() };
+    s.handle_packet(Time::from_millis(200), &other.emit_ipv4(*RECEIVER_ADDR.ip(), *SENDER_ADDR.ip(), 0, 64, &[]));
+    assert_eq!(s.stats().malformed, pkts.len() as u64);
+    assert_eq!(s.snd_una_offset(), 0);
+
+    let mut r = receiver(TcpConfig::default());
+    let pkts = malformed_packets(data(1, 100, false));
+    for p in &pkts {
+        r.handle_packet(Time::ZERO, p);
+    }
+    assert_eq!(r.stats().malformed, pkts.len() as u64);
+    assert!(r.poll_transmit(Time::ZERO).is_none());
+}
+
+// ---- receiver --------------------------------------------------------------------------------------
+
+/// Offsets on the receiver side are relative to the sender's ISN, as above.
+fn data(off: u64, len: usize, fin: bool) -> Bytes {
+    let mut buf = vec![0u8; len];
+    payload::fill(off - 1, &mut buf);
+    let flags = if fin { TcpFlags::FIN } else { TcpFlags::NONE };
+    to_receiver(TcpRepr { seq: seq(off), ack: Some(IRS + 1), flags, ..Default::default() }, &buf)
+}
+
+fn receiver(cfg: TcpConfig) -> Receiver {
+    let mut r = Receiver::new(cfg, RECEIVER_ADDR, SENDER_ADDR, IRS);
+    let syn =
+        TcpRepr { seq: ISS, flags: TcpFlags::SYN, mss: Some(MSS as u16), sack_permitted: true, ..Default::default() };
+    r.handle_packet(Time::ZERO, &to_receiver(syn, &[]));
+    let synack = drain_receiver(&mut r, Time::ZERO);
+    assert_eq!(synack.len(), 1);
+    assert!(synack[0].syn && synack[0].ack == Some(ISS + 1));
+    r
+}
+
+/// The acknowledgment numbers (as sender offsets) and SACK blocks the receiver sends now.
+fn acks(r: &mut Receiver, now: Time) -> Vec<(u64, Vec<(u64, u64)>)> {
+    let back = |s: SeqNum| u64::from(s.0.wrapping_sub(ISS.0));
+    drain_receiver(r, now)
+        .into_iter()
+        .map(|a| (back(a.ack.unwrap()), a.sack.iter().map(|&(l, r)| (back(l), back(r))).collect()))
+        .collect()
+}
+
+#[test]
+fn receiver_handshake_offers_sack_only_if_configured_and_offered() {
+    for (configured, expect) in [(true, true), (false, false)] {
+        let mut r =
+            Receiver::new(TcpConfig { sack: configured, ..Default::default() }, RECEIVER_ADDR, SENDER_ADDR, IRS);
+        let syn =
+            TcpRepr { seq: ISS, flags: TcpFlags::SYN, mss: Some(1200), sack_permitted: true, ..Default::default() };
+        r.handle_packet(Time::ZERO, &to_receiver(syn, &[]));
+        let out = drain_receiver(&mut r, Time::ZERO);
+        assert_eq!(out[0].sack_permitted, expect);
+        assert_eq!(out[0].mss, Some(1460));
+        // A retransmitted SYN gets the SYN-ACK again.
+        r.handle_packet(Time::ZERO, &to_receiver(syn, &[]));
+        assert!(drain_receiver(&mut r, Time::ZERO)[0].syn);
+    }
+}
+
+#[test]
+fn delayed_ack_timer_and_every_second_segment() {
+    let mut r = receiver(TcpConfig::default());
+    let t = Time::from_millis(10);
+    r.handle_packet(t, &data(1, 1000, false));
+    assert!(acks(&mut r, t).is_empty(), "one segment: ACK delayed");
+    assert_eq!(r.poll_timeout(), Some(t + Duration::from_millis(200)));
+    r.handle_timeout(t + Duration::from_millis(199));
+    assert!(acks(&mut r, t).is_empty());
+    r.handle_timeout(t + Duration::from_millis(200));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![])]);
+    assert_eq!(r.poll_timeout(), None);
+    // Two full segments: ACK at once.
+    r.handle_packet(t, &data(1001, 1000, false));
+    assert!(acks(&mut r, t).is_empty());
+    r.handle_packet(t, &data(2001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(3001, vec![])]);
+    assert_eq!(r.poll_timeout(), None, "the ACK cancelled the timer");
+    // Delayed ACKs off: every segment is acknowledged.
+    let mut r = receiver(TcpConfig { delayed_ack_ms: 0.0, ..Default::default() });
+    r.handle_packet(t, &data(1, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![])]);
+}
+
+#[test]
+fn out_of_order_gets_immediate_dupacks_with_sack_blocks_and_reassembles() {
+    let mut r = receiver(TcpConfig { sack: true, ..Default::default() });
+    let t = Time::ZERO;
+    r.handle_packet(t, &data(1, 1000, false));
+    acks(&mut r, t);
+    r.handle_timeout(Time::from_secs(1));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![])]);
+    // 1001 lost; 2001 and 4001 arrive (3001 lost too), then 5001.
+    r.handle_packet(t, &data(2001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![(2001, 3001)])], "immediate dupack with a SACK block");
+    r.handle_packet(t, &data(4001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![(4001, 5001), (2001, 3001)])], "most recent block first");
+    r.handle_packet(t, &data(5001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![(4001, 6001), (2001, 3001)])]);
+    assert_eq!(r.stats().out_of_order_segments, 3);
+    assert_eq!(r.stats().dupacks_sent, 3);
+    assert_eq!(r.delivered_bytes(), 1000);
+    // The first hole fills: immediate ACK up to the next hole.
+    r.handle_packet(t, &data(1001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(3001, vec![(4001, 6001)])]);
+    // A duplicate is counted and re-acknowledged.
+    r.handle_packet(t, &data(2001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(3001, vec![(4001, 6001)])]);
+    assert_eq!(r.stats().duplicate_segments, 1);
+    // An overlapping retransmission of a different size fills the last hole, the FIN comes last.
+    r.handle_packet(t, &data(2501, 2000, false));
+    assert_eq!(acks(&mut r, t), vec![(6001, vec![])]);
+    r.handle_packet(t, &data(6001, 10, true));
+    assert_eq!(acks(&mut r, t), vec![(6012, vec![])], "the FIN takes one sequence number");
+    assert!(r.fin_received());
+    let mut off = 0;
+    while let Some(b) = r.read() {
+        assert!(payload::matches(off, &b));
+        off += b.len() as u64;
+    }
+    assert_eq!(off, 6010);
+    assert_eq!(r.delivered_bytes(), 6010);
+}
+
+#[test]
+fn out_of_order_fin_and_no_sack_without_negotiation() {
+    let mut r = receiver(TcpConfig::default());
+    let t = Time::ZERO;
+    r.handle_packet(t, &data(1001, 500, true));
+    assert_eq!(acks(&mut r, t), vec![(1, vec![])], "no SACK blocks unless negotiated");
+    assert!(!r.fin_received());
+    r.handle_packet(t, &data(1, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(1502, vec![])]);
+    assert!(r.fin_received());
+    assert_eq!(r.delivered_bytes(), 1500);
+}
+
+#[test]
+fn sack_blocks_limited_by_option_space() {
+    let mut r = receiver(TcpConfig { sack: true, ..Default::default() });
+    let t = Time::ZERO;
+    for i in 0..6u64 {
+        r.handle_packet(t, &data(1001 + 2000 * i, 1000, false));
+    }
+    let all = acks(&mut r, t);
+    let last = &all.last().unwrap().1;
+    assert_eq!(last.len(), 4, "four blocks fit without timestamps");
+    assert_eq!(last[0], (11001, 12001));
+    assert_eq!(last[3], (5001, 6001));
+}
+
+// ---- whole transfers ---------------------------------------------------------------------------------
+
+fn pair(variant: Variant, total: u64) -> Pair {
+    let c = TcpConfig { variant, sack: variant == Variant::Sack, ..TcpConfig::default() };
+    Pair::new(c.clone(), c, total)
+}
+
+#[test]
+fn lossless_transfer_every_variant() {
+    for v in Variant::ALL {
+        let mut p = pair(v, 200_000);
+        assert!(p.run(100_000), "{v} did not finish");
+        assert_eq!(p.read, 200_000);
+        assert_eq!(p.sender.stats().segments_retransmitted, 0);
+        assert_eq!(p.sender.cwnd(), 65535, "window opened fully");
+    }
+}
+
+#[test]
+fn zero_byte_transfer_and_lost_handshake() {
+    let mut p = pair(Variant::Reno, 0);
+    assert!(p.run(1000));
+    let mut p = pair(Variant::Reno, 5000);
+    // SYN, SYN-ACK and the first data segment are each lost once.
+    p.drop = Box::new(|d, i, _| (d == Dir::ToReceiver && (i == 0 || i == 2)) || (d == Dir::ToSender && i == 0));
+    assert!(p.run(1000));
+    assert_eq!(p.read, 5000);
+}
+
+/// Drops three data packets of one window (at full window) and nothing else.
+fn three_losses(v: Variant) -> Pair {
+    let mut p = pair(v, 300_000);
+    p.rate = Some(250_000);
+    p.drop = Box::new(|d, i, _| d == Dir::ToReceiver && [60, 63, 66].contains(&i));
+    assert!(p.run(100_000));
+    assert_eq!(p.read, 300_000);
+    p
+}
+
+#[test]
+fn sack_recovers_multiple_losses_without_timeout_but_reno_times_out() {
+    let sack = three_losses(Variant::Sack);
+    assert_eq!(sack.sender.stats().timeouts, 0);
+    assert_eq!(sack.sender.stats().fast_retransmits, 1);
+    let newreno = three_losses(Variant::NewReno);
+    assert_eq!(newreno.sender.stats().timeouts, 0, "NewReno: one hole per RTT, no timeout");
+    let reno = three_losses(Variant::Reno);
+    assert!(reno.sender.stats().timeouts >= 1, "classic Reno: several losses in a window end in a timeout");
+    assert!(sack.now < reno.now, "SACK finishes sooner: {} vs {}", sack.now, reno.now);
+    let tahoe = three_losses(Variant::Tahoe);
+    assert!(tahoe.sender.stats().fast_retransmits >= 1);
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let trace = || {
+        let mut p = pair(Variant::Sack, 100_000);
+        p.drop = Box::new(|_, i, _| i % 7 == 3);
+        assert!(p.run(100_000));
+        (p.now, p.sender.stats().clone(), p.receiver.stats().clone())
+    };
+    assert_eq!(trace(), trace());
+}
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// (seq offset, ack offset, flags, payload length, SACK blocks as offsets), offsets relative to the
+    /// ISNs and allowed to fall before them or far ahead.
+    type Wild = (i64, i64, u8, usize, Vec<(i64, i64)>);
+
+    fn wild() -> impl Strategy<Value = Wild> {
+        (
+            -3000i64..80_000,
+            -3000i64..80_000,
+            any::<u8>(),
+            0usize..1600,
+            proptest::collection::vec((-3000i64..80_000, -3000i64..80_000), 0..4),
+        )
+    }
+
+    fn wild_repr(base: SeqNum, other: SeqNum, w: &Wild) -> TcpRepr {
+        let at = |b: SeqNum, o: i64| SeqNum(b.0.wrapping_add(o as u32));
+        let mut repr = TcpRepr {
+            seq: at(base, w.0),
+            ack: Some(at(other, w.1)),
+            flags: TcpFlags(w.2 & !0x10),
+            ..TcpRepr::default()
+        };
+        for &(l, r) in &w.4 {
+            repr.sack.push(at(other, l), at(other, r));
+        }
+        repr
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Strange but well-formed segments (any flags, sequence and acknowledgment numbers anywhere
+        /// around the window, nonsense SACK blocks) and raw garbage never make an endpoint panic, and
+        /// the receiver never hands out bytes that are not the stream's.
+        #[test]
+        fn wild_segments_never_panic(segs in proptest::collection::vec(wild(), 1..24), raw in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let (mut s, _) = established(cfg(Variant::Sack), 50_000);
+            let mut r = receiver(TcpConfig { sack: true, ..TcpConfig::default() });
+            r.handle_packet(Time::ZERO, &to_receiver(TcpRepr { seq: ISS + 1, ack: Some(IRS + 1), ..TcpRepr::default() }, &[]));
+            let mut now = Time::from_millis(200);
+            for w in &segs {
+                now += Duration::from_millis(7);
+                let mut buf = vec![0u8; w.3];
+                // Byte k sits at stream offset w.0 - 1 + k; those before the stream stay zero.
+                let skip = (1 - w.0).clamp(0, w.3 as i64) as usize;
+                payload::fill((w.0 - 1).max(0) as u64, &mut buf[skip..]);
+                s.handle_packet(now, &to_sender(wild_repr(IRS, ISS, w)));
+                r.handle_packet(now, &to_receiver(wild_repr(ISS, IRS, w), &buf));
+                s.handle_packet(now, &Bytes::from(raw.clone()));
+                r.handle_packet(now, &Bytes::from(raw.clone()));
+                drain_sender(&mut s, now);
+                drain_receiver(&mut r, now);
+                if let Some(t) = s.poll_timeout() { s.handle_timeout(t); }
+                if let Some(t) = r.poll_timeout() { r.handle_timeout(t); }
+            }
+            let mut off = 0;
+            while let Some(b) = r.read() {
+                prop_assert!(payload::matches(off, &b));
+                off += b.len() as u64;
+            }
+            prop_assert_eq!(off, r.delivered_bytes());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Whatever is lost (a bounded number of packets, so the transfer can finish), every variant
+        /// delivers exactly the bytes sent and the sender finishes.
+        #[test]
+        fn delivers_everything_despite_loss(
+            data_drops in proptest::collection::btree_set(0u64..250, 0..30),
+            ack_drops in proptest::collection::btree_set(0u64..150, 0..30),
+            total in 1u64..300_000,
+            delay_ms in 1u64..400,
+            timestamps: bool,
+            delayed_ack: bool,
+            bottleneck: bool,
+        ) {
+            for v in Variant::ALL {
+                let delayed_ack_ms = if delayed_ack { 200.0 } else { 0.0 };
+                let c = TcpConfig { variant: v, sack: v == Variant::Sack, timestamps, delayed_ack_ms, ..TcpConfig::default() };
+                let mut p = Pair::new(c.clone(), c, total);
+                p.rate = bottleneck.then_some(250_000); // WaveLAN's 2 Mbit/s
+                p.delay = Duration::from_millis(delay_ms);
+                let (dd, ad): (BTreeSet<u64>, BTreeSet<u64>) = (data_drops.clone(), ack_drops.clone());
+                p.drop = Box::new(move |d, i, _| match d {
+                    Dir::ToReceiver => dd.contains(&i),
+                    Dir::ToSender => ad.contains(&i),
+                });
+                prop_assert!(p.run(200_000), "{} did not finish", v);
+                prop_assert_eq!(p.read, total);
+                prop_assert_eq!(p.receiver.delivered_bytes(), total);
+                prop_assert_eq!(p.sender.snd_una_offset(), total);
+            }
+        }
+    }
+}
