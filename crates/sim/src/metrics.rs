@@ -3,7 +3,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct RunResult {
     pub seed: u64,
     /// Simulated time at which the run ended, seconds.
@@ -23,7 +23,7 @@ pub struct RunResult {
     pub series: Option<Vec<FlowSeries>>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct FlowMetrics {
     pub name: String,
     pub tcp: String,
@@ -51,7 +51,7 @@ pub struct FlowMetrics {
     pub corrupt_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct LinkMetrics {
     pub name: String,
     /// "a->b" direction label.

@@ -1,0 +1,230 @@
+//! Command-line interface (clap derive); [`main_with`] takes the runner so tests can use a fake one.
+
+use crate::experiment::{apply_override, load_dir};
+use crate::reproduce::{experiments_dir, reproduce, ReproduceOptions};
+use crate::runner::{series_csv, write_file, RunRequest, Runner, ScenarioSource};
+use crate::table::fmt_num;
+use anyhow::{anyhow, Context, Result};
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(name = "lasthop", version, about = "TCP over wireless last hops: simulator and experiments")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one scenario and write its metrics (and traces, pcaps) to a directory.
+    Run(RunArgs),
+    /// Run experiments (parameter grids × seeds) on all cores; write results, figures, reports and check
+    /// the papers' claims.
+    Reproduce(ReproduceArgs),
+    /// List the experiments: id, default flag, paper, title.
+    Experiments {
+        /// Directory of experiment files [default: ./experiments, else the repository's]
+        #[arg(long)]
+        experiments: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Scenario file (TOML)
+    pub scenario: PathBuf,
+    /// Output directory (created)
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Replace the scenario's seed
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Record time series; writes series-<flow>.csv (kind,time_s,value)
+    #[arg(long)]
+    pub trace: bool,
+    /// Write pcaps of the wireless links into the output directory
+    #[arg(long)]
+    pub pcap: bool,
+    /// Override a scenario field, e.g. --set links.wavelan.error.ber=1e-6 (a TOML value; bare words are
+    /// strings; +PATH=VALUE adds a field the scenario leaves at its default). Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReproduceArgs {
+    /// Experiment ids [default: every experiment with `default = true`]
+    pub ids: Vec<String>,
+    /// Every experiment, also those with `default = false` (e.g. ones that need root)
+    #[arg(long, conflicts_with = "ids")]
+    pub all: bool,
+    /// Fewer seeds and smaller runs (each experiment's [quick] section)
+    #[arg(long)]
+    pub quick: bool,
+    /// Worker threads [default: available cores]
+    #[arg(long, short)]
+    pub jobs: Option<usize>,
+    /// Output directory
+    #[arg(long, default_value = "out")]
+    pub out: PathBuf,
+    /// Exit non-zero when any claim fails
+    #[arg(long)]
+    pub check: bool,
+    /// Directory of experiment files [default: ./experiments, else the repository's]
+    #[arg(long)]
+    pub experiments: Option<PathBuf>,
+}
+
+/// Parses `PATH=VALUE`: VALUE as a TOML value (`1e-6`, `"snoop"`, `true`, `[1, 2]`), or a bare string.
+pub fn parse_set(s: &str) -> Result<(String, toml::Value)> {
+    let (path, value) = s.split_once('=').ok_or_else(|| anyhow!("--set `{s}`: expected PATH=VALUE"))?;
+    let path = path.trim();
+    if path.is_empty() {
+        return Err(anyhow!("--set `{s}`: expected PATH=VALUE"));
+    }
+    let value = value.trim();
+    let v = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(value.to_string())),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    Ok((path.to_string(), v))
+}
+
+/// Runs the program with these arguments and this runner.
+pub fn main_with<I, T>(args: I, runner: &dyn Runner) -> Result<ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return Ok(if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS });
+        }
+    };
+    match cli.command {
+        Command::Run(a) => run(a, runner),
+        Command::Reproduce(a) => reproduce_cmd(a, runner),
+        Command::Experiments { experiments } => {
+            let dir = experiments_dir(experiments.as_deref());
+            let all = load_dir(&dir).with_context(|| format!("loading experiments from {}", dir.display()))?;
+            for e in all {
+                println!("{:<20} {:<8} {:<18} {}", e.id, if e.default { "default" } else { "-" }, e.paper, e.title);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
+    let overrides: Vec<(String, toml::Value)> = a.set.iter().map(|s| parse_set(s)).collect::<Result<_>>()?;
+    let origin = a.scenario.display().to_string();
+    let doc;
+    let source = if overrides.is_empty() {
+        ScenarioSource::File(&a.scenario)
+    } else {
+        let text = std::fs::read_to_string(&a.scenario).with_context(|| format!("reading {origin}"))?;
+        let mut d: toml::Value = toml::from_str(&text).map_err(|e| anyhow!("{origin}: {e}"))?;
+        for (p, v) in &overrides {
+            apply_override(&mut d, p, v).map_err(|e| anyhow!("--set {p}: {e}"))?;
+        }
+        doc = d;
+        ScenarioSource::Value { value: &doc, origin: &origin }
+    };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let req =
+        RunRequest { scenario: source, seed: a.seed, trace: a.trace, pcap_dir: a.pcap.then_some(a.out.as_path()) };
+    let result = runner.run(&req).with_context(|| format!("running {origin}"))?;
+    let json = serde_json::to_string_pretty(&result)?;
+    write_file(&a.out.join("metrics.json"), json + "\n")?;
+    if let Some(series) = &result.series {
+        for s in series {
+            write_file(&a.out.join(format!("series-{}.csv", s.name)), series_csv(s))?;
+        }
+    }
+    for f in &result.flows {
+        let done = match (f.completed, f.completion_time_s) {
+            (true, Some(t)) => format!("completed in {} s", fmt_num(t)),
+            (true, None) => "completed".to_string(),
+            (false, _) => format!("NOT completed ({} of {} bytes)", f.bytes_delivered, f.bytes_total),
+        };
+        let ideal = f.ideal_goodput_mbps.map(|i| format!(" (ideal {} Mb/s)", fmt_num(i))).unwrap_or_default();
+        println!(
+            "flow {} ({}): goodput {} Mb/s{ideal}, {done}, {} timeouts, {} fast retransmits, {} local retransmissions",
+            f.name,
+            f.tcp,
+            fmt_num(f.goodput_mbps),
+            f.sender_timeouts,
+            f.fast_retransmits,
+            f.local_retransmissions
+        );
+    }
+    println!(
+        "seed {}, simulated {} s{}, {} events -> {}",
+        result.seed,
+        fmt_num(result.sim_time_s),
+        if result.hit_time_limit { " (hit the time limit)" } else { "" },
+        result.events,
+        a.out.join("metrics.json").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reproduce_cmd(a: ReproduceArgs, runner: &dyn Runner) -> Result<ExitCode> {
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    let experiments_dir = experiments_dir(a.experiments.as_deref());
+    let ids = if a.all {
+        load_dir(&experiments_dir)
+            .with_context(|| format!("loading experiments from {}", experiments_dir.display()))?
+            .into_iter()
+            .map(|e| e.id)
+            .collect()
+    } else {
+        a.ids
+    };
+    let opts = ReproduceOptions {
+        ids,
+        quick: a.quick,
+        jobs,
+        out: a.out,
+        experiments_dir,
+        progress: std::io::stderr().is_terminal() && !ci,
+    };
+    let summary = reproduce(&opts, runner)?;
+    let failing = summary.failing_claims();
+    let total: usize = summary.experiments.iter().map(|e| e.claims.len()).sum();
+    println!("{} of {total} claims hold; summary: {}", total - failing.len(), opts.out.join("summary.md").display());
+    for (id, text, o) in &failing {
+        println!("  FAILS {id}: {text}: ours {} (required {})", o.ours, o.required);
+    }
+    let failed_runs = summary.failed_runs();
+    if failed_runs > 0 {
+        eprintln!("error: {failed_runs} runs failed (see the reports)");
+        return Ok(ExitCode::from(2));
+    }
+    if a.check && !failing.is_empty() {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_values() {
+        assert_eq!(parse_set("a.b=1e-6").unwrap(), ("a.b".into(), toml::Value::Float(1e-6)));
+        assert_eq!(parse_set("a.b=snoop").unwrap(), ("a.b".into(), toml::Value::String("snoop".into())));
+        assert_eq!(parse_set("a.b=\"x y\"").unwrap(), ("a.b".into(), toml::Value::String("x y".into())));
+        assert_eq!(parse_set("a=10_000").unwrap(), ("a".into(), toml::Value::Integer(10_000)));
+        assert!(parse_set("novalue").is_err());
+        assert!(parse_set("=3").is_err());
+    }
+}

@@ -1,0 +1,1267 @@
+//! Experiment files (`experiments/*.toml`): parsing, validation against the base scenario, grid expansion.
+
+use crate::claims::{Aggregate, Claim, ClaimKind, Cond, Filter, Metric, Op, Require};
+use crate::table::{self, Cell};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// An experiment: a base scenario, overrides, a parameter grid, seeds, a figure and claims.
+///
+/// The file format (every experiment file repeats this in its header comment):
+///
+/// ```toml
+/// id = "snoop-ber"                  # must equal the file name without .toml
+/// title = "Goodput against bit-error rate, Reno with and without Snoop"
+/// paper = "seed 000 Fig. 7"         # which figure or table of which paper this reproduces
+/// description = "..."               # optional, shown in the report
+/// default = true                    # run by `lasthop reproduce` without ids (default false)
+/// scenario = "../examples/snoop.toml"   # base scenario, relative to this file
+/// seeds = 10                        # runs per grid point with seeds 1..=10 (default 1)
+/// flow = "bulk"                     # whose metrics go into results.csv (default: the run's first flow)
+/// table = ["goodput_mbps"]          # metrics in the report's table (default: figure y + claim metrics)
+///
+/// [set]                             # fixed overrides of the base scenario: "dotted.path" = value
+/// "flows.bulk.bytes" = 10_000_000   # the path must exist in the base scenario; "+dotted.path" adds a
+///                                   # field the base scenario leaves at its default (its table must exist)
+/// [quick]                           # with --quick: fewer seeds and more overrides
+/// seeds = 2
+/// set = { "flows.bulk.bytes" = 2_000_000 }
+///
+/// [grid.agent]                      # one grid axis; the table name is the results column
+/// path = "nodes.bs.agent"           # the scenario field it sets
+/// values = ["none", "snoop"]        # axes are crossed, in file order (first axis outermost)
+///
+/// [figure]
+/// kind = "line"                     # "line": mean of y against x with ±std error bars, one curve per
+///                                   # `series` value; "sequence": received stream offset (MB) against time
+///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`)
+/// x = "ber"                         # line: a grid column
+/// y = "goodput_mbps"                # line: a metric (see below)
+/// series = "agent"                  # optional grid column, one curve per value
+/// series_labels = { none = "Reno", snoop = "Reno + Snoop" }   # optional legend text per value
+/// x_scale = "log2"                  # "linear" (default) | "log2" | "log10"
+/// x_ticks = "reciprocal"            # "value" (default) | "reciprocal": label 1/x with binary prefixes
+/// x_label = "bits per error"        # optional axis titles (default: the column names)
+/// y_label = "goodput (Mb/s)"
+///
+/// [[claims]]
+/// text = "Snoop far ahead at BER 3.8e-6"   # the paper's statement
+/// paper = "≈4× (1.0 vs 0.25 Mb/s)"         # the paper's number, shown beside ours
+/// kind = "ratio"     # "ratio": mean(metric | where, numerator) / mean(metric | where, denominator) op value
+///                    # "value": aggregate (mean|min|max, default mean) of metric over `where` op value
+///                    # "all":   the true/false metric (e.g. completed) holds on every run in `where`
+/// metric = "goodput_mbps"   # any results column, or "ratio:A/B" (per run A / B)
+/// where = { ber = 3.81e-6 } # filters: col = v | col = [v1, v2] (any of) | col = { min = a, max = b }
+/// numerator = { agent = "snoop" }
+/// denominator = { agent = "none" }
+/// op = ">="                 # "<" | "<=" | ">" | ">=" | "between" (value = [lo, hi], inclusive)
+/// value = 3.0
+/// for_each = "ber"          # optional: evaluate per value of this column (within `where`)
+/// require = "all"           # with for_each: "all" (default, reports the worst) | "any" (reports the best)
+/// ```
+///
+/// Results columns: every grid column, `seed`, the flow's metrics ([`table::FLOW_COLUMNS`]: `flow`, `tcp`,
+/// `bytes_total`, `bytes_delivered`, `completed`, `duration_s`, `completion_time_s`, `goodput_mbps`,
+/// `ideal_goodput_mbps`, `sender_timeouts`, `fast_retransmits`, `segments_sent`, `segments_retransmitted`,
+/// `local_retransmissions`, `dupacks_suppressed`, `corrupt_bytes`), then `ideal_ratio` (goodput / ideal),
+/// `sim_time_s`, `events`, `hit_time_limit`.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub id: String,
+    pub title: String,
+    pub paper: String,
+    pub description: Option<String>,
+    pub default: bool,
+    /// The experiment file.
+    pub file: PathBuf,
+    /// The base scenario as the file names it (relative to the experiment file), its path, and its parsed
+    /// contents (before any override).
+    pub scenario: String,
+    pub scenario_file: PathBuf,
+    pub base: toml::Value,
+    pub seeds: u64,
+    pub flow: Option<String>,
+    pub set: Vec<(String, toml::Value)>,
+    pub quick: Quick,
+    pub grid: Vec<Axis>,
+    pub figure: Figure,
+    pub claims: Vec<Claim>,
+    /// Metrics in the report's aggregate table.
+    pub table: Vec<Metric>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Quick {
+    pub seeds: Option<u64>,
+    pub set: Vec<(String, toml::Value)>,
+}
+
+/// One grid axis: a results column and the scenario field its values go to.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub column: String,
+    pub path: String,
+    pub values: Vec<toml::Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    #[default]
+    Linear,
+    Log2,
+    Log10,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ticks {
+    #[default]
+    Value,
+    Reciprocal,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FigureKind {
+    Line { x: String, y: Metric, x_scale: Scale, x_ticks: Ticks },
+    Sequence,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub kind: FigureKind,
+    pub series: Option<String>,
+    pub series_labels: BTreeMap<String, String>,
+    pub x_label: Option<String>,
+    pub y_label: Option<String>,
+}
+
+impl Figure {
+    /// Whether runs need traces (sequence figures trace the seed-1 run of every grid point).
+    pub fn needs_trace(&self) -> bool {
+        matches!(self.kind, FigureKind::Sequence)
+    }
+}
+
+/// A mistake in an experiment file: which file, which field, which line, what was expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    /// The field at fault (dotted, e.g. `claims[2].where.ber`); empty for TOML syntax errors, whose message
+    /// shows the line.
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ExperimentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ": `{}`", self.field)?;
+        }
+        write!(f, ": {}", self.message.trim_end())
+    }
+}
+
+impl std::error::Error for ExperimentError {}
+
+// ---------------------------------------------------------------------------------------------------------
+// The file as written.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    id: Spanned<String>,
+    title: String,
+    paper: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    default: bool,
+    scenario: Spanned<String>,
+    #[serde(default)]
+    seeds: Option<Spanned<u64>>,
+    #[serde(default)]
+    flow: Option<Spanned<String>>,
+    #[serde(default)]
+    table: Vec<Spanned<String>>,
+    #[serde(default)]
+    set: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    #[serde(default)]
+    quick: Option<RawQuick>,
+    #[serde(default)]
+    grid: BTreeMap<Spanned<String>, Spanned<RawAxis>>,
+    figure: Spanned<RawFigure>,
+    #[serde(default)]
+    claims: Vec<Spanned<RawClaim>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuick {
+    #[serde(default)]
+    seeds: Option<Spanned<u64>>,
+    #[serde(default)]
+    set: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAxis {
+    path: Spanned<String>,
+    values: Spanned<Vec<Spanned<toml::Value>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFigure {
+    kind: RawFigureKind,
+    #[serde(default)]
+    x: Option<Spanned<String>>,
+    #[serde(default)]
+    y: Option<Spanned<String>>,
+    #[serde(default)]
+    series: Option<Spanned<String>>,
+    #[serde(default)]
+    series_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    x_scale: Scale,
+    #[serde(default)]
+    x_ticks: Ticks,
+    #[serde(default)]
+    x_label: Option<String>,
+    #[serde(default)]
+    y_label: Option<String>,
+}
+
+#[derive(Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum RawFigureKind {
+    Line,
+    Sequence,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+enum RawOp {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = "between")]
+    Between,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum RawClaimKind {
+    Value,
+    Ratio,
+    All,
+}
+
+type RawFilter = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClaim {
+    text: String,
+    paper: String,
+    kind: RawClaimKind,
+    metric: Spanned<String>,
+    #[serde(default, rename = "where")]
+    filter: RawFilter,
+    #[serde(default)]
+    numerator: Option<Spanned<RawFilter>>,
+    #[serde(default)]
+    denominator: Option<Spanned<RawFilter>>,
+    #[serde(default)]
+    aggregate: Option<Aggregate>,
+    #[serde(default)]
+    op: Option<Spanned<RawOp>>,
+    #[serde(default)]
+    value: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    for_each: Option<Spanned<String>>,
+    #[serde(default)]
+    require: Option<Require>,
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+struct Ctx<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line(&self, span: std::ops::Range<usize>) -> usize {
+        self.text[..span.start.min(self.text.len())].matches('\n').count() + 1
+    }
+    fn err(
+        &self,
+        span: std::ops::Range<usize>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ExperimentError {
+        ExperimentError {
+            file: self.file.to_path_buf(),
+            line: Some(self.line(span)),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl Experiment {
+    /// Reads and validates an experiment file (and its base scenario).
+    pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
+            file: path.to_path_buf(),
+            line: None,
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Experiment::from_str(&text, path)
+    }
+
+    /// Parses and validates experiment text as if read from `file` (the base scenario is found relative to it).
+    pub fn from_str(text: &str, file: &Path) -> Result<Experiment, ExperimentError> {
+        let cx = Ctx { file, text };
+        let raw: RawExperiment = toml::from_str(text).map_err(|e| ExperimentError {
+            file: file.to_path_buf(),
+            line: e.span().map(|s| cx.line(s)),
+            field: String::new(),
+            message: e.message().to_string(),
+        })?;
+
+        // id and file name
+        if let Some(stem) = file.file_stem().and_then(|s| s.to_str()) {
+            if raw.id.get_ref() != stem {
+                return Err(cx.err(
+                    raw.id.span(),
+                    "id",
+                    format!("`{}` must equal the file name `{stem}`", raw.id.get_ref()),
+                ));
+            }
+        }
+        if raw.id.get_ref().is_empty()
+            || !raw.id.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(cx.err(raw.id.span(), "id", "expected letters, digits, `-` and `_` only"));
+        }
+
+        // base scenario
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let scenario_file = dir.join(raw.scenario.get_ref());
+        let scen_text = std::fs::read_to_string(&scenario_file).map_err(|e| {
+            cx.err(raw.scenario.span(), "scenario", format!("cannot read {}: {e}", scenario_file.display()))
+        })?;
+        let base: toml::Value = toml::from_str(&scen_text).map_err(|e| {
+            cx.err(raw.scenario.span(), "scenario", format!("{} is not valid TOML: {e}", scenario_file.display()))
+        })?;
+
+        let seeds = match &raw.seeds {
+            Some(s) if *s.get_ref() == 0 => return Err(cx.err(s.span(), "seeds", "expected at least 1")),
+            Some(s) => *s.get_ref(),
+            None => 1,
+        };
+
+        // overrides: checked against the base scenario
+        let check_set = |set: &BTreeMap<Spanned<String>, Spanned<toml::Value>>, prefix: &str, doc: &mut toml::Value| {
+            let mut out = Vec::new();
+            for (k, v) in set {
+                apply_override(doc, k.get_ref(), v.get_ref())
+                    .map_err(|m| cx.err(k.span(), format!("{prefix}.\"{}\"", k.get_ref()), m))?;
+                out.push((k.get_ref().clone(), v.get_ref().clone()));
+            }
+            Ok::<_, ExperimentError>(out)
+        };
+        let mut doc = base.clone();
+        let set = check_set(&raw.set, "set", &mut doc)?;
+        let (quick, mut quick_doc) = match &raw.quick {
+            None => (Quick::default(), doc.clone()),
+            Some(q) => {
+                if let Some(s) = &q.seeds {
+                    if *s.get_ref() == 0 {
+                        return Err(cx.err(s.span(), "quick.seeds", "expected at least 1"));
+                    }
+                }
+                let mut qd = doc.clone();
+                let qs = check_set(&q.set, "quick.set", &mut qd)?;
+                (Quick { seeds: q.seeds.as_ref().map(|s| *s.get_ref()), set: qs }, qd)
+            }
+        };
+
+        // grid, in file order
+        let mut axes: Vec<(&Spanned<String>, &Spanned<RawAxis>)> = raw.grid.iter().collect();
+        axes.sort_by_key(|(_, a)| a.span().start);
+        let mut grid = Vec::new();
+        let reserved: Vec<String> = table::columns(&[]);
+        for (name, axis) in axes {
+            let col = name.get_ref();
+            let field = format!("grid.{col}");
+            if reserved.contains(col) {
+                return Err(cx.err(
+                    name.span(),
+                    field,
+                    "this name is a results column already; choose another column name",
+                ));
+            }
+            let a = axis.get_ref();
+            if a.values.get_ref().is_empty() {
+                return Err(cx.err(a.values.span(), format!("{field}.values"), "expected at least one value"));
+            }
+            let mut values = Vec::new();
+            for v in a.values.get_ref() {
+                for d in [&mut doc.clone(), &mut quick_doc] {
+                    apply_override(d, a.path.get_ref(), v.get_ref())
+                        .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
+                }
+                if values.iter().any(|w: &toml::Value| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
+                    return Err(cx.err(
+                        v.span(),
+                        format!("{field}.values"),
+                        format!("duplicate value {}", v.get_ref()),
+                    ));
+                }
+                values.push(v.get_ref().clone());
+            }
+            // check the path on the base too (the value loop above already did, this names the path line)
+            let mut probe = doc.clone();
+            apply_override(&mut probe, a.path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
+                .map_err(|m| cx.err(a.path.span(), format!("{field}.path"), m))?;
+            grid.push(Axis { column: col.clone(), path: a.path.get_ref().clone(), values });
+        }
+        let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
+        let columns = table::columns(&grid_cols);
+        let text_cols: Vec<String> = grid
+            .iter()
+            .filter(|a| a.values.iter().all(|v| v.is_str()))
+            .map(|a| a.column.clone())
+            .chain(["flow".to_string(), "tcp".to_string()])
+            .collect();
+        let check_col = |s: &Spanned<String>, field: &str| -> Result<(), ExperimentError> {
+            if columns.contains(s.get_ref()) {
+                Ok(())
+            } else {
+                Err(cx.err(
+                    s.span(),
+                    field,
+                    format!("unknown column `{}`; expected one of: {}", s.get_ref(), columns.join(", ")),
+                ))
+            }
+        };
+        let check_metric = |s: &Spanned<String>, field: &str| -> Result<Metric, ExperimentError> {
+            let m = Metric::parse(s.get_ref()).map_err(|e| cx.err(s.span(), field, e))?;
+            for c in m.columns() {
+                if !columns.iter().any(|k| k == c) {
+                    return Err(cx.err(
+                        s.span(),
+                        field,
+                        format!("unknown column `{c}`; expected one of: {} (or `ratio:A/B`)", columns.join(", ")),
+                    ));
+                }
+                if text_cols.iter().any(|k| k == c) {
+                    return Err(cx.err(s.span(), field, format!("column `{c}` holds text; a metric must be a number")));
+                }
+            }
+            Ok(m)
+        };
+
+        // flow
+        let flow = match &raw.flow {
+            None => None,
+            Some(f) => {
+                let exists = base.get("flows").and_then(|t| t.get(f.get_ref())).is_some();
+                if !exists {
+                    let have = table_keys(base.get("flows"));
+                    return Err(cx.err(
+                        f.span(),
+                        "flow",
+                        format!("no flow `{}` in the base scenario (it has: {have})", f.get_ref()),
+                    ));
+                }
+                Some(f.get_ref().clone())
+            }
+        };
+
+        // figure
+        let rf = raw.figure.get_ref();
+        if let Some(s) = &rf.series {
+            if !grid_cols.contains(s.get_ref()) {
+                return Err(cx.err(
+                    s.span(),
+                    "figure.series",
+                    format!("expected a grid column ({})", grid_cols.join(", ")),
+                ));
+            }
+        }
+        let kind = match rf.kind {
+            RawFigureKind::Line => {
+                let x = rf
+                    .x
+                    .as_ref()
+                    .ok_or_else(|| cx.err(raw.figure.span(), "figure.x", "a line figure needs `x` (a grid column)"))?;
+                if !grid_cols.contains(x.get_ref()) {
+                    return Err(cx.err(
+                        x.span(),
+                        "figure.x",
+                        format!("expected a grid column ({})", grid_cols.join(", ")),
+                    ));
+                }
+                let xa = grid.iter().find(|a| &a.column == x.get_ref()).expect("checked");
+                if !xa.values.iter().all(|v| v.is_integer() || v.is_float()) {
+                    return Err(cx.err(x.span(), "figure.x", "expected a grid column with numeric values"));
+                }
+                if rf.x_scale != Scale::Linear
+                    && xa.values.iter().any(|v| Cell::from_toml(v).as_f64().unwrap_or(0.0) <= 0.0)
+                {
+                    return Err(cx.err(x.span(), "figure.x_scale", "a log scale needs every x value > 0"));
+                }
+                let y =
+                    rf.y.as_ref()
+                        .ok_or_else(|| cx.err(raw.figure.span(), "figure.y", "a line figure needs `y` (a metric)"))?;
+                let y = check_metric(y, "figure.y")?;
+                FigureKind::Line { x: x.get_ref().clone(), y, x_scale: rf.x_scale, x_ticks: rf.x_ticks }
+            }
+            RawFigureKind::Sequence => {
+                for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
+                    if let Some(f) = f {
+                        return Err(cx.err(
+                            f.span(),
+                            name,
+                            "a sequence figure plots received offset against time; remove `x`/`y`",
+                        ));
+                    }
+                }
+                FigureKind::Sequence
+            }
+        };
+        let figure = Figure {
+            kind,
+            series: rf.series.as_ref().map(|s| s.get_ref().clone()),
+            series_labels: rf.series_labels.clone(),
+            x_label: rf.x_label.clone(),
+            y_label: rf.y_label.clone(),
+        };
+
+        // claims
+        let mut claims = Vec::new();
+        for (i, rc) in raw.claims.iter().enumerate() {
+            let span = rc.span();
+            let c = rc.get_ref();
+            let at = |f: &str| format!("claims[{i}].{f}");
+            let metric = check_metric(&c.metric, &at("metric"))?;
+            let filters = |f: &RawFilter, name: &str| -> Result<Vec<Filter>, ExperimentError> {
+                let mut out = Vec::new();
+                for (k, v) in f {
+                    let field = format!("{}.{}", at(name), k.get_ref());
+                    check_col(k, &field)?;
+                    let cond = parse_cond(v.get_ref()).map_err(|m| cx.err(v.span(), &field, m))?;
+                    // equality on a grid column must name one of its values (a typo would match nothing)
+                    if let Some(axis) = grid.iter().find(|a| &a.column == k.get_ref()) {
+                        let wanted: Vec<&Cell> = match &cond {
+                            Cond::Eq(c) => vec![c],
+                            Cond::AnyOf(cs) => cs.iter().collect(),
+                            Cond::Range { .. } => vec![],
+                        };
+                        for w in wanted {
+                            if !axis.values.iter().any(|gv| Cell::from_toml(gv).matches(w)) {
+                                let vals: Vec<String> =
+                                    axis.values.iter().map(|v| Cell::from_toml(v).to_string()).collect();
+                                return Err(cx.err(
+                                    v.span(),
+                                    &field,
+                                    format!("{w} is not a value of the grid ({})", vals.join(", ")),
+                                ));
+                            }
+                        }
+                    }
+                    out.push(Filter { column: k.get_ref().clone(), cond });
+                }
+                Ok(out)
+            };
+            let filter = filters(&c.filter, "where")?;
+            if let Some(fe) = &c.for_each {
+                check_col(fe, &at("for_each"))?;
+            }
+            if c.require.is_some() && c.for_each.is_none() {
+                return Err(cx.err(span.clone(), at("require"), "`require` needs `for_each`"));
+            }
+            let op = || -> Result<Op, ExperimentError> {
+                let op = c.op.as_ref().ok_or_else(|| {
+                    cx.err(span.clone(), at("op"), "missing: expected \"<\", \"<=\", \">\", \">=\" or \"between\"")
+                })?;
+                let val = c
+                    .value
+                    .as_ref()
+                    .ok_or_else(|| cx.err(op.span(), at("value"), "missing: the threshold to compare with"))?;
+                let num = |v: &toml::Value| -> Option<f64> {
+                    match v {
+                        toml::Value::Integer(i) => Some(*i as f64),
+                        toml::Value::Float(f) => Some(*f),
+                        _ => None,
+                    }
+                };
+                match op.get_ref() {
+                    RawOp::Between => {
+                        match val.get_ref().as_array().map(|a| a.iter().map(num).collect::<Option<Vec<f64>>>()) {
+                            Some(Some(v)) if v.len() == 2 && v[0] <= v[1] => Ok(Op::Between(v[0], v[1])),
+                            _ => Err(cx.err(
+                                val.span(),
+                                at("value"),
+                                "`between` expects [low, high], two numbers with low ≤ high",
+                            )),
+                        }
+                    }
+                    o => {
+                        let t =
+                            num(val.get_ref()).ok_or_else(|| cx.err(val.span(), at("value"), "expected a number"))?;
+                        Ok(match o {
+                            RawOp::Lt => Op::Lt(t),
+                            RawOp::Le => Op::Le(t),
+                            RawOp::Gt => Op::Gt(t),
+                            RawOp::Ge => Op::Ge(t),
+                            RawOp::Between => unreachable!(),
+                        })
+                    }
+                }
+            };
+            let forbid = |present: bool, name: &str, why: &str| -> Result<(), ExperimentError> {
+                if present {
+                    Err(cx.err(span.clone(), at(name), why.to_string()))
+                } else {
+                    Ok(())
+                }
+            };
+            let kind = match c.kind {
+                RawClaimKind::Value => {
+                    forbid(
+                        c.numerator.is_some() || c.denominator.is_some(),
+                        "numerator",
+                        "only `ratio` claims take numerator/denominator",
+                    )?;
+                    ClaimKind::Value { aggregate: c.aggregate.unwrap_or(Aggregate::Mean), op: op()? }
+                }
+                RawClaimKind::Ratio => {
+                    forbid(c.aggregate.is_some(), "aggregate", "a `ratio` claim divides means; remove `aggregate`")?;
+                    let n = c.numerator.as_ref().ok_or_else(|| {
+                        cx.err(span.clone(), at("numerator"), "missing: a filter like { agent = \"snoop\" }")
+                    })?;
+                    let d = c.denominator.as_ref().ok_or_else(|| {
+                        cx.err(span.clone(), at("denominator"), "missing: a filter like { agent = \"none\" }")
+                    })?;
+                    ClaimKind::Ratio {
+                        numerator: filters(n.get_ref(), "numerator")?,
+                        denominator: filters(d.get_ref(), "denominator")?,
+                        op: op()?,
+                    }
+                }
+                RawClaimKind::All => {
+                    forbid(
+                        c.op.is_some() || c.value.is_some(),
+                        "op",
+                        "an `all` claim takes no op/value: it checks the metric is true on every run",
+                    )?;
+                    forbid(c.aggregate.is_some(), "aggregate", "an `all` claim takes no aggregate")?;
+                    forbid(
+                        c.numerator.is_some() || c.denominator.is_some(),
+                        "numerator",
+                        "only `ratio` claims take numerator/denominator",
+                    )?;
+                    if !matches!(&metric, Metric::Column(_)) {
+                        return Err(cx.err(
+                            c.metric.span(),
+                            at("metric"),
+                            "an `all` claim needs a true/false column such as `completed`",
+                        ));
+                    }
+                    ClaimKind::All
+                }
+            };
+            claims.push(Claim {
+                text: c.text.clone(),
+                paper: c.paper.clone(),
+                kind,
+                metric,
+                filter,
+                for_each: c.for_each.as_ref().map(|s| s.get_ref().clone()),
+                require: c.require.unwrap_or_default(),
+            });
+        }
+
+        // report table
+        let mut table_metrics = Vec::new();
+        for (i, t) in raw.table.iter().enumerate() {
+            table_metrics.push(check_metric(t, &format!("table[{i}]"))?);
+        }
+        if table_metrics.is_empty() {
+            if let FigureKind::Line { y, .. } = &figure.kind {
+                table_metrics.push(y.clone());
+            } else {
+                table_metrics.push(Metric::Column("goodput_mbps".into()));
+            }
+            for c in &claims {
+                if !matches!(c.kind, ClaimKind::All) && !table_metrics.contains(&c.metric) {
+                    table_metrics.push(c.metric.clone());
+                }
+            }
+        }
+
+        Ok(Experiment {
+            id: raw.id.into_inner(),
+            title: raw.title,
+            paper: raw.paper,
+            description: raw.description,
+            default: raw.default,
+            file: file.to_path_buf(),
+            scenario: raw.scenario.get_ref().clone(),
+            scenario_file,
+            base,
+            seeds,
+            flow,
+            set,
+            quick,
+            grid,
+            figure,
+            claims,
+            table: table_metrics,
+        })
+    }
+
+    pub fn grid_columns(&self) -> Vec<String> {
+        self.grid.iter().map(|a| a.column.clone()).collect()
+    }
+
+    /// The seeds of every grid point: 1..=seeds (quick: the quick seed count, if given).
+    pub fn seed_list(&self, quick: bool) -> Vec<u64> {
+        let n = if quick { self.quick.seeds.unwrap_or(self.seeds) } else { self.seeds };
+        (1..=n).collect()
+    }
+
+    /// Every grid point in order (first axis outermost), each with its scenario (base + set [+ quick.set] +
+    /// the point's values).
+    pub fn points(&self, quick: bool) -> Result<Vec<Point>, String> {
+        let mut doc = self.base.clone();
+        let sets = self.set.iter().chain(if quick { self.quick.set.iter() } else { [].iter() });
+        for (p, v) in sets {
+            apply_override(&mut doc, p, v)?;
+        }
+        let mut points = vec![Point { values: vec![], scenario: doc }];
+        for axis in &self.grid {
+            let mut next = Vec::with_capacity(points.len() * axis.values.len());
+            for p in &points {
+                for v in &axis.values {
+                    let mut q = p.clone();
+                    apply_override(&mut q.scenario, &axis.path, v).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                    q.values.push(Cell::from_toml(v));
+                    next.push(q);
+                }
+            }
+            points = next;
+        }
+        Ok(points)
+    }
+
+    /// `agent=snoop, ber=3.81e-6`
+    pub fn point_label(&self, p: &Point) -> String {
+        self.grid.iter().zip(&p.values).map(|(a, v)| format!("{}={v}", a.column)).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// One grid point: its values (in grid column order) and the scenario to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub values: Vec<Cell>,
+    pub scenario: toml::Value,
+}
+
+fn parse_cond(v: &toml::Value) -> Result<Cond, String> {
+    match v {
+        toml::Value::Array(a) => {
+            if a.is_empty() {
+                return Err("expected at least one value in the list".into());
+            }
+            if a.iter().any(|x| x.is_array() || x.is_table()) {
+                return Err("expected a list of plain values".into());
+            }
+            Ok(Cond::AnyOf(a.iter().map(Cell::from_toml).collect()))
+        }
+        toml::Value::Table(t) => {
+            let mut min = None;
+            let mut max = None;
+            for (k, x) in t {
+                let n = match x {
+                    toml::Value::Integer(i) => *i as f64,
+                    toml::Value::Float(f) => *f,
+                    _ => return Err(format!("`{k}` must be a number")),
+                };
+                match k.as_str() {
+                    "min" => min = Some(n),
+                    "max" => max = Some(n),
+                    other => return Err(format!("unknown key `{other}` in a range; expected `min` and/or `max`")),
+                }
+            }
+            if min.is_none() && max.is_none() {
+                return Err("a range needs `min` and/or `max`".into());
+            }
+            Ok(Cond::Range { min, max })
+        }
+        toml::Value::Datetime(_) => Err("expected a number, string, boolean, list or { min, max } range".into()),
+        other => Ok(Cond::Eq(Cell::from_toml(other))),
+    }
+}
+
+fn table_keys(v: Option<&toml::Value>) -> String {
+    match v.and_then(|v| v.as_table()) {
+        Some(t) if !t.is_empty() => t.keys().cloned().collect::<Vec<_>>().join(", "),
+        _ => "nothing".into(),
+    }
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a float",
+        toml::Value::Boolean(_) => "a boolean",
+        toml::Value::Datetime(_) => "a date-time",
+        toml::Value::Array(_) => "an array",
+        toml::Value::Table(_) => "a table",
+    }
+}
+
+/// Sets `path` (dotted: `links.wavelan.error.ber`) in a scenario document to `value`.
+///
+/// Every table on the way must exist, and so must the field itself, unless the path starts with `+`
+/// (`+tcp.min_rto_ms`), which adds a field the scenario leaves at its default. The value must have the
+/// type of the value it replaces (an integer where a float was is converted).
+pub fn apply_override(doc: &mut toml::Value, path: &str, value: &toml::Value) -> Result<(), String> {
+    let (create, path) = match path.strip_prefix('+') {
+        Some(p) => (true, p),
+        None => (false, path),
+    };
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!("`{path}` is not a dotted path like `links.wavelan.error.ber`"));
+    }
+    let mut cur = doc;
+    let mut walked = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let where_ = if walked.is_empty() {
+            "the base scenario".to_string()
+        } else {
+            format!("`{walked}` of the base scenario")
+        };
+        let keys = table_keys(Some(cur));
+        let what = type_name(cur);
+        let table = match cur.as_table_mut() {
+            Some(t) => t,
+            None => return Err(format!("`{walked}` is {what} in the base scenario, not a table")),
+        };
+        if last {
+            match table.get_mut(*part) {
+                Some(old) => {
+                    let new = match (&*old, value) {
+                        (toml::Value::Float(_), toml::Value::Integer(i)) => toml::Value::Float(*i as f64),
+                        (o, n) if std::mem::discriminant(o) == std::mem::discriminant(n) => n.clone(),
+                        (o, n) => {
+                            return Err(format!(
+                                "`{path}` is {} in the base scenario ({o}); got {} ({n})",
+                                type_name(o),
+                                type_name(n)
+                            ))
+                        }
+                    };
+                    *old = new;
+                }
+                None if create => {
+                    table.insert(part.to_string(), value.clone());
+                }
+                None => {
+                    return Err(format!(
+                        "no field `{part}` in {where_} (it has: {keys}); write \"+{path}\" to add a field the scenario leaves at its default"
+                    ))
+                }
+            }
+            return Ok(());
+        }
+        match table.get_mut(*part) {
+            Some(next) => cur = next,
+            None => return Err(format!("no `{part}` in {where_} (it has: {keys})")),
+        }
+        if !walked.is_empty() {
+            walked.push('.');
+        }
+        walked.push_str(part);
+    }
+    Ok(())
+}
+
+/// Loads every `*.toml` in `dir`, sorted by id. Any broken file is an error.
+pub fn load_dir(dir: &Path) -> Result<Vec<Experiment>, ExperimentError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| ExperimentError {
+        file: dir.to_path_buf(),
+        line: None,
+        field: String::new(),
+        message: format!("cannot read the experiments directory: {e}"),
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    let mut out: Vec<Experiment> = Vec::new();
+    for f in files {
+        out.push(Experiment::load(&f)?);
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCENARIO: &str = r#"
+seed = 1
+[nodes.bs]
+agent = "snoop"
+[links.wavelan.error]
+model = "ber"
+ber = 3.9e-6
+[flows.bulk]
+bytes = 10_000_000
+[tcp]
+variant = "reno"
+"#;
+
+    const GOOD: &str = r#"
+id = "exp"
+title = "T"
+paper = "seed 000 Fig. 7"
+default = true
+scenario = "base.toml"
+seeds = 3
+flow = "bulk"
+
+[set]
+"flows.bulk.bytes" = 1_000_000
+
+[quick]
+seeds = 1
+set = { "flows.bulk.bytes" = 1000 }
+
+[grid.agent]
+path = "nodes.bs.agent"
+values = ["none", "snoop"]
+
+[grid.ber]
+path = "links.wavelan.error.ber"
+values = [1e-7, 1e-6, 1]
+
+[figure]
+kind = "line"
+x = "ber"
+x_scale = "log2"
+y = "goodput_mbps"
+series = "agent"
+
+[[claims]]
+text = "snoop ahead"
+paper = "4x"
+kind = "ratio"
+metric = "goodput_mbps"
+where = { ber = 1e-6 }
+numerator = { agent = "snoop" }
+denominator = { agent = "none" }
+op = ">="
+value = 3
+
+[[claims]]
+text = "close at low ber"
+paper = "same"
+kind = "ratio"
+metric = "goodput_mbps"
+where = { ber = { max = 5e-7 } }
+numerator = { agent = "snoop" }
+denominator = { agent = "none" }
+op = "between"
+value = [0.9, 1.1]
+for_each = "ber"
+
+[[claims]]
+text = "completes"
+paper = "completes"
+kind = "all"
+metric = "completed"
+where = { agent = "snoop", ber = 1 }
+
+[[claims]]
+text = "near ideal"
+paper = "-"
+kind = "value"
+aggregate = "min"
+metric = "ratio:goodput_mbps/ideal_goodput_mbps"
+where = { agent = ["snoop"] }
+op = ">"
+value = 0.9
+"#;
+
+    fn write(dir: &Path, exp: &str) -> PathBuf {
+        std::fs::write(dir.join("base.toml"), SCENARIO).unwrap();
+        let p = dir.join("exp.toml");
+        std::fs::write(&p, exp).unwrap();
+        p
+    }
+
+    fn load(exp: &str) -> Result<Experiment, ExperimentError> {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), exp);
+        Experiment::load(&p)
+    }
+
+    fn line_of(text: &str, needle: &str) -> usize {
+        text[..text.find(needle).unwrap()].matches('\n').count() + 1
+    }
+
+    #[test]
+    fn good_file_parses() {
+        let e = load(GOOD).unwrap();
+        assert_eq!(e.id, "exp");
+        assert!(e.default);
+        assert_eq!(e.seeds, 3);
+        assert_eq!(e.seed_list(false), vec![1, 2, 3]);
+        assert_eq!(e.seed_list(true), vec![1]);
+        assert_eq!(e.grid_columns(), vec!["agent", "ber"]);
+        assert_eq!(e.claims.len(), 4);
+        let f = |a: &str| vec![Filter { column: "agent".into(), cond: Cond::Eq(Cell::Str(a.into())) }];
+        assert_eq!(
+            e.claims[1].kind,
+            ClaimKind::Ratio { numerator: f("snoop"), denominator: f("none"), op: Op::Between(0.9, 1.1) }
+        );
+        assert_eq!(
+            e.claims[1].filter,
+            vec![Filter { column: "ber".into(), cond: Cond::Range { min: None, max: Some(5e-7) } }]
+        );
+        assert_eq!(
+            e.table,
+            vec![
+                Metric::Column("goodput_mbps".into()),
+                Metric::Ratio("goodput_mbps".into(), "ideal_goodput_mbps".into())
+            ]
+        );
+        assert!(matches!(e.figure.kind, FigureKind::Line { x_scale: Scale::Log2, .. }));
+    }
+
+    #[test]
+    fn grid_expansion_order_and_overrides() {
+        let e = load(GOOD).unwrap();
+        let pts = e.points(false).unwrap();
+        assert_eq!(pts.len(), 6);
+        let labels: Vec<String> = pts.iter().map(|p| e.point_label(p)).collect();
+        assert_eq!(labels[0], "agent=none, ber=1e-7");
+        assert_eq!(labels[2], "agent=none, ber=1");
+        assert_eq!(labels[3], "agent=snoop, ber=1e-7");
+        let s = &pts[2].scenario;
+        assert_eq!(s["nodes"]["bs"]["agent"].as_str(), Some("none"));
+        // integer 1 on a float field becomes a float
+        assert_eq!(s["links"]["wavelan"]["error"]["ber"].as_float(), Some(1.0));
+        assert_eq!(s["flows"]["bulk"]["bytes"].as_integer(), Some(1_000_000));
+        let q = e.points(true).unwrap();
+        assert_eq!(q[0].scenario["flows"]["bulk"]["bytes"].as_integer(), Some(1000));
+        // the base is untouched
+        assert_eq!(e.base["flows"]["bulk"]["bytes"].as_integer(), Some(10_000_000));
+    }
+
+    #[test]
+    fn override_paths() {
+        let mut doc: toml::Value = toml::from_str(SCENARIO).unwrap();
+        assert!(apply_override(&mut doc, "tcp.variant", &"sack".into()).is_ok());
+        let e = apply_override(&mut doc, "links.wavlan.error.ber", &1.0.into()).unwrap_err();
+        assert!(e.contains("no `wavlan`") && e.contains("wavelan"), "{e}");
+        let e = apply_override(&mut doc, "tcp.min_rto", &1.0.into()).unwrap_err();
+        assert!(e.contains("no field `min_rto`") && e.contains("+tcp.min_rto"), "{e}");
+        assert!(apply_override(&mut doc, "+tcp.min_rto", &1.0.into()).is_ok());
+        assert_eq!(doc["tcp"]["min_rto"].as_float(), Some(1.0));
+        let e = apply_override(&mut doc, "+tcp.nope.x", &1.0.into()).unwrap_err();
+        assert!(e.contains("no `nope`"), "{e}");
+        let e = apply_override(&mut doc, "nodes.bs.agent", &toml::Value::Integer(3)).unwrap_err();
+        assert!(e.contains("a string") && e.contains("an integer"), "{e}");
+        let e = apply_override(&mut doc, "seed.x", &toml::Value::Integer(3)).unwrap_err();
+        assert!(e.contains("not a table"), "{e}");
+        let e = apply_override(&mut doc, "flows.bulk.bytes", &toml::Value::Float(3.5)).unwrap_err();
+        assert!(e.contains("an integer"), "{e}");
+    }
+
+    /// Replaces `from` by `to` in GOOD, loads it, and checks the error names the field, the line of `at`
+    /// in the edited text and contains `expect`.
+    fn bad(from: &str, to: &str, field: &str, at: &str, expect: &str) {
+        assert!(GOOD.contains(from), "{from}");
+        let text = GOOD.replacen(from, to, 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.field, field, "{e}");
+        assert_eq!(e.line, Some(line_of(&text, at)), "{e}");
+        assert!(e.message.contains(expect), "{e}");
+        let shown = e.to_string();
+        assert!(shown.contains("exp.toml:"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_key_names_field_and_line() {
+        let text = GOOD.replacen("seeds = 3", "seeds = 3\nrepeats = 4", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "repeats")));
+        assert!(e.message.contains("unknown field `repeats`") && e.message.contains("expected one of"), "{e}");
+        let text = GOOD.replacen("x_scale = \"log2\"", "x_scael = \"log2\"", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "x_scael")));
+        assert!(e.message.contains("x_scael"), "{e}");
+    }
+
+    #[test]
+    fn wrong_types_name_line_and_expectation() {
+        let text = GOOD.replacen("seeds = 3", "seeds = \"three\"", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "seeds = \"three\"")));
+        assert!(e.message.contains("expected"), "{e}");
+        let text = GOOD.replacen("x_scale = \"log2\"", "x_scale = \"log3\"", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "log3")));
+        assert!(e.message.contains("log2"), "{e}");
+        let text = GOOD.replacen("op = \">=\"", "op = \"=>\"", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "\"=>\"")));
+        assert!(e.message.contains("`>=`"), "{e}");
+    }
+
+    #[test]
+    fn bad_override_paths() {
+        bad(
+            "\"flows.bulk.bytes\" = 1_000_000",
+            "\"flows.bulk.bites\" = 1_000_000",
+            "set.\"flows.bulk.bites\"",
+            "flows.bulk.bites",
+            "no field `bites`",
+        );
+        bad(
+            "set = { \"flows.bulk.bytes\" = 1000 }",
+            "set = { \"flows.blk.bytes\" = 1000 }",
+            "quick.set.\"flows.blk.bytes\"",
+            "flows.blk",
+            "no `blk`",
+        );
+        bad(
+            "path = \"nodes.bs.agent\"",
+            "path = \"nodes.base.agent\"",
+            "grid.agent.values",
+            "values = [\"none\"",
+            "no `base`",
+        );
+        bad(
+            "values = [\"none\", \"snoop\"]",
+            "values = [\"none\", 3]",
+            "grid.agent.values",
+            "values = [\"none\", 3]",
+            "a string",
+        );
+        bad("values = [\"none\", \"snoop\"]", "values = []", "grid.agent.values", "values = []", "at least one");
+        bad("[grid.agent]", "[grid.seed]", "grid.seed", "[grid.seed]", "results column");
+    }
+
+    #[test]
+    fn claims_referring_to_unknown_columns() {
+        bad(
+            "metric = \"goodput_mbps\"\nwhere = { ber = 1e-6 }",
+            "metric = \"goodput\"\nwhere = { ber = 1e-6 }",
+            "claims[0].metric",
+            "\"goodput\"",
+            "unknown column `goodput`",
+        );
+        bad("where = { ber = 1e-6 }", "where = { bre = 1e-6 }", "claims[0].where.bre", "{ bre", "unknown column `bre`");
+        bad(
+            "where = { ber = 1e-6 }",
+            "where = { ber = 2e-6 }",
+            "claims[0].where.ber",
+            "{ ber = 2e-6",
+            "not a value of the grid",
+        );
+        bad(
+            "numerator = { agent = \"snoop\" }",
+            "numerator = { agent = \"snop\" }",
+            "claims[0].numerator.agent",
+            "\"snop\"",
+            "not a value",
+        );
+        bad("for_each = \"ber\"", "for_each = \"bre\"", "claims[1].for_each", "\"bre\"", "unknown column");
+        bad(
+            "metric = \"ratio:goodput_mbps/ideal_goodput_mbps\"",
+            "metric = \"ratio:goodput_mbps/ideal\"",
+            "claims[3].metric",
+            "ratio:goodput_mbps/ideal\"",
+            "unknown column `ideal`",
+        );
+        bad("metric = \"completed\"", "metric = \"agent\"", "claims[2].metric", "metric = \"agent\"", "holds text");
+    }
+
+    #[test]
+    fn claim_shape_mistakes() {
+        bad("value = [0.9, 1.1]", "value = 0.9", "claims[1].value", "value = 0.9", "[low, high]");
+        bad(
+            "op = \">\"\nvalue = 0.9",
+            "op = \">\"\nvalue = \"high\"",
+            "claims[3].value",
+            "value = \"high\"",
+            "expected a number",
+        );
+        bad("op = \">\"\nvalue = 0.9", "op = \">\"", "claims[3].value", "op = \">\"", "missing");
+        bad(
+            "denominator = { agent = \"none\" }\nop = \">=\"",
+            "op = \">=\"",
+            "claims[0].denominator",
+            "[[claims]]\ntext = \"snoop ahead\"",
+            "missing",
+        );
+        bad(
+            "where = { ber = { max = 5e-7 } }",
+            "where = { ber = { below = 5e-7 } }",
+            "claims[1].where.ber",
+            "{ below",
+            "unknown key `below`",
+        );
+    }
+
+    #[test]
+    fn figure_mistakes() {
+        bad("x = \"ber\"", "x = \"bre\"", "figure.x", "x = \"bre\"", "grid column");
+        bad("series = \"agent\"", "series = \"seed\"", "figure.series", "series = \"seed\"", "grid column");
+        bad("y = \"goodput_mbps\"", "y = \"goodput\"", "figure.y", "y = \"goodput\"", "unknown column");
+    }
+
+    #[test]
+    fn misc_mistakes() {
+        bad("id = \"exp\"", "id = \"other\"", "id", "id = \"other\"", "file name");
+        bad("flow = \"bulk\"", "flow = \"bluk\"", "flow", "flow = \"bluk\"", "no flow `bluk`");
+        bad("scenario = \"base.toml\"", "scenario = \"missing.toml\"", "scenario", "scenario =", "cannot read");
+        bad("seeds = 3", "seeds = 0", "seeds", "seeds = 0", "at least 1");
+    }
+
+    #[test]
+    fn syntax_error_has_a_line() {
+        let text = GOOD.replacen("seeds = 3", "seeds = = 3", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "seeds = =")));
+    }
+}

@@ -1,0 +1,343 @@
+//! Figures (SVG and PNG) with plotters. Text in PNGs uses the bundled DejaVu Sans, so no system font
+//! libraries are needed.
+
+use crate::claims::{select, Cond, Filter};
+use crate::experiment::{Experiment, FigureKind, Scale, Ticks};
+use crate::table::{fmt_num, mean_std, Cell, Table};
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::Once;
+
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+const SIZE: (u32, u32) = (900, 600);
+const FONT_FAMILY: &str = "sans-serif";
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for style in [FontStyle::Normal, FontStyle::Bold, FontStyle::Italic, FontStyle::Oblique] {
+            // the bundled font is valid; a failure here would only lose text in PNGs
+            let _ = plotters::style::register_font(FONT_FAMILY, style, FONT);
+        }
+    });
+}
+
+/// A curve of a line figure: (x, mean y, std y) per x, in x order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    pub label: String,
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// What a figure shows, independent of the backend.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plot {
+    Line {
+        curves: Vec<Curve>,
+        x_scale: Scale,
+        x_ticks: Ticks,
+        x_label: String,
+        y_label: String,
+    },
+    /// (label, (time s, offset MB) points)
+    Sequence {
+        curves: Vec<(String, Vec<(f64, f64)>)>,
+        x_label: String,
+        y_label: String,
+    },
+}
+
+/// The line figure's curves: rows grouped by the series column (in grid order) and the x column; mean and
+/// std over every row in a group (seeds, and any grid column that is neither x nor series).
+pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
+    let FigureKind::Line { x, y, x_scale, x_ticks } = &exp.figure.kind else {
+        return Err(anyhow!("not a line figure"));
+    };
+    let series_values: Vec<Option<Cell>> = match &exp.figure.series {
+        Some(s) => exp
+            .grid
+            .iter()
+            .find(|a| &a.column == s)
+            .map(|a| a.values.iter().map(|v| Some(Cell::from_toml(v))).collect())
+            .unwrap_or_default(),
+        None => vec![None],
+    };
+    let xa = exp.grid.iter().find(|a| &a.column == x).context("x is a grid column")?;
+    let mut xs: Vec<Cell> = xa.values.iter().map(Cell::from_toml).collect();
+    xs.sort_by(|a, b| a.sort_cmp(b));
+    let mut curves = Vec::new();
+    for sv in series_values {
+        let mut filters = Vec::new();
+        let label = match (&sv, &exp.figure.series) {
+            (Some(v), Some(col)) => {
+                filters.push(Filter { column: col.clone(), cond: Cond::Eq(v.clone()) });
+                exp.figure.series_labels.get(&v.to_string()).cloned().unwrap_or_else(|| format!("{col} = {v}"))
+            }
+            _ => y.name(),
+        };
+        let mut points = Vec::new();
+        for xv in &xs {
+            let mut f = filters.clone();
+            f.push(Filter { column: x.clone(), cond: Cond::Eq(xv.clone()) });
+            let vals: Vec<f64> = select(table, &table.rows, &f).iter().filter_map(|r| y.eval(table, r)).collect();
+            if vals.is_empty() {
+                continue;
+            }
+            let (m, s) = mean_std(&vals);
+            points.push((xv.as_f64().unwrap_or(f64::NAN), m, s));
+        }
+        curves.push(Curve { label, points });
+    }
+    Ok(Plot::Line {
+        curves,
+        x_scale: *x_scale,
+        x_ticks: *x_ticks,
+        x_label: exp.figure.x_label.clone().unwrap_or_else(|| match x_ticks {
+            Ticks::Value => x.clone(),
+            Ticks::Reciprocal => format!("1 / {x}"),
+        }),
+        y_label: exp.figure.y_label.clone().unwrap_or_else(|| y.name()),
+    })
+}
+
+fn transform(scale: Scale, x: f64) -> f64 {
+    match scale {
+        Scale::Linear => x,
+        Scale::Log2 => x.log2(),
+        Scale::Log10 => x.log10(),
+    }
+}
+
+fn untransform(scale: Scale, x: f64) -> f64 {
+    match scale {
+        Scale::Linear => x,
+        Scale::Log2 => x.exp2(),
+        Scale::Log10 => 10f64.powf(x),
+    }
+}
+
+/// `16M`, `256K`, `1.5K`: binary prefixes, for "bits per error" axes.
+pub fn binary_prefix(v: f64) -> String {
+    let units = [(1u64 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    for (u, p) in units {
+        let u = u as f64;
+        if v >= u * 0.999 {
+            let q = v / u;
+            let r = q.round();
+            return if (q - r).abs() < 0.01 * q { format!("{r}{p}") } else { format!("{}{p}", fmt_num(q)) };
+        }
+    }
+    fmt_num(v)
+}
+
+fn tick_label(scale: Scale, ticks: Ticks, pos: f64) -> String {
+    let v = untransform(scale, pos);
+    match ticks {
+        Ticks::Value => fmt_num(v),
+        Ticks::Reciprocal => binary_prefix(1.0 / v),
+    }
+}
+
+/// Draws `plot` into `dir/figure.svg` and `dir/figure.png`.
+pub fn write(plot: &Plot, title: &str, dir: &Path) -> Result<()> {
+    register_font();
+    let svg = dir.join("figure.svg");
+    {
+        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        draw(plot, title, &root).with_context(|| format!("drawing {}", svg.display()))?;
+        root.present().map_err(|e| anyhow!("{e}")).with_context(|| format!("writing {}", svg.display()))?;
+    }
+    let png = dir.join("figure.png");
+    {
+        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        draw(plot, title, &root).with_context(|| format!("drawing {}", png.display()))?;
+        root.present().map_err(|e| anyhow!("{e}")).with_context(|| format!("writing {}", png.display()))?;
+    }
+    Ok(())
+}
+
+fn draw<DB: DrawingBackend>(plot: &Plot, title: &str, root: &DrawingArea<DB, Shift>) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e:?}");
+    root.fill(&WHITE).map_err(e)?;
+    let palette = [
+        RGBColor(0x1f, 0x77, 0xb4),
+        RGBColor(0xd6, 0x27, 0x28),
+        RGBColor(0x2c, 0xa0, 0x2c),
+        RGBColor(0xff, 0x7f, 0x0e),
+        RGBColor(0x94, 0x67, 0xbd),
+        RGBColor(0x8c, 0x56, 0x4b),
+    ];
+    match plot {
+        Plot::Line { curves, x_scale, x_ticks, x_label, y_label } => {
+            let all: Vec<&(f64, f64, f64)> = curves.iter().flat_map(|c| c.points.iter()).collect();
+            let tx: Vec<f64> = all.iter().map(|p| transform(*x_scale, p.0)).collect();
+            let (mut x0, mut x1) = (
+                tx.iter().copied().fold(f64::INFINITY, f64::min),
+                tx.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            );
+            if !x0.is_finite() {
+                (x0, x1) = (0.0, 1.0);
+            }
+            let pad = if x1 > x0 { (x1 - x0) * 0.04 } else { 0.5 };
+            let (x0, x1) = (x0 - pad, x1 + pad);
+            let y1 = all.iter().map(|p| p.1 + p.2).fold(0.0f64, f64::max);
+            let y1 = if y1 > 0.0 && y1.is_finite() { y1 * 1.1 } else { 1.0 };
+            let mut chart = ChartBuilder::on(root)
+                .caption(title, (FONT_FAMILY, 22))
+                .margin(15)
+                .x_label_area_size(50)
+                .y_label_area_size(65)
+                .build_cartesian_2d(x0..x1, 0.0..y1)
+                .map_err(e)?;
+            // one tick per distinct x when there are few (log2 BER axes), else plotters' choice
+            let mut distinct: Vec<f64> = tx.clone();
+            distinct.sort_by(|a, b| a.total_cmp(b));
+            distinct.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+            let few = distinct.len() <= 16 && *x_scale != Scale::Linear;
+            let fmt = |v: &f64| {
+                if few && !distinct.iter().any(|d| (d - v).abs() < 0.05) {
+                    String::new()
+                } else {
+                    tick_label(*x_scale, *x_ticks, *v)
+                }
+            };
+            let mut mesh = chart.configure_mesh();
+            mesh.x_desc(x_label.as_str())
+                .y_desc(y_label.as_str())
+                .label_style((FONT_FAMILY, 15))
+                .axis_desc_style((FONT_FAMILY, 17))
+                .x_label_formatter(&fmt)
+                .y_label_formatter(&|v| fmt_num(*v));
+            if few {
+                // integer positions of log2/log10 axes land on the grid values
+                mesh.x_labels(((x1 - x0).round() as usize + 1).max(2));
+            }
+            mesh.draw().map_err(e)?;
+            for (i, c) in curves.iter().enumerate() {
+                let color = palette[i % palette.len()];
+                let pts: Vec<(f64, f64)> = c.points.iter().map(|p| (transform(*x_scale, p.0), p.1)).collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .map_err(e)?
+                    .label(c.label.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                chart.draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 4, color.filled()))).map_err(e)?;
+                chart
+                    .draw_series(c.points.iter().filter(|p| p.2 > 0.0).map(|p| {
+                        let x = transform(*x_scale, p.0);
+                        ErrorBar::new_vertical(x, (p.1 - p.2).max(0.0), p.1, p.1 + p.2, color.stroke_width(1), 8)
+                    }))
+                    .map_err(e)?;
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT_FAMILY, 15))
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(e)?;
+        }
+        Plot::Sequence { curves, x_label, y_label } => {
+            let all = curves.iter().flat_map(|c| c.1.iter());
+            let (x1, y1) = all.fold((0.0f64, 0.0f64), |(a, b), p| (a.max(p.0), b.max(p.1)));
+            let x1 = if x1 > 0.0 { x1 * 1.03 } else { 1.0 };
+            let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
+            let mut chart = ChartBuilder::on(root)
+                .caption(title, (FONT_FAMILY, 22))
+                .margin(15)
+                .x_label_area_size(50)
+                .y_label_area_size(65)
+                .build_cartesian_2d(0.0..x1, 0.0..y1)
+                .map_err(e)?;
+            chart
+                .configure_mesh()
+                .x_desc(x_label.as_str())
+                .y_desc(y_label.as_str())
+                .label_style((FONT_FAMILY, 15))
+                .axis_desc_style((FONT_FAMILY, 17))
+                .x_label_formatter(&|v| fmt_num(*v))
+                .y_label_formatter(&|v| fmt_num(*v))
+                .draw()
+                .map_err(e)?;
+            for (i, (label, pts)) in curves.iter().enumerate() {
+                let color = palette[i % palette.len()];
+                chart
+                    .draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 1, color.filled())))
+                    .map_err(e)?
+                    .label(label.as_str())
+                    .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT_FAMILY, 15))
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(binary_prefix(1.0 / 5.96e-8), "16M");
+        assert_eq!(binary_prefix(1.0 / 3.81e-6), "256K");
+        assert_eq!(binary_prefix(1.0 / 6.10e-5), "16K");
+        assert_eq!(binary_prefix(512.0), "512");
+        assert_eq!(tick_label(Scale::Log2, Ticks::Reciprocal, -24.0), "16M");
+    }
+
+    fn demo_line() -> Plot {
+        let bers: Vec<f64> = (14..=24).rev().map(|k| (-(k as f64)).exp2()).collect();
+        let none = bers.iter().map(|&b| (b, (1.5 - 2.5e4 * b).max(0.05), 0.05)).collect();
+        let snoop = bers.iter().map(|&b| (b, 1.5 - 5e3 * b, 0.03)).collect();
+        Plot::Line {
+            curves: vec![
+                Curve { label: "Reno".into(), points: none },
+                Curve { label: "Reno + Snoop".into(), points: snoop },
+            ],
+            x_scale: Scale::Log2,
+            x_ticks: Ticks::Reciprocal,
+            x_label: "bits per error (log2 scale)".into(),
+            y_label: "goodput (Mb/s)".into(),
+        }
+    }
+
+    #[test]
+    fn writes_svg_and_png() {
+        let d = tempfile::tempdir().unwrap();
+        write(&demo_line(), "Goodput against bit-error rate", d.path()).unwrap();
+        let svg = std::fs::read_to_string(d.path().join("figure.svg")).unwrap();
+        assert!(svg.contains("16M") && svg.contains("256K") && svg.contains("Reno + Snoop"), "labels in the SVG");
+        let png = std::fs::read(d.path().join("figure.png")).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        if let Ok(dir) = std::env::var("LASTHOP_FIGURE_DEMO") {
+            write(&demo_line(), "Goodput against bit-error rate", Path::new(&dir)).unwrap();
+        }
+        let seq = Plot::Sequence {
+            curves: vec![
+                ("Reno".into(), (0..400).map(|i| (i as f64 * 0.1, i as f64 * 0.003)).collect()),
+                ("Reno + Snoop".into(), (0..400).map(|i| (i as f64 * 0.05, i as f64 * 0.006)).collect()),
+            ],
+            x_label: "time (s)".into(),
+            y_label: "received offset (MB)".into(),
+        };
+        let d2 = tempfile::tempdir().unwrap();
+        write(&seq, "Sequence", d2.path()).unwrap();
+        if let Ok(dir) = std::env::var("LASTHOP_FIGURE_DEMO_SEQ") {
+            write(&seq, "Sequence numbers at BER 3.8e-6", Path::new(&dir)).unwrap();
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The `lasthop` command-line program: run one scenario (`lasthop run`) or reproduce the papers' figures and
+//! claims from experiment files (`lasthop reproduce`). See [`experiment::Experiment`] for the experiment file
+//! format and [`reproduce::reproduce`] for what a reproduction writes.
+
+pub mod claims;
+pub mod cli;
+pub mod experiment;
+pub mod figure;
+pub mod report;
+pub mod reproduce;
+pub mod runner;
+pub mod table;

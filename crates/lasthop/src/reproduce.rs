@@ -1,0 +1,347 @@
+//! `lasthop reproduce`: run experiments' grids on a pool of threads, then write results, figures, reports.
+
+use crate::claims::Outcome;
+use crate::experiment::{load_dir, Experiment, FigureKind, Point};
+use crate::figure::{self, Plot};
+use crate::report;
+use crate::runner::{series_csv, write_file, RunRequest, Runner, ScenarioSource};
+use crate::table::{self, Cell, Table};
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use lasthop_sim::RunResult;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+#[derive(Debug, Clone)]
+pub struct ReproduceOptions {
+    /// Experiment ids; empty: every experiment with `default = true`.
+    pub ids: Vec<String>,
+    pub quick: bool,
+    pub jobs: usize,
+    pub out: PathBuf,
+    pub experiments_dir: PathBuf,
+    /// Show a progress bar (else one line per finished experiment).
+    pub progress: bool,
+}
+
+/// What one experiment came to.
+#[derive(Debug, Clone)]
+pub struct ExperimentOutcome {
+    pub id: String,
+    pub title: String,
+    pub paper: String,
+    pub claims: Vec<(String, String, Outcome)>,
+    /// `label seed N: error` of every run that failed.
+    pub failed_runs: Vec<String>,
+    pub runs: usize,
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub experiments: Vec<ExperimentOutcome>,
+}
+
+impl Summary {
+    /// `(experiment id, claim text, outcome)` of every claim that does not hold.
+    pub fn failing_claims(&self) -> Vec<(&str, &str, &Outcome)> {
+        self.experiments
+            .iter()
+            .flat_map(|e| e.claims.iter().filter(|c| !c.2.holds).map(move |c| (e.id.as_str(), c.0.as_str(), &c.2)))
+            .collect()
+    }
+    pub fn failed_runs(&self) -> usize {
+        self.experiments.iter().map(|e| e.failed_runs.len()).sum()
+    }
+}
+
+/// The experiments directory: `dir` if given; else `experiments/` in the current directory, falling back
+/// to the repository's `experiments/` (next to this crate).
+pub fn experiments_dir(dir: Option<&Path>) -> PathBuf {
+    if let Some(d) = dir {
+        return d.to_path_buf();
+    }
+    let here = PathBuf::from("experiments");
+    if here.is_dir() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments")
+}
+
+/// Chooses experiments by id (or the default ones).
+pub fn choose(all: Vec<Experiment>, ids: &[String]) -> Result<Vec<Experiment>> {
+    if ids.is_empty() {
+        let chosen: Vec<Experiment> = all.into_iter().filter(|e| e.default).collect();
+        if chosen.is_empty() {
+            bail!("no experiment has `default = true`; name the ones to run");
+        }
+        return Ok(chosen);
+    }
+    let known: Vec<String> = all.iter().map(|e| e.id.clone()).collect();
+    let mut chosen = Vec::new();
+    for id in ids {
+        match all.iter().find(|e| &e.id == id) {
+            Some(e) if !chosen.iter().any(|c: &Experiment| &c.id == id) => chosen.push(e.clone()),
+            Some(_) => {}
+            None => bail!("unknown experiment `{id}`; known: {}", known.join(", ")),
+        }
+    }
+    Ok(chosen)
+}
+
+struct Job {
+    exp: usize,
+    point: usize,
+    seed: u64,
+    trace: bool,
+    origin: String,
+}
+
+struct Planned {
+    exp: Experiment,
+    points: Vec<Point>,
+    seeds: Vec<u64>,
+    /// job indices of this experiment (contiguous, in grid-then-seed order)
+    jobs: std::ops::Range<usize>,
+}
+
+/// Runs the chosen experiments of `opts.experiments_dir` with `runner`, writes everything under `opts.out`.
+pub fn reproduce(opts: &ReproduceOptions, runner: &dyn Runner) -> Result<Summary> {
+    let all = load_dir(&opts.experiments_dir)?;
+    let chosen = choose(all, &opts.ids)?;
+    run_experiments(chosen, opts, runner)
+}
+
+/// Runs these experiments (already loaded) and writes their outputs.
+pub fn run_experiments(chosen: Vec<Experiment>, opts: &ReproduceOptions, runner: &dyn Runner) -> Result<Summary> {
+    let mut plans = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, exp) in chosen.into_iter().enumerate() {
+        let points = exp.points(opts.quick).map_err(|e| anyhow!("{}: {e}", exp.file.display()))?;
+        let seeds = exp.seed_list(opts.quick);
+        let start = jobs.len();
+        for (p, point) in points.iter().enumerate() {
+            for &seed in &seeds {
+                jobs.push(Job {
+                    exp: i,
+                    point: p,
+                    seed,
+                    trace: exp.figure.needs_trace() && seed == 1,
+                    origin: format!("{} [{}]", exp.file.display(), exp.point_label(point)),
+                });
+            }
+        }
+        plans.push(Planned { exp, points, seeds, jobs: start..jobs.len() });
+    }
+    std::fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+
+    let bar = if opts.progress {
+        let b = ProgressBar::new(jobs.len() as u64);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs (eta {eta}) {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let say = |line: String| {
+        if bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            bar.println(line);
+        }
+    };
+
+    let started = Instant::now();
+    let mut results: Vec<Option<Result<RunResult, String>>> = (0..jobs.len()).map(|_| None).collect();
+    let mut outcomes: Vec<Option<ExperimentOutcome>> = (0..plans.len()).map(|_| None).collect();
+    let mut write_errors = Vec::new();
+    let mut done = vec![0usize; plans.len()];
+    let next = AtomicUsize::new(0);
+    let workers = opts.jobs.max(1).min(jobs.len().max(1));
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(usize, Result<RunResult, String>)>();
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (jobs, plans, next) = (&jobs, &plans, &next);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let plan = &plans[job.exp];
+                let req = RunRequest {
+                    scenario: ScenarioSource::Value { value: &plan.points[job.point].scenario, origin: &job.origin },
+                    seed: Some(job.seed),
+                    trace: job.trace,
+                    pcap_dir: None,
+                };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run(&req)));
+                let r = match r {
+                    Ok(Ok(res)) => Ok(res),
+                    Ok(Err(e)) => Err(format!("{e:#}")),
+                    Err(p) => Err(format!("panicked: {}", panic_message(&p))),
+                };
+                if tx.send((i, r)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            results[i] = Some(r);
+            bar.inc(1);
+            let e = jobs[i].exp;
+            done[e] += 1;
+            if done[e] == plans[e].jobs.len() {
+                let plan = &plans[e];
+                let rs: Vec<Result<RunResult, String>> =
+                    plan.jobs.clone().map(|j| results[j].take().unwrap_or_else(|| Err("no result".into()))).collect();
+                match finish(plan, &rs, opts) {
+                    Ok(o) => {
+                        let holds = o.claims.iter().filter(|c| c.2.holds).count();
+                        let failed = if o.failed_runs.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {} runs FAILED", o.failed_runs.len())
+                        };
+                        say(format!(
+                            "{}: {} runs, claims {holds}/{} hold{failed} (after {:.1} s) -> {}",
+                            o.id,
+                            o.runs,
+                            o.claims.len(),
+                            started.elapsed().as_secs_f64(),
+                            o.dir.join("report.md").display()
+                        ));
+                        outcomes[e] = Some(o);
+                    }
+                    Err(err) => {
+                        say(format!("{}: cannot write outputs: {err:#}", plan.exp.id));
+                        write_errors.push(format!("{}: {err:#}", plan.exp.id));
+                    }
+                }
+            }
+        }
+    });
+    bar.finish_and_clear();
+    // experiments without runs (an empty grid cannot happen, but be safe)
+    for (e, plan) in plans.iter().enumerate() {
+        if outcomes[e].is_none() && plan.jobs.is_empty() {
+            outcomes[e] = Some(finish(plan, &[], opts)?);
+        }
+    }
+    if !write_errors.is_empty() {
+        bail!("writing outputs failed:\n  {}", write_errors.join("\n  "));
+    }
+    let summary = Summary { experiments: outcomes.into_iter().flatten().collect() };
+    write_file(&opts.out.join("summary.md"), report::summary_md(&summary, opts.quick))?;
+    Ok(summary)
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
+}
+
+/// The results table of an experiment from its runs in job order (grid point, then seed); failed runs are
+/// returned as messages.
+pub fn build_table(
+    exp: &Experiment,
+    points: &[Point],
+    seeds: &[u64],
+    results: &[Result<RunResult, String>],
+) -> (Table, Vec<String>) {
+    let mut t = Table::new(table::columns(&exp.grid_columns()));
+    let mut failed = Vec::new();
+    let mut k = 0;
+    for p in points {
+        for &seed in seeds {
+            let label = format!("[{}] seed {seed}", exp.point_label(p));
+            match results.get(k) {
+                Some(Ok(r)) => {
+                    if let Err(e) = t.push_run(&p.values, seed, exp.flow.as_deref(), r) {
+                        failed.push(format!("{label}: {e}"));
+                    }
+                }
+                Some(Err(e)) => failed.push(format!("{label}: {e}")),
+                None => failed.push(format!("{label}: not run")),
+            }
+            k += 1;
+        }
+    }
+    (t, failed)
+}
+
+fn finish(plan: &Planned, results: &[Result<RunResult, String>], opts: &ReproduceOptions) -> Result<ExperimentOutcome> {
+    let exp = &plan.exp;
+    let dir = opts.out.join(&exp.id);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let (table, failed_runs) = build_table(exp, &plan.points, &plan.seeds, results);
+    write_file(&dir.join("results.csv"), table.to_csv())?;
+
+    // traces and the figure
+    let plot = match &exp.figure.kind {
+        FigureKind::Line { .. } => figure::line_curves(exp, &table)?,
+        FigureKind::Sequence => {
+            let mut curves = Vec::new();
+            for (p, point) in plan.points.iter().enumerate() {
+                let Some(j) = plan.seeds.iter().position(|&s| s == 1) else { continue };
+                let Some(Ok(r)) = results.get(p * plan.seeds.len() + j) else { continue };
+                let Ok(fm) = table::pick_flow(r, exp.flow.as_deref()) else { continue };
+                let Some(series) = r.series.as_ref().and_then(|s| s.iter().find(|s| s.name == fm.name)) else {
+                    continue;
+                };
+                let name = series_name(exp, point);
+                write_file(&dir.join(format!("series-{name}.csv")), series_csv(series))?;
+                let label = series_label(exp, point);
+                curves.push((label, series.received.iter().map(|&(t, off)| (t, off as f64 / 1e6)).collect()));
+            }
+            Plot::Sequence { curves, x_label: "time (s)".into(), y_label: "received stream offset (MB)".into() }
+        }
+    };
+    figure::write(&plot, &format!("{} ({})", exp.title, exp.paper), &dir)?;
+
+    let claims: Vec<(String, String, Outcome)> =
+        exp.claims.iter().map(|c| (c.text.clone(), c.paper.clone(), c.evaluate(&table))).collect();
+    let outcome = ExperimentOutcome {
+        id: exp.id.clone(),
+        title: exp.title.clone(),
+        paper: exp.paper.clone(),
+        claims,
+        failed_runs,
+        runs: results.len(),
+        dir: dir.clone(),
+    };
+    write_file(
+        &dir.join("report.md"),
+        report::experiment_md(exp, &plan.points, &plan.seeds, &table, &outcome, opts.quick),
+    )?;
+    Ok(outcome)
+}
+
+/// File-name part for a grid point's trace: the values joined by `-` (e.g. `snoop`, `snoop-3.81e-6`).
+fn series_name(exp: &Experiment, p: &Point) -> String {
+    let _ = exp;
+    let raw = if p.values.is_empty() {
+        "run".to_string()
+    } else {
+        p.values.iter().map(Cell::to_string).collect::<Vec<_>>().join("-")
+    };
+    raw.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' }).collect()
+}
+
+fn series_label(exp: &Experiment, p: &Point) -> String {
+    if let Some(col) = &exp.figure.series {
+        if let Some(i) = exp.grid.iter().position(|a| &a.column == col) {
+            let v = p.values[i].to_string();
+            return exp.figure.series_labels.get(&v).cloned().unwrap_or_else(|| format!("{col} = {v}"));
+        }
+    }
+    exp.point_label(p)
+}

@@ -1,0 +1,94 @@
+//! What carries out one run: the simulator, or (in tests) anything else that turns a scenario into a
+//! [`RunResult`].
+
+use anyhow::{Context, Result};
+use lasthop_sim::{FlowSeries, RunOptions, RunResult, Scenario};
+use std::path::Path;
+
+/// Where the scenario of a run comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum ScenarioSource<'a> {
+    /// A scenario file as it is (errors point at its lines).
+    File(&'a Path),
+    /// A scenario document after overrides; `origin` names it in errors.
+    Value { value: &'a toml::Value, origin: &'a str },
+}
+
+/// One run to carry out.
+#[derive(Debug, Clone, Copy)]
+pub struct RunRequest<'a> {
+    pub scenario: ScenarioSource<'a>,
+    /// Replaces the scenario's seed when given.
+    pub seed: Option<u64>,
+    pub trace: bool,
+    pub pcap_dir: Option<&'a Path>,
+}
+
+/// Turns a scenario into results. Implemented by [`SimRunner`] and by any `Fn(&RunRequest) -> Result<RunResult>`.
+pub trait Runner: Sync {
+    fn run(&self, req: &RunRequest<'_>) -> Result<RunResult>;
+}
+
+impl<F> Runner for F
+where
+    F: Fn(&RunRequest<'_>) -> Result<RunResult> + Sync,
+{
+    fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
+        self(req)
+    }
+}
+
+/// The simulator (`lasthop_sim`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimRunner;
+
+impl Runner for SimRunner {
+    fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
+        let mut scenario = match req.scenario {
+            ScenarioSource::File(p) => Scenario::load(p)?,
+            ScenarioSource::Value { value, origin } => Scenario::from_toml(value.clone(), origin)?,
+        };
+        if let Some(seed) = req.seed {
+            scenario.set_seed(seed);
+        }
+        let options = RunOptions { trace: req.trace, pcap_dir: req.pcap_dir.map(Path::to_path_buf) };
+        Ok(lasthop_sim::run(&scenario, &options)?)
+    }
+}
+
+/// The time series of one flow as CSV: `kind,time_s,value` with kind in sent / received / acked / cwnd
+/// (value: stream offset in bytes, or the congestion window in bytes).
+pub fn series_csv(s: &FlowSeries) -> String {
+    let mut out = String::from("kind,time_s,value\n");
+    for (kind, pts) in [("sent", &s.sent), ("received", &s.received), ("acked", &s.acked), ("cwnd", &s.cwnd)] {
+        for (t, v) in pts.iter() {
+            out.push_str(&format!("{kind},{t:?},{v}\n"));
+        }
+    }
+    out
+}
+
+/// Writes `path`, creating its directory.
+pub fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_as_csv() {
+        let s = FlowSeries {
+            name: "bulk".into(),
+            sent: vec![(0.0, 0), (0.5, 1460)],
+            received: vec![(0.01, 0)],
+            acked: vec![],
+            cwnd: vec![(0.0, 2920)],
+        };
+        assert_eq!(series_csv(&s), "kind,time_s,value\nsent,0.0,0\nsent,0.5,1460\nreceived,0.01,0\ncwnd,0.0,2920\n");
+    }
+}

@@ -1,0 +1,302 @@
+//! The results table of an experiment: one row per run (grid columns, `seed`, the chosen flow's metrics and a
+//! few run-wide numbers), written as `results.csv`, filtered and aggregated by claims, figures and reports.
+
+use lasthop_sim::{FlowMetrics, RunResult};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// One cell of the results table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+    /// A metric the run did not produce (e.g. `completion_time_s` of a flow that did not complete).
+    Empty,
+}
+
+impl Cell {
+    /// The cell as a number: integers and floats as they are, booleans as 1 / 0.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Cell::Int(i) => Some(*i as f64),
+            Cell::Float(f) => Some(*f),
+            Cell::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+            Cell::Str(_) | Cell::Empty => None,
+        }
+    }
+
+    /// From a TOML value (grid values, filter values).
+    pub fn from_toml(v: &toml::Value) -> Cell {
+        match v {
+            toml::Value::Integer(i) => Cell::Int(*i),
+            toml::Value::Float(f) => Cell::Float(*f),
+            toml::Value::Boolean(b) => Cell::Bool(*b),
+            toml::Value::String(s) => Cell::Str(s.clone()),
+            other => Cell::Str(other.to_string()),
+        }
+    }
+
+    fn from_json(v: &serde_json::Value) -> Cell {
+        match v {
+            serde_json::Value::Null => Cell::Empty,
+            serde_json::Value::Bool(b) => Cell::Bool(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Cell::Int(i),
+                None => Cell::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_json::Value::String(s) => Cell::Str(s.clone()),
+            other => Cell::Str(other.to_string()),
+        }
+    }
+
+    /// Equality as filters see it: numbers compare by value with a relative tolerance of 1e-9 (so `3.81e-6`
+    /// written in a claim matches `3.81e-6` in the grid, and `1` matches `1.0`); strings and booleans exactly.
+    pub fn matches(&self, other: &Cell) -> bool {
+        match (self, other) {
+            (Cell::Str(a), Cell::Str(b)) => a == b,
+            (Cell::Bool(a), Cell::Bool(b)) => a == b,
+            (Cell::Empty, Cell::Empty) => true,
+            (a, b) => match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) if !matches!(a, Cell::Bool(_)) && !matches!(b, Cell::Bool(_)) => {
+                    x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
+                }
+                _ => false,
+            },
+        }
+    }
+
+    /// A total order for sorting distinct values (numbers by value, then booleans, then strings).
+    pub fn sort_cmp(&self, other: &Cell) -> Ordering {
+        fn rank(c: &Cell) -> u8 {
+            match c {
+                Cell::Int(_) | Cell::Float(_) => 0,
+                Cell::Bool(_) => 1,
+                Cell::Str(_) => 2,
+                Cell::Empty => 3,
+            }
+        }
+        match (self, other) {
+            (Cell::Str(a), Cell::Str(b)) => a.cmp(b),
+            (Cell::Bool(a), Cell::Bool(b)) => a.cmp(b),
+            _ if rank(self) == 0 && rank(other) == 0 => {
+                self.as_f64().unwrap_or(0.0).total_cmp(&other.as_f64().unwrap_or(0.0))
+            }
+            _ => rank(self).cmp(&rank(other)),
+        }
+    }
+}
+
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cell::Int(i) => write!(f, "{i}"),
+            Cell::Float(x) => write!(f, "{}", fmt_float(*x)),
+            Cell::Bool(b) => write!(f, "{b}"),
+            Cell::Str(s) => f.write_str(s),
+            Cell::Empty => Ok(()),
+        }
+    }
+}
+
+/// Shortest text that reads back as the same float; exponent form for very small or large magnitudes
+/// (`3.81e-6`, `1.0`, `0.25`).
+pub fn fmt_float(x: f64) -> String {
+    format!("{x:?}")
+}
+
+/// A number for people: 3 significant digits (`0.251`, `1.02`, `3.81e-6`, `1234`).
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let a = x.abs();
+    if !(1e-3..1e6).contains(&a) {
+        let s = format!("{x:.2e}");
+        // 3.81e-6 rather than 3.81e-6 with trailing zeros like 1.00e-6 -> 1e-6
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        return format!("{m}e{e}");
+    }
+    let digits = (2 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The fields of [`FlowMetrics`], in declaration order, as `results.csv` names them (`name` becomes `flow`).
+/// Claims, filters and figures may refer to any of these and to [`RUN_COLUMNS`].
+pub const FLOW_COLUMNS: &[&str] = &[
+    "flow",
+    "tcp",
+    "bytes_total",
+    "bytes_delivered",
+    "completed",
+    "duration_s",
+    "completion_time_s",
+    "goodput_mbps",
+    "ideal_goodput_mbps",
+    "sender_timeouts",
+    "fast_retransmits",
+    "segments_sent",
+    "segments_retransmitted",
+    "local_retransmissions",
+    "dupacks_suppressed",
+    "corrupt_bytes",
+];
+
+/// Columns after the flow's: run-wide numbers and derived ones. `ideal_ratio` = goodput / ideal goodput.
+pub const RUN_COLUMNS: &[&str] = &["ideal_ratio", "sim_time_s", "events", "hit_time_limit"];
+
+/// Every column a results table of an experiment with these grid columns has, in CSV order.
+pub fn columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols: Vec<String> = grid_columns.to_vec();
+    cols.push("seed".into());
+    cols.extend(FLOW_COLUMNS.iter().map(|s| s.to_string()));
+    cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
+    cols
+}
+
+/// A results table: named columns, rows in run order (grid order, then seed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    pub fn new(columns: Vec<String>) -> Table {
+        Table { columns, rows: Vec::new() }
+    }
+
+    pub fn col(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+
+    /// The cell of `row` in column `name` (Empty when the column does not exist).
+    pub fn get<'a>(&self, row: &'a [Cell], name: &str) -> &'a Cell {
+        static EMPTY: Cell = Cell::Empty;
+        self.col(name).and_then(|i| row.get(i)).unwrap_or(&EMPTY)
+    }
+
+    /// Appends the row of one run: `grid` values in column order, the seed, the metrics of `flow` (the first
+    /// flow when `None`). Fails when the run has no such flow.
+    pub fn push_run(&mut self, grid: &[Cell], seed: u64, flow: Option<&str>, result: &RunResult) -> Result<(), String> {
+        let fm = pick_flow(result, flow)?;
+        let json = serde_json::to_value(fm).map_err(|e| e.to_string())?;
+        let obj = json.as_object().cloned().unwrap_or_default();
+        let mut row: Vec<Cell> = grid.to_vec();
+        row.push(Cell::Int(seed as i64));
+        for c in FLOW_COLUMNS {
+            let key = if *c == "flow" { "name" } else { c };
+            row.push(obj.get(key).map(Cell::from_json).unwrap_or(Cell::Empty));
+        }
+        row.push(match fm.ideal_goodput_mbps {
+            Some(ideal) if ideal > 0.0 => Cell::Float(fm.goodput_mbps / ideal),
+            _ => Cell::Empty,
+        });
+        row.push(Cell::Float(result.sim_time_s));
+        row.push(Cell::Int(result.events as i64));
+        row.push(Cell::Bool(result.hit_time_limit));
+        if row.len() != self.columns.len() {
+            return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+
+    /// CSV text: a header line, then one line per row; fields with commas, quotes or newlines are quoted.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::new();
+        let line =
+            |cells: Vec<String>| -> String { cells.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",") + "\n" };
+        out.push_str(&line(self.columns.clone()));
+        for r in &self.rows {
+            out.push_str(&line(r.iter().map(|c| c.to_string()).collect()));
+        }
+        out
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The metrics of flow `name` (or the first flow).
+pub fn pick_flow<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a FlowMetrics, String> {
+    match name {
+        Some(n) => result.flows.iter().find(|f| f.name == n).ok_or_else(|| {
+            let have: Vec<&str> = result.flows.iter().map(|f| f.name.as_str()).collect();
+            format!("the run has no flow `{n}` (it has {have:?})")
+        }),
+        None => result.flows.first().ok_or_else(|| "the run has no flows".to_string()),
+    }
+}
+
+/// Mean and sample standard deviation (0 for a single value).
+pub fn mean_std(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    if xs.len() < 2 {
+        return (mean, 0.0);
+    }
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_float(3.81e-6), "3.81e-6");
+        assert_eq!(fmt_float(1.0), "1.0");
+        assert_eq!(fmt_num(0.2514), "0.251");
+        assert_eq!(fmt_num(1.0234), "1.02");
+        assert_eq!(fmt_num(3.81e-6), "3.81e-6");
+        assert_eq!(fmt_num(1e-6), "1e-6");
+        assert_eq!(fmt_num(1234.0), "1234");
+        assert_eq!(fmt_num(20.0), "20");
+    }
+
+    #[test]
+    fn matching_and_order() {
+        assert!(Cell::Float(3.81e-6).matches(&Cell::Float(3.81e-6 * (1.0 + 1e-12))));
+        assert!(Cell::Int(1).matches(&Cell::Float(1.0)));
+        assert!(!Cell::Bool(true).matches(&Cell::Int(1)));
+        assert!(!Cell::Str("a".into()).matches(&Cell::Str("b".into())));
+        let mut v = vec![Cell::Float(2.0), Cell::Int(1), Cell::Str("x".into())];
+        v.sort_by(|a, b| a.sort_cmp(b));
+        assert_eq!(v, vec![Cell::Int(1), Cell::Float(2.0), Cell::Str("x".into())]);
+    }
+
+    #[test]
+    fn csv_quotes() {
+        let mut t = Table::new(vec!["a".into(), "b".into()]);
+        t.rows.push(vec![Cell::Str("x,y".into()), Cell::Str("say \"hi\"".into())]);
+        assert_eq!(t.to_csv(), "a,b\n\"x,y\",\"say \"\"hi\"\"\"\n");
+    }
+
+    #[test]
+    fn mean_and_std() {
+        let (m, s) = mean_std(&[1.0, 2.0, 3.0]);
+        assert_eq!(m, 2.0);
+        assert!((s - 1.0).abs() < 1e-12);
+        assert_eq!(mean_std(&[5.0]), (5.0, 0.0));
+    }
+}
