@@ -80,6 +80,15 @@ pub struct TcpConfig {
     /// Offer RFC 7323 timestamps (carried and echoed, so they take option space; RTT is still measured
     /// by timing one segment at a time, as BSD did).
     pub timestamps: bool,
+    /// ELN-aware sender (seed 002 §3, "ELN Implementation"): an ACK with the ELN bit set reports a loss
+    /// to wireless corruption; the sender retransmits the missing segment without any congestion response.
+    /// The sender also piggybacks its output-queue occupancy (see `Sender::set_output_queue`) on every
+    /// packet for the base station's loss classification. Default false: the ELN bit is ignored, as by
+    /// an unmodified stack.
+    pub eln: bool,
+    /// ELN-marked ACKs with one acknowledgment number after which the missing segment is retransmitted
+    /// (seed 002: `eln_rexmt_thresh`, "we set its value to 2"). Default 2; 0 is read as 1.
+    pub eln_rexmt_thresh: u32,
 }
 
 impl Default for TcpConfig {
@@ -99,6 +108,8 @@ impl Default for TcpConfig {
             ack_every: 2,
             sack: false,
             timestamps: false,
+            eln: false,
+            eln_rexmt_thresh: 2,
         }
     }
 }
@@ -126,6 +137,10 @@ pub struct SenderStats {
     pub timeouts: u64,
     pub fast_retransmits: u64,
     pub dupacks_received: u64,
+    /// ACKs with the ELN bit set, processed as such (`TcpConfig::eln` on).
+    pub eln_acks_received: u64,
+    /// Retransmissions triggered by ELN ACKs, made without a congestion response.
+    pub eln_retransmits: u64,
     /// Packets that could not be read as TCP/IPv4 (truncated, bad header, bad checksum, not TCP).
     pub malformed: u64,
 }

@@ -114,6 +114,25 @@ impl Pair {
         true
     }
 
+    /// Sets the ELN bit (and fixes the checksum) on every ACK in flight toward the sender whose
+    /// acknowledgment number satisfies `hole`: a stand-in for the base station's ELN agent.
+    pub fn mark_acks(&mut self, hole: impl Fn(u32) -> bool) {
+        for (_, dir, p) in self.in_flight.iter_mut() {
+            if *dir != Dir::ToSender {
+                continue;
+            }
+            let mut buf = p.to_vec();
+            let mut ip = lasthop_wire::Ipv4Packet::new_unchecked(&mut buf[..]);
+            let (src, dst) = (ip.src_addr(), ip.dst_addr());
+            let mut tcp = lasthop_wire::TcpPacket::new_unchecked(ip.payload_mut());
+            if tcp.ack() && !tcp.eln() && hole(tcp.ack_number().0) {
+                tcp.set_eln(true);
+                tcp.fill_checksum(src, dst);
+                *p = Bytes::from(buf);
+            }
+        }
+    }
+
     /// Connects and runs until the transfer is over or `max_steps` steps have passed; true if it finished.
     pub fn run(&mut self, max_steps: usize) -> bool {
         self.sender.connect(self.now);

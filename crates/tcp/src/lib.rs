@@ -1,5 +1,6 @@
 //! Sans-IO TCP endpoints for the lasthop simulator: a bulk [`Sender`] (Tahoe, Reno, NewReno or SACK loss
-//! recovery) and a BSD-like [`Receiver`], modelled on the 4.4BSD stack the source papers measured (seed 000).
+//! recovery, optionally ELN-aware as in seed 002 §3: `TcpConfig::eln`) and a BSD-like [`Receiver`],
+//! modelled on the 4.4BSD stack the source papers measured (seed 000).
 //!
 //! Like quinn-proto's `Connection`, neither endpoint reads a clock or owns a socket: whole IPv4 packets go
 //! in through `handle_packet(now, ..)`, come out of `poll_transmit(now)`, and `poll_timeout()` says when

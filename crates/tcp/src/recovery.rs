@@ -1,13 +1,25 @@
 //! Congestion control and loss recovery of the sender, for every variant, in one place: what happens on
 //! a new cumulative ACK, a duplicate ACK and a retransmit timeout, and which segment SACK recovery sends
-//! next. An ELN-aware sender (seed 002) would branch here: a dupack or ACK carrying ELN retransmits
-//! without touching `cwnd`/`ssthresh`.
+//! next, and the ELN-aware retransmission (seed 002), which touches neither `cwnd` nor `ssthresh`.
 //!
 //! - Tahoe: fast retransmit on the `dupack_threshold`-th dupack, then slow start from one segment.
 //! - Reno (RFC 5681 §3.2): fast retransmit and fast recovery with window inflation; the first new ACK
 //!   deflates to `ssthresh` and ends recovery, so several losses in one window usually end in a timeout.
 //! - NewReno (RFC 6582): partial ACKs retransmit the next hole and keep recovery until `recover`.
 //! - SACK (RFC 6675): scoreboard, `pipe`, NextSeg; falls back to NewReno if the peer refused SACK.
+//!
+//! - ELN (`TcpConfig::eln`, seed 002 §3 "ELN Implementation"): an ACK whose ELN bit is set reports a
+//!   wireless corruption loss of the segment it asks for. After `eln_rexmt_thresh` ELN ACKs with one
+//!   acknowledgment number (a new ACK counts as the first) that segment is retransmitted at once, with no
+//!   change to `cwnd`, `ssthresh` or the recovery state, and ELN DUPACKs never feed the dupack counter
+//!   or Reno's window inflation. `eln_last_rxmit` keeps it to once per round trip: the same segment is
+//!   not ELN-retransmitted again until one smoothed RTT (the current RTO before any sample) has passed
+//!   since the last time, so that the DUPACKs every later segment of the window triggers do not each
+//!   resend it; once new data is acknowledged the next segment is a different one and may go at once.
+//!   (ns-2's `tcp_eln` never resends the same segment by ELN; seed 002's "at most once during the
+//!   course of a single round-trip" also recovers a lost ELN retransmission without a timeout.) The
+//!   retransmit timer is left running, as ns-2 does, so several losses in one window still end in the
+//!   coarse timeout the paper reports. ACKs without ELN keep the ordinary algorithm of the variant.
 //!
 //! A timeout always does the same (BSD `tcp_timers`): ssthresh = max(flight/2, 2·MSS), cwnd = 1 MSS,
 //! go-back-N from SND.UNA, back off the RTO, forget SACK information (RFC 2018 §5.1).
@@ -130,6 +142,30 @@ impl Sender {
                 self.high_rxt = self.una;
             }
         }
+    }
+
+    /// An ACK with the ELN bit set, acknowledging up to `ack` (already `una`).
+    pub(crate) fn on_eln_ack(&mut self, now: Time, ack: u64) {
+        self.stats.eln_acks_received += 1;
+        if self.eln_ack != ack {
+            self.eln_ack = ack;
+            self.eln_count = 0;
+        }
+        self.eln_count = self.eln_count.saturating_add(1);
+        if self.eln_count < self.cfg.eln_rexmt_thresh.max(1) || self.una >= self.max {
+            return;
+        }
+        if let Some((off, at)) = self.eln_last_rxmit {
+            let rtt = self.rto.srtt().unwrap_or_else(|| self.rto.current());
+            if off == self.una && now.as_nanos() < at.as_nanos().saturating_add(rtt) {
+                return;
+            }
+        }
+        // Retransmit the missing segment; no ssthresh, cwnd, dupack or recovery change.
+        self.rexmit_pending = Some(self.una);
+        self.timing = None;
+        self.eln_last_rxmit = Some((self.una, now));
+        self.stats.eln_retransmits += 1;
     }
 
     pub(crate) fn on_timeout(&mut self, now: Time) {

@@ -32,10 +32,14 @@ impl Scoreboard {
         self.ranges.last().map(|r| r.1)
     }
 
-    /// Records `[start, end)` as SACKed.
-    pub fn insert(&mut self, start: u64, end: u64) {
+    /// Records `[start, end)` as SACKed. Returns whether any of it was not SACKed before (new
+    /// information, which is what makes a SACK-bearing ACK a duplicate ACK worth counting).
+    pub fn insert(&mut self, start: u64, end: u64) -> bool {
         if start >= end {
-            return;
+            return false;
+        }
+        if self.ranges.iter().any(|&(a, b)| a <= start && end <= b) {
+            return false;
         }
         let (mut s, mut e) = (start, end);
         // Ranges touching or overlapping the new one merge into it.
@@ -50,6 +54,7 @@ impl Scoreboard {
         });
         let at = self.ranges.partition_point(|&(a, _)| a < s);
         self.ranges.insert(at, (s, e));
+        true
     }
 
     /// Forgets everything below the cumulative ACK `una`.
@@ -123,8 +128,9 @@ mod tests {
         s.insert(20, 25);
         s.insert(50, 60);
         assert_eq!(s.ranges, vec![(10, 25), (30, 40), (50, 60)]);
-        s.insert(24, 55);
+        assert!(s.insert(24, 55));
         assert_eq!(s.ranges, vec![(10, 60)]);
+        assert!(!s.insert(30, 40), "already SACKed: no new information");
         s.advance(15);
         assert_eq!(s.ranges, vec![(15, 60)]);
         s.advance(60);

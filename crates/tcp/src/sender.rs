@@ -1,6 +1,7 @@
 //! The bulk-transfer sender: handshake, segmentation, the window, ACK bookkeeping and the retransmit
 //! timer. *How* the sender reacts to loss (duplicate ACKs, partial ACKs, timeouts) lives in
-//! `recovery.rs`, the one place a new variant (ELN-aware, seed 002) has to touch.
+//! `recovery.rs` (the ELN-aware retransmission of seed 002 included); this file only routes ELN-marked
+//! ACKs there and piggybacks the output-queue option ([`Sender::set_output_queue`]).
 
 use crate::config::{SenderStats, TcpConfig, Variant};
 use crate::payload;
@@ -8,6 +9,7 @@ use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
 use crate::segment::{offset_of, parse, seq_at, ts_now, Incoming, Parsed};
 use bytes::Bytes;
+use lasthop_wire::queue_option::{self, QueueOccupancy};
 use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
 use std::net::SocketAddrV4;
 
@@ -68,6 +70,14 @@ pub struct Sender {
     scratch: Vec<u8>,
     pub(crate) stats: SenderStats,
     last_sent: Option<(u64, bool)>,
+    /// The host's interface output-queue occupancy, piggybacked on every packet when ELN is on; `None`
+    /// until the host first reports it (then no option is sent: the sender does not claim to know).
+    out_queue: Option<QueueOccupancy>,
+    /// ELN (seed 002): the acknowledgment offset whose ELN ACKs `eln_count` counts.
+    pub(crate) eln_ack: u64,
+    pub(crate) eln_count: u32,
+    /// Seed 002's `eln_last_rxmit`: the offset and time of the last ELN-triggered retransmission.
+    pub(crate) eln_last_rxmit: Option<(u64, Time)>,
 }
 
 impl Sender {
@@ -105,6 +115,10 @@ impl Sender {
             scratch: Vec::new(),
             stats: SenderStats::default(),
             last_sent: None,
+            out_queue: None,
+            eln_ack: 0,
+            eln_count: 0,
+            eln_last_rxmit: None,
             cfg,
         }
     }
@@ -188,24 +202,37 @@ impl Sender {
         let window = u32::from(r.window);
         let window_changed = window != self.peer_wnd;
         self.peer_wnd = window;
+        let mut newly_sacked = false;
         if self.sack_ok {
             for &(l, rr) in r.sack.as_slice() {
                 let (l, rr) = (offset_of(self.iss, self.una, l), offset_of(self.iss, self.una, rr));
                 // Blocks below the cumulative ACK (D-SACK) or beyond what was sent are not scoreboard news.
                 if self.una <= l && l < rr && rr <= self.max {
-                    self.scoreboard.insert(l, rr);
+                    newly_sacked |= self.scoreboard.insert(l, rr);
                 }
             }
         }
         if a < self.una {
             return;
         }
+        let eln = self.cfg.eln && r.eln;
         if a == self.una {
             // RFC 5681's duplicate ACK: nothing new, no data, same window, while data is outstanding.
             let pure = seg.payload.is_empty() && !r.flags.contains(TcpFlags::FIN);
             if pure && !window_changed && self.una < self.max {
                 self.stats.dupacks_received += 1;
-                self.on_dupack(now);
+                if eln {
+                    // Seed 002: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
+                    // inflation altogether; they lead only to the ELN retransmission.
+                    self.on_eln_ack(now, a);
+                } else if self.sack_ok && !r.sack.is_empty() && !newly_sacked {
+                    // A SACK-bearing DUPACK that reports nothing new repeats evidence already counted (the
+                    // base station's NACK, then the FH's own DUPACKs for the same segments; see
+                    // `lasthop_agents::nack`). RFC 5681 §2 allows and RFC 6675 §2 makes "new SACK
+                    // information" the test, so it is not counted again.
+                } else {
+                    self.on_dupack(now);
+                }
             }
             return;
         }
@@ -218,6 +245,11 @@ impl Sender {
         // RFC 6298 (5.2, 5.3): stop when all is acknowledged, else restart.
         self.rtx_deadline = if self.una >= self.max { None } else { Some(self.rto.deadline(now)) };
         self.on_new_ack(now, acked);
+        if eln {
+            // A new ACK can carry ELN too (seed 002: marking "can (and does) also happen for new ones"):
+            // it is the first ELN ACK for the new acknowledgment number.
+            self.on_eln_ack(now, a);
+        }
     }
 
     /// Karn's rule holds because `timing` is cleared whenever anything is retransmitted.
@@ -323,7 +355,14 @@ impl Sender {
     }
 
     fn finish_emit(&mut self, now: Time, repr: &TcpRepr, payload_len: usize) -> Bytes {
-        let pkt = repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
+        let mut pkt = repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
+        if let (true, Some(q)) = (self.cfg.eln, self.out_queue) {
+            // Seed 002: "Piggybacked on each packet from the MH is its instantaneous output queue length."
+            // A header with no 4 bytes of option space left goes without (the BS then reads "empty").
+            if let Ok(p) = queue_option::insert_ipv4(&pkt, q) {
+                pkt = p;
+            }
+        }
         self.ident = self.ident.wrapping_add(1);
         self.stats.segments_sent += 1;
         if self.rtx_deadline.is_none() && self.max > self.una {
@@ -456,6 +495,15 @@ impl Sender {
     /// In fast recovery (Reno, NewReno, SACK); Tahoe never is.
     pub fn in_recovery(&self) -> bool {
         self.in_recovery
+    }
+
+    /// The host's report of this endpoint's interface output-queue occupancy, as a fraction of the
+    /// queue's capacity (clamped to `[0, 1]`; NaN reads as full). With [`TcpConfig::eln`] on, every packet
+    /// emitted afterwards carries it in the queue option of [`lasthop_wire::queue_option`], for the ELN
+    /// agent at the base station. Call it whenever the occupancy changes, or simply before each
+    /// [`poll_transmit`](Self::poll_transmit); until the first call no option is sent.
+    pub fn set_output_queue(&mut self, fraction: f64) {
+        self.out_queue = Some(QueueOccupancy::from_fraction(fraction));
     }
 
     /// Smoothed RTT in nanoseconds, once measured.

@@ -45,3 +45,4 @@ impl std::fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 pub type Result<T> = core::result::Result<T, WireError>;
+pub mod queue_option;

@@ -1,0 +1,154 @@
+//! The one parse the ELN and NACK agents do per packet: validate IPv4 and TCP (options included, so
+//! nothing downstream can panic on untrusted bytes) and copy out the fields the state machines read, the
+//! mobile's piggybacked queue occupancy among them. Also the one in-place edit they make: the ELN bit.
+
+use bytes::{Bytes, BytesMut};
+use lasthop_wire::checksum;
+use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::queue_option::QueueOccupancy;
+use lasthop_wire::tcp::ELN_MASK;
+use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket, TcpRepr};
+use std::net::Ipv4Addr;
+
+use crate::flow::FlowKey;
+
+/// The fields of a TCP segment the agents read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: SeqNum,
+    /// `Some` when the ACK flag is set.
+    pub ack: Option<SeqNum>,
+    pub flags: TcpFlags,
+    pub window: u16,
+    pub payload_len: u32,
+    pub eln: bool,
+    pub sack_permitted: bool,
+    pub timestamps: Option<(u32, u32)>,
+    /// The mobile's output-queue occupancy option ([`lasthop_wire::queue_option`]), if present.
+    pub queue: Option<QueueOccupancy>,
+    /// Byte offset of the TCP header within the packet.
+    pub tcp_at: usize,
+}
+
+impl Segment {
+    pub fn syn(&self) -> bool {
+        self.flags.contains(TcpFlags::SYN)
+    }
+    pub fn fin(&self) -> bool {
+        self.flags.contains(TcpFlags::FIN)
+    }
+    pub fn rst(&self) -> bool {
+        self.flags.contains(TcpFlags::RST)
+    }
+    /// Sequence space occupied: payload plus one each for SYN and FIN.
+    pub fn seg_len(&self) -> u32 {
+        self.payload_len + u32::from(self.syn()) + u32::from(self.fin())
+    }
+    /// The connection keyed in the direction this segment travels (source = its sender).
+    pub fn key(&self) -> FlowKey {
+        FlowKey { src: self.src, src_port: self.src_port, dst: self.dst, dst_port: self.dst_port }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) enum Class {
+    Tcp(Segment),
+    NotTcp,
+    /// A fragment's TCP header cannot be trusted to be whole: forwarded untouched.
+    Fragment,
+    Malformed,
+}
+
+pub(crate) fn classify(bytes: &[u8]) -> Class {
+    let Ok(ip) = Ipv4Packet::new_checked(bytes) else { return Class::Malformed };
+    if ip.is_fragment() {
+        return Class::Fragment;
+    }
+    if ip.protocol() != PROTO_TCP {
+        return Class::NotTcp;
+    }
+    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return Class::Malformed };
+    let Ok(repr) = TcpRepr::parse(&tcp) else { return Class::Malformed };
+    let Ok(queue) = QueueOccupancy::find(&tcp) else { return Class::Malformed };
+    Class::Tcp(Segment {
+        src: ip.src_addr(),
+        dst: ip.dst_addr(),
+        src_port: repr.src_port,
+        dst_port: repr.dst_port,
+        seq: repr.seq,
+        ack: repr.ack,
+        flags: tcp.flags(),
+        window: repr.window,
+        payload_len: tcp.payload().len() as u32,
+        eln: repr.eln,
+        sack_permitted: repr.sack_permitted,
+        timestamps: repr.timestamps,
+        queue,
+        tcp_at: ip.header_len(),
+    })
+}
+
+/// A copy of `packet` with the ELN bit set to `on`, the TCP checksum updated *incrementally* (RFC 1624
+/// eqn. 3: HC' = ~(~HC + ~m + m')). Recomputing it from scratch would silently repair an ACK corrupted on
+/// the way, turning a packet the end host would discard into one it trusts; the incremental update keeps
+/// a bad checksum bad and a good one good.
+pub(crate) fn with_eln(packet: &Bytes, seg: &Segment, on: bool) -> Bytes {
+    let mut buf = BytesMut::from(&packet[..]);
+    let t = seg.tcp_at;
+    // The ELN bit lives in byte 12 of the TCP header, the high byte of the 16-bit word at offset 12.
+    let old = u16::from_be_bytes([buf[t + 12], buf[t + 13]]);
+    if on {
+        buf[t + 12] |= ELN_MASK;
+    } else {
+        buf[t + 12] &= !ELN_MASK;
+    }
+    let new = u16::from_be_bytes([buf[t + 12], buf[t + 13]]);
+    let hc = u16::from_be_bytes([buf[t + 16], buf[t + 17]]);
+    let sum = u64::from(!hc) + u64::from(!old) + u64::from(new);
+    let hc2 = !checksum::fold(sum);
+    buf[t + 16..t + 18].copy_from_slice(&hc2.to_be_bytes());
+    buf.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    fn verify(p: &[u8]) -> bool {
+        let ip = Ipv4Packet::new_checked(p).unwrap();
+        TcpPacket::new_checked(ip.payload()).unwrap().verify_checksum(A, B)
+    }
+
+    proptest::proptest! {
+        /// Setting or clearing the bit keeps a valid checksum valid and an invalid one invalid.
+        #[test]
+        fn incremental_checksum_matches_full(seq: u32, ack: u32, win: u16, eln: bool, len in 0usize..40, flip in 0usize..100) {
+            let repr = TcpRepr { seq: SeqNum(seq), ack: Some(SeqNum(ack)), window: win, eln, ..TcpRepr::default() };
+            let p = repr.emit_ipv4(A, B, 1, 64, &vec![0x5a; len]);
+            let Class::Tcp(seg) = classify(&p) else { panic!() };
+            for on in [true, false] {
+                let q = with_eln(&p, &seg, on);
+                proptest::prop_assert!(verify(&q));
+                let ip = Ipv4Packet::new_checked(&q[..]).unwrap();
+                proptest::prop_assert_eq!(TcpPacket::new_checked(ip.payload()).unwrap().eln(), on);
+            }
+            // Corrupt one payload or header byte (not the ELN byte): still invalid after marking.
+            let mut bad = p.to_vec();
+            let i = 20 + (flip % (bad.len() - 20));
+            if i != 20 + 12 {
+                bad[i] ^= 0x10;
+                let bad = Bytes::from(bad);
+                if !verify(&bad) {
+                    proptest::prop_assert!(!verify(&with_eln(&bad, &seg, true)));
+                }
+            }
+        }
+    }
+}
