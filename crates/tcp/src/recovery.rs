@@ -204,13 +204,13 @@ impl Sender {
         let fin_off = self.fin_offset();
         if self.max <= fin_off {
             let remaining = fin_off - self.max;
-            if remaining == 0 {
+            if remaining == 0 && !self.is_stream_open() {
                 return Some((self.max, 0, true));
             }
             let room = (self.una + u64::from(self.peer_window())).saturating_sub(self.max);
             let len = u64::from(self.mss).min(remaining).min(room);
             if len > 0 && (len == u64::from(self.mss) || len == remaining) {
-                return Some((self.max, len as u32, len == remaining));
+                return Some((self.max, len as u32, len == remaining && !self.is_stream_open()));
             }
         }
         // (3) an octet not SACKed, not yet retransmitted and below the highest SACKed one, though not

@@ -26,6 +26,11 @@ enum State {
 
 /// Sends `total_bytes` of [`payload`] content, then a FIN, to a [`Receiver`](crate::Receiver).
 ///
+/// A sender made by [`new_open`](Self::new_open) instead keeps its stream open: the application hands it
+/// more bytes with [`push`](Self::push) at any time (a persistent-HTTP server answering request after
+/// request on one connection, seed 002 §5) and the FIN goes only after [`close`](Self::close). The stream
+/// stays one [`payload`] stream, so the receiver's integrity check holds across everything pushed.
+///
 /// Call [`poll_transmit`](Self::poll_transmit) until it returns `None` after [`connect`](Self::connect)
 /// and after every `handle_*` call.
 #[derive(Debug)]
@@ -36,6 +41,8 @@ pub struct Sender {
     iss: SeqNum,
     irs: SeqNum,
     total: u64,
+    /// The application may still [`push`](Self::push) bytes: no FIN until [`close`](Self::close).
+    open: bool,
     state: State,
     /// Effective MSS: the smaller of both ends' offers.
     pub(crate) mss: u32,
@@ -90,6 +97,7 @@ impl Sender {
             iss,
             irs: SeqNum(0),
             total: total_bytes,
+            open: false,
             state: State::Closed,
             mss,
             sack_ok: false,
@@ -121,6 +129,38 @@ impl Sender {
             eln_last_rxmit: None,
             cfg,
         }
+    }
+
+    /// A sender whose stream starts empty and stays open: give it bytes with [`push`](Self::push), end it
+    /// with [`close`](Self::close). Until then it sends no FIN and is never [`is_finished`](Self::is_finished).
+    pub fn new_open(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum) -> Sender {
+        let mut s = Sender::new(cfg, local, remote, iss, 0);
+        s.open = true;
+        s
+    }
+
+    /// Appends `bytes` application bytes (the next ones of the [`payload`] stream) to an open stream; they
+    /// go out on the next [`poll_transmit`](Self::poll_transmit) the window allows. Ignored once the stream
+    /// is closed (the bytes after a FIN cannot exist).
+    pub fn push(&mut self, bytes: u64) {
+        if self.open {
+            self.total += bytes;
+        }
+    }
+
+    /// Ends an open stream: the FIN follows the last byte pushed. No effect on a sender made by `new`.
+    pub fn close(&mut self) {
+        self.open = false;
+    }
+
+    /// Whether the stream is still open for [`push`](Self::push).
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// Application bytes handed to the sender so far.
+    pub fn bytes_total(&self) -> u64 {
+        self.total
     }
 
     /// Queues the SYN.
@@ -299,7 +339,7 @@ impl Sender {
     pub(crate) fn shape(&self, off: u64, limit: u64) -> (u32, bool) {
         let fin_off = self.fin_offset();
         let len = u64::from(self.mss).min(fin_off.saturating_sub(off)).min(limit.saturating_sub(off));
-        (len as u32, off + len == fin_off && limit > fin_off)
+        (len as u32, !self.open && off + len == fin_off && limit > fin_off)
     }
 
     /// Ordinary transmission from `nxt` within min(cwnd, peer window, max_window). Sends only full
@@ -310,14 +350,15 @@ impl Sender {
             return None;
         }
         if self.nxt == fin_off {
-            return Some((self.nxt, 0, true)); // a lone FIN is not held back by the window
+            // A lone FIN is not held back by the window; an open stream has nothing to send.
+            return (!self.open).then_some((self.nxt, 0, true));
         }
         let flight = self.nxt - self.una;
         let usable = u64::from(self.window()).saturating_sub(flight);
         let remaining = fin_off - self.nxt;
         let len = u64::from(self.mss).min(remaining).min(usable);
         if len > 0 && (len == u64::from(self.mss) || len == remaining || flight == 0) {
-            Some((self.nxt, len as u32, len == remaining))
+            Some((self.nxt, len as u32, len == remaining && !self.open))
         } else {
             None
         }
@@ -332,8 +373,13 @@ impl Sender {
         self.peer_wnd.min(self.cfg.max_window)
     }
 
+    /// Offset of the FIN, or, while the stream is open, one past the last byte pushed.
     pub(crate) fn fin_offset(&self) -> u64 {
         1 + self.total
+    }
+
+    pub(crate) fn is_stream_open(&self) -> bool {
+        self.open
     }
 
     pub(crate) fn offers_sack(&self) -> bool {
@@ -465,7 +511,7 @@ impl Sender {
 
     /// All data and the FIN are acknowledged.
     pub fn is_finished(&self) -> bool {
-        self.state == State::Established && self.una > self.fin_offset()
+        !self.open && self.state == State::Established && self.una > self.fin_offset()
     }
 
     pub fn stats(&self) -> &SenderStats {
@@ -478,6 +524,11 @@ impl Sender {
 
     pub fn ssthresh(&self) -> u32 {
         self.ssthresh
+    }
+
+    /// Every byte pushed so far is acknowledged (an open stream with nothing outstanding is idle).
+    pub fn all_acked(&self) -> bool {
+        self.state == State::Established && self.una >= self.fin_offset()
     }
 
     /// Application bytes acknowledged so far.
