@@ -1,1 +1,254 @@
-//! placeholder
+//! Network-layer agents that sit at a base station (or a mobile host) and watch, cache, suppress and
+//! re-send packets: Snoop (seed 000 §3.1, §6) and, later, ELN marking, NACK generation and handoff buffers.
+//!
+//! Every agent is a sans-IO state machine (`../shared/DESIGN.md`, "The agent contract"): it never reads a
+//! clock, owns a socket or draws a random number. The simulator and the real base station hand it packets
+//! and the current [`Time`], and carry out the [`Action`]s it emits. Its state is soft: losing it costs
+//! performance, never data, and it never acknowledges data the receiver has not acknowledged.
+
+pub mod flow;
+pub mod snoop;
+
+use bytes::Bytes;
+pub use lasthop_wire::Time;
+
+/// Which way a packet travels through the node that hosts the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// Toward the mobile host, i.e. out over the wireless hop.
+    ToMobile,
+    /// Toward the wired network (the fixed host).
+    ToWired,
+}
+
+impl Side {
+    pub fn reverse(self) -> Side {
+        match self {
+            Side::ToMobile => Side::ToWired,
+            Side::ToWired => Side::ToMobile,
+        }
+    }
+}
+
+/// Why an agent dropped a packet instead of forwarding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Could not be parsed (truncated, bad header length, bad option).
+    Malformed,
+    /// A duplicate ACK that the agent answered with a local retransmission, or expected after one.
+    DupAckSuppressed,
+    /// An ACK older than the highest one already seen.
+    SpuriousAck,
+    /// Data the receiver has already acknowledged; the agent answered with a regenerated ACK instead.
+    AlreadyAcked,
+}
+
+/// What an agent asks its host to do. Emitted in order; the host carries them out in that order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send the packet on toward `side` at normal priority.
+    Forward(Side, Bytes),
+    /// Send toward `side` ahead of normal traffic (Snoop's local retransmissions: seed 000 §3.1.2).
+    ForwardPriority(Side, Bytes),
+    /// The packet handed in is not forwarded.
+    Drop(DropReason),
+    /// A packet the agent made itself (a regenerated ACK, a NACK), sent toward `side`.
+    Inject(Side, Bytes),
+}
+
+/// The contract between an agent and whatever drives it (the simulator or `lasthop bs`).
+pub trait Agent {
+    /// A packet (a whole IPv4 packet) arrives at the node travelling toward `side`.
+    /// The agent pushes onto `out` exactly one `Forward`, `ForwardPriority` or `Drop` for that packet, and
+    /// any number of `ForwardPriority` (copies from its own cache) and `Inject` actions of its own.
+    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>);
+
+    /// Called at (or after) the time [`poll_timeout`](Self::poll_timeout) returned.
+    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>);
+
+    /// The earliest time the agent wants `on_timeout`, if any.
+    fn poll_timeout(&self) -> Option<Time>;
+
+    /// Named counters for reports (`local_retransmissions`, `dupacks_suppressed`, ...).
+    fn counters(&self) -> Vec<(&'static str, u64)>;
+
+    /// The link below has just started to transmit `packet`, one the agent passed on toward `side`.
+    ///
+    /// A packet an agent forwards may wait in the interface queue for a long time (a 64 KB window queued
+    /// at a 2 Mb/s hop is a quarter of a second). Hosts that can tell when a frame really leaves (the
+    /// simulator, the hop emulator of `lasthop bs`) call this so that an agent can time round trips and
+    /// reason about ordering from the moment of transmission, not of queueing. Agents must work without it.
+    fn on_transmit(&mut self, _now: Time, _side: Side, _packet: &Bytes) {}
+
+    /// How full (0.0 empty – 1.0 full) the host's transmit queue toward `side` is now. Hosts call it before
+    /// `on_packet` whenever it may have changed (ELN classifies losses by it: seed 002 §3).
+    fn on_queue_occupancy(&mut self, _side: Side, _fraction: f64) {}
+}
+
+/// Agents run one after another on the same packet, as configured at a node (e.g. Snoop then ELN).
+///
+/// A packet handed in goes to the first agent; every packet an agent passes on (`Forward` or
+/// `ForwardPriority`) goes to the next, and what the last one passes on is the chain's output. Packets an
+/// agent makes itself (`Inject`) and its `Drop`s leave the chain at once: an agent's own packets are not
+/// second-guessed by the agents after it.
+pub struct Chain {
+    agents: Vec<Box<dyn Agent + Send>>,
+    scratch: Vec<Action>,
+    next: Vec<Action>,
+}
+
+impl Chain {
+    pub fn new(agents: Vec<Box<dyn Agent + Send>>) -> Chain {
+        Chain { agents, scratch: Vec::new(), next: Vec::new() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+
+    /// Runs the actions of agent `from` through the agents after it.
+    fn pass_on(&mut self, now: Time, from: usize, out: &mut Vec<Action>) {
+        let mut pending = std::mem::take(&mut self.scratch);
+        for i in from + 1..self.agents.len() {
+            let mut next = std::mem::take(&mut self.next);
+            for action in pending.drain(..) {
+                match action {
+                    Action::Forward(side, p) => self.agents[i].on_packet(now, side, p, &mut next),
+                    Action::ForwardPriority(side, p) => {
+                        let start = next.len();
+                        self.agents[i].on_packet(now, side, p, &mut next);
+                        // Keep the priority an earlier agent asked for.
+                        for a in &mut next[start..] {
+                            if let Action::Forward(s, p) = a {
+                                *a = Action::ForwardPriority(*s, p.clone());
+                            }
+                        }
+                    }
+                    other => out.push(other),
+                }
+            }
+            self.next = std::mem::replace(&mut pending, next);
+        }
+        out.append(&mut pending);
+        self.scratch = pending;
+    }
+}
+
+impl Agent for Chain {
+    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        if self.agents.is_empty() {
+            out.push(Action::Forward(side, packet));
+            return;
+        }
+        let mut first = std::mem::take(&mut self.scratch);
+        self.agents[0].on_packet(now, side, packet, &mut first);
+        self.scratch = first;
+        self.pass_on(now, 0, out);
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+        for i in 0..self.agents.len() {
+            if self.agents[i].poll_timeout().is_some_and(|t| t <= now) {
+                let mut mine = std::mem::take(&mut self.scratch);
+                self.agents[i].on_timeout(now, &mut mine);
+                self.scratch = mine;
+                self.pass_on(now, i, out);
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.agents.iter().filter_map(|a| a.poll_timeout()).min()
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.agents.iter().flat_map(|a| a.counters()).collect()
+    }
+
+    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+        for a in &mut self.agents {
+            a.on_transmit(now, side, packet);
+        }
+    }
+
+    fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
+        for a in &mut self.agents {
+            a.on_queue_occupancy(side, fraction);
+        }
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    /// Tags every packet it forwards by appending one byte; drops packets that start with 0xff.
+    struct Tagger(u8);
+    impl Agent for Tagger {
+        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+            if packet.first() == Some(&0xff) {
+                out.push(Action::Drop(DropReason::Malformed));
+                return;
+            }
+            let mut v = packet.to_vec();
+            v.push(self.0);
+            out.push(Action::Forward(side, Bytes::from(v)));
+            out.push(Action::Inject(side.reverse(), Bytes::from(vec![self.0])));
+        }
+        fn on_timeout(&mut self, _now: Time, out: &mut Vec<Action>) {
+            out.push(Action::ForwardPriority(Side::ToMobile, Bytes::from(vec![0x10 + self.0])));
+        }
+        fn poll_timeout(&self) -> Option<Time> {
+            Some(Time(u64::from(self.0)))
+        }
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            vec![("tagger", u64::from(self.0))]
+        }
+    }
+
+    fn chain() -> Chain {
+        Chain::new(vec![Box::new(Tagger(1)), Box::new(Tagger(2))])
+    }
+
+    #[test]
+    fn forwarded_packets_pass_through_every_agent_injections_leave_at_once() {
+        let mut out = Vec::new();
+        chain().on_packet(Time(0), Side::ToMobile, Bytes::from_static(&[7]), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Action::Inject(Side::ToWired, Bytes::from_static(&[1])),
+                Action::Forward(Side::ToMobile, Bytes::from_static(&[7, 1, 2])),
+                Action::Inject(Side::ToWired, Bytes::from_static(&[2])),
+            ]
+        );
+    }
+
+    #[test]
+    fn drops_stop_the_packet_and_priority_survives_later_agents() {
+        let mut c = chain();
+        let mut out = Vec::new();
+        c.on_packet(Time(0), Side::ToMobile, Bytes::from_static(&[0xff]), &mut out);
+        assert_eq!(out, vec![Action::Drop(DropReason::Malformed)]);
+        out.clear();
+        assert_eq!(c.poll_timeout(), Some(Time(1)));
+        c.on_timeout(Time(1), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Action::ForwardPriority(Side::ToMobile, Bytes::from_static(&[0x11, 2])),
+                Action::Inject(Side::ToWired, Bytes::from_static(&[2])),
+            ]
+        );
+        assert_eq!(c.counters(), vec![("tagger", 1), ("tagger", 2)]);
+    }
+
+    #[test]
+    fn empty_chain_forwards() {
+        let mut out = Vec::new();
+        Chain::new(Vec::new()).on_packet(Time(0), Side::ToWired, Bytes::from_static(&[1]), &mut out);
+        assert_eq!(out, vec![Action::Forward(Side::ToWired, Bytes::from_static(&[1]))]);
+    }
+}
+pub mod eln;
+pub mod nack;

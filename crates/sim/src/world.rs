@@ -354,6 +354,11 @@ impl World {
             if let Some(p) = self.links[link].pcap[dir].as_mut() {
                 let _ = p.write(now, &packet);
             }
+            let from = self.links[link].ends[dir];
+            if let Some(agent) = self.nodes[from].agent.as_mut() {
+                let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+                agent.on_transmit(now, side, &packet);
+            }
             self.sched.schedule(done_at, Event::TxDone { link, dir });
             if !corrupted {
                 let node = self.links[link].ends[1 - dir];
