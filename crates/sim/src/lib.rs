@@ -13,6 +13,7 @@ pub mod link;
 pub mod metrics;
 pub mod rng;
 pub mod scenario;
+pub mod web;
 mod world;
 
 pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
