@@ -16,7 +16,7 @@ pub mod scenario;
 pub mod web;
 mod world;
 
-pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult, WebMetrics};
 pub use scenario::{Scenario, ScenarioError};
 
 use std::path::PathBuf;
@@ -39,7 +39,8 @@ pub enum SimError {
     Io { path: PathBuf, source: std::io::Error },
 }
 
-/// Plays `scenario` to completion (every flow done, or the simulated-time limit reached).
+/// Plays `scenario` to completion (every flow done and every web workload's browsing time over, or the
+/// simulated-time limit reached).
 pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunResult, SimError> {
     world::World::build(scenario, options)?.run()
 }

@@ -102,6 +102,11 @@ impl Link {
         }
     }
 
+    /// One-way propagation delay.
+    pub fn delay_ns(&self) -> u64 {
+        self.delay_ns
+    }
+
     pub fn airtime_ns(&self, bytes: usize) -> u64 {
         // bits / (Mb/s) = µs; keep it in integer ns with one rounding.
         (bytes as f64 * 8.0 * 1e3 / self.rate_mbps).round() as u64 + self.overhead_ns

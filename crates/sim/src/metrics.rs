@@ -18,6 +18,9 @@ pub struct RunResult {
     pub agents: BTreeMap<String, BTreeMap<String, u64>>,
     /// Packets dropped because no node could route or deliver them (no route, no matching endpoint).
     pub undeliverable_packets: u64,
+    /// Per web workload (absent from metrics.json when the scenario has none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub web: Vec<WebMetrics>,
     /// Present when `RunOptions::trace` was set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<FlowSeries>>,
@@ -76,4 +79,38 @@ pub struct FlowSeries {
     pub acked: Vec<(f64, u64)>,
     /// (time s, congestion window in bytes) at every change.
     pub cwnd: Vec<(f64, u64)>,
+}
+
+/// What one web workload achieved (seed 002 §5: "successfully completed individual downloads in 1000 s").
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct WebMetrics {
+    pub name: String,
+    pub tcp: String,
+    pub connections: u32,
+    pub persistent: bool,
+    pub think_time: bool,
+    /// Objects (replies) read completely by the client within the browsing time, every byte verified:
+    /// seed 002's "downloads".
+    pub downloads_completed: u64,
+    /// Pages whose primary and every embedded object were read within the browsing time.
+    pub pages_completed: u64,
+    pub pages_started: u64,
+    /// Objects requested (a request may still be in progress at the end).
+    pub objects_requested: u64,
+    /// TCP connections the server opened (one per object, or one per persistent connection).
+    pub connections_opened: u64,
+    /// Reply bytes read by the client, in order, verified against what was sent.
+    pub bytes_delivered: u64,
+    /// Delivered bytes that did not match what was sent (must be 0).
+    pub corrupt_bytes: u64,
+    /// Mean time from an object's request to its last byte read, over completed downloads.
+    pub mean_download_time_s: Option<f64>,
+    /// Summed over every connection of the workload.
+    pub sender_timeouts: u64,
+    pub fast_retransmits: u64,
+    pub segments_sent: u64,
+    pub segments_retransmitted: u64,
+    /// Counters of the agents on the client–server path (over all their connections, like flows').
+    pub local_retransmissions: u64,
+    pub dupacks_suppressed: u64,
 }

@@ -26,6 +26,9 @@ pub struct Scenario {
     /// Transfers by name.
     #[serde(default)]
     pub flows: BTreeMap<String, FlowConfig>,
+    /// Web workloads by name (seed 002 §5, [`crate::web`]).
+    #[serde(default)]
+    pub web: BTreeMap<String, WebConfig>,
     /// TCP defaults for every flow (see `lasthop_tcp::TcpConfig`); a flow's own `tcp` table overrides them.
     #[serde(default)]
     pub tcp: toml::Table,
@@ -128,6 +131,45 @@ pub struct FlowConfig {
     pub tcp: toml::Table,
 }
 
+/// A browsing client (seed 002 §5's Web workload after Mah 1997; the model is documented in [`crate::web`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    /// The browsing node (the mobile host): it reads the replies.
+    pub client: String,
+    /// The node serving every page (the fixed host): it opens each reply connection and sends the reply.
+    pub server: String,
+    /// Parallel connections per client, 1–4 (default 1).
+    #[serde(default = "default_connections")]
+    pub connections: u32,
+    /// Persistent HTTP: connections stay open across objects (default false: one connection per object).
+    #[serde(default)]
+    pub persistent: bool,
+    /// User think time between pages (default true; seed 002's P-HTTP runs have none).
+    #[serde(default = "default_true")]
+    pub think_time: bool,
+    /// When browsing starts, seconds (default 0).
+    #[serde(default)]
+    pub start_s: f64,
+    /// How long the user browses, seconds (default 1000, seed 002's run length); no page starts after it and
+    /// downloads are counted up to it. Must end within `time_limit_s`.
+    #[serde(default = "default_web_duration")]
+    pub duration_s: f64,
+    /// Overrides of the scenario's `[tcp]` table for this workload's connections.
+    #[serde(default)]
+    pub tcp: toml::Table,
+}
+
+fn default_connections() -> u32 {
+    1
+}
+fn default_true() -> bool {
+    true
+}
+fn default_web_duration() -> f64 {
+    1000.0
+}
+
 fn default_seed() -> u64 {
     1
 }
@@ -198,6 +240,17 @@ impl Scenario {
         TcpConfig::deserialize(toml::Value::Table(merged)).map_err(|e| e.to_string().trim().to_string())
     }
 
+    /// The TCP configuration of web workload `name`: the scenario's `[tcp]` table with the workload's on top.
+    pub fn web_tcp(&self, name: &str) -> Result<TcpConfig, String> {
+        let mut merged = self.tcp.clone();
+        if let Some(w) = self.web.get(name) {
+            for (k, v) in &w.tcp {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+        TcpConfig::deserialize(toml::Value::Table(merged)).map_err(|e| e.to_string().trim().to_string())
+    }
+
     /// Checks what serde cannot: references between tables, ranges. Errors are (field path, message).
     fn validate(&self) -> Result<(), (String, String)> {
         let positive = |v: f64| v.is_finite() && v > 0.0;
@@ -258,6 +311,40 @@ impl Scenario {
                 return Err((p("start_s"), "expected a start time ≥ 0 s".into()));
             }
             let tcp = self.flow_tcp(name).map_err(|m| (p("tcp"), m))?;
+            if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
+                return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
+            }
+        }
+        for (name, w) in &self.web {
+            let p = |x: &str| format!("web.{name}.{x}");
+            for (field, node) in [("client", &w.client), ("server", &w.server)] {
+                if !self.nodes.contains_key(node) {
+                    return Err((p(field), format!("no node named `{node}` (nodes: {})", self.node_names())));
+                }
+            }
+            if w.client == w.server {
+                return Err((p("server"), "expected a node other than `client`".into()));
+            }
+            if !(1..=4).contains(&w.connections) {
+                return Err((p("connections"), "expected 1 to 4 parallel connections (seed 002)".into()));
+            }
+            if !non_negative(w.start_s) {
+                return Err((p("start_s"), "expected a start time ≥ 0 s".into()));
+            }
+            if !positive(w.duration_s) {
+                return Err((p("duration_s"), "expected a positive duration in seconds".into()));
+            }
+            if w.start_s + w.duration_s > self.time_limit_s {
+                return Err((
+                    p("duration_s"),
+                    format!(
+                        "browsing ends at {} s, after `time_limit_s` = {} s; raise the limit or shorten the run",
+                        w.start_s + w.duration_s,
+                        self.time_limit_s
+                    ),
+                ));
+            }
+            let tcp = self.web_tcp(name).map_err(|m| (p("tcp"), m))?;
             if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
                 return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
             }

@@ -1,10 +1,13 @@
 //! One simulated run: the nodes, links, endpoints and agents of a scenario wired together and driven by the
-//! event queue until every flow has delivered its bytes or the time limit is reached.
+//! event queue until every flow has delivered its bytes (and every web workload's browsing time is over) or
+//! the time limit is reached. Web workloads ([`crate::web`]) open and close their TCP connections as the run
+//! goes; their endpoints live in the same table as the flows', with [`Owner`] saying whose they are.
 
 use crate::agents::build_agent;
 use crate::engine::Scheduler;
 use crate::link::{Link, Transmission};
-use crate::metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+use crate::metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult, WebMetrics};
+use crate::web::{Command, Object, Samplers, WebClient, WebParams};
 use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
@@ -15,7 +18,7 @@ use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::tcp::TcpPacket;
 use lasthop_wire::{SeqNum, Time};
 use rand::RngCore;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 enum Event {
@@ -26,6 +29,13 @@ enum Event {
     EndpointTimer { ep: usize },
     AgentTimer { node: usize },
     FlowStart { flow: usize },
+    /// Web workload `web` begins browsing.
+    WebStart { web: usize },
+    /// The think time of web workload `web` is over.
+    WebWake { web: usize },
+    /// A request reaches the server (after its modelled one-way latency): connection `conn` of `web` is
+    /// opened, or given `bytes` more reply bytes.
+    WebRequest { web: usize, conn: usize, bytes: u64 },
 }
 
 struct Node {
@@ -41,10 +51,19 @@ struct Node {
 enum Role {
     Sender(Box<Sender>),
     Receiver(Box<Receiver>),
+    /// A web connection's endpoint after the connection was torn down (its timers may still fire).
+    Closed,
+}
+
+/// Whose an endpoint is.
+#[derive(Clone, Copy)]
+enum Owner {
+    Flow(usize),
+    Web { web: usize, conn: usize },
 }
 
 struct Endpoint {
-    flow: usize,
+    owner: Owner,
     node: usize,
     local: SocketAddrV4,
     remote: SocketAddrV4,
@@ -68,6 +87,43 @@ struct Flow {
     last_cwnd: u32,
 }
 
+/// One TCP connection of a web workload: the server's sender, the client's receiver, and the objects it
+/// carries (one for HTTP/1.0, any number in sequence for P-HTTP).
+struct WebConn {
+    slot: usize,
+    sender: usize,
+    receiver: usize,
+    /// Objects not yet read completely: (stream offset one past their last byte, object, when requested).
+    pending: VecDeque<(u64, Object, Time)>,
+    /// Reply bytes assigned to this connection so far.
+    assigned: u64,
+    delivered: u64,
+    /// Torn down: both endpoints closed.
+    done: bool,
+}
+
+struct Web {
+    name: String,
+    variant: String,
+    client_node: usize,
+    server_node: usize,
+    tcp: TcpConfig,
+    client: WebClient,
+    end: Time,
+    path: Vec<usize>,
+    conns: Vec<WebConn>,
+    /// The connection each client slot currently uses (persistent or in progress).
+    slot_conn: Vec<Option<usize>>,
+    iss: rng::SimRng,
+    objects_requested: u64,
+    downloads: u64,
+    download_time_ns: u128,
+    delivered: u64,
+    corrupt: u64,
+    /// Sender statistics of torn-down connections (live ones are added at the end).
+    stats: lasthop_tcp::SenderStats,
+}
+
 pub struct World {
     sched: Scheduler<Event>,
     nodes: Vec<Node>,
@@ -82,6 +138,11 @@ pub struct World {
     trace: bool,
     /// Packets no node could route or deliver (no route, no endpoint, unparsable at a host).
     undeliverable: u64,
+    webs: Vec<Web>,
+    /// The latest end of any web workload's browsing time: the run goes on until then.
+    web_until: Option<Time>,
+    /// Next client port for web connections (distinct from bulk flows' 20000 + i).
+    next_web_port: u16,
 }
 
 impl World {
@@ -132,6 +193,9 @@ impl World {
             seed: s.seed,
             trace: opts.trace,
             undeliverable: 0,
+            webs: Vec::new(),
+            web_until: None,
+            next_web_port: WEB_PORT_FIRST,
         };
         for (i, (name, f)) in s.flows.iter().enumerate() {
             let tcp = s.flow_tcp(name).map_err(|m| {
@@ -140,6 +204,43 @@ impl World {
             world.add_flow(i, name, f.bytes, f.start_s, index(&f.from), index(&f.to), tcp)?;
         }
         world.flows_open = world.flows.len();
+        for (name, w) in &s.web {
+            let tcp = s.web_tcp(name).map_err(|m| crate::ScenarioError {
+                origin: s.origin().to_string(),
+                message: format!("`web.{name}.tcp`: {m}"),
+            })?;
+            let (client, server) = (index(&w.client), index(&w.server));
+            let path = world.path(server, client).ok_or_else(|| crate::ScenarioError {
+                origin: s.origin().to_string(),
+                message: format!("`web.{name}`: no route between `{}` and `{}`", w.server, w.client),
+            })?;
+            let start = Time((w.start_s * 1e9).round() as u64);
+            let end = Time(((w.start_s + w.duration_s) * 1e9).round() as u64);
+            let params =
+                WebParams { connections: w.connections as usize, persistent: w.persistent, think_time: w.think_time };
+            let i = world.webs.len();
+            world.webs.push(Web {
+                name: name.clone(),
+                variant: tcp.variant.to_string(),
+                client_node: client,
+                server_node: server,
+                tcp,
+                client: WebClient::new(params, Samplers::new(s.seed, name), end),
+                end,
+                path,
+                conns: Vec::new(),
+                slot_conn: vec![None; params.connections],
+                iss: rng::stream(s.seed, &format!("web.{name}"), "iss"),
+                objects_requested: 0,
+                downloads: 0,
+                download_time_ns: 0,
+                delivered: 0,
+                corrupt: 0,
+                stats: Default::default(),
+            });
+            world.web_until = world.web_until.max(Some(end));
+            world.sched.schedule(start, Event::WebStart { web: i });
+        }
         Ok(world)
     }
 
@@ -168,8 +269,8 @@ impl World {
         let sender = Sender::new(tcp.clone(), a, b, iss_a, bytes);
         let receiver = Receiver::new(tcp, b, a, iss_b);
         let (se, re) = (self.endpoints.len(), self.endpoints.len() + 1);
-        self.endpoints.push(Endpoint { flow: i, node: from, local: a, remote: b, role: Role::Sender(Box::new(sender)), timer: None });
-        self.endpoints.push(Endpoint { flow: i, node: to, local: b, remote: a, role: Role::Receiver(Box::new(receiver)), timer: None });
+        self.endpoints.push(Endpoint { owner: Owner::Flow(i), node: from, local: a, remote: b, role: Role::Sender(Box::new(sender)), timer: None });
+        self.endpoints.push(Endpoint { owner: Owner::Flow(i), node: to, local: b, remote: a, role: Role::Receiver(Box::new(receiver)), timer: None });
         self.nodes[from].endpoints.push(se);
         self.nodes[to].endpoints.push(re);
         let start = Time((start_s * 1e9).round() as u64);
@@ -226,9 +327,13 @@ impl World {
     }
 
     pub fn run(mut self) -> Result<RunResult, SimError> {
-        while self.flows_open > 0 {
+        loop {
             let Some(at) = self.sched.peek_time() else { break };
             if at > self.time_limit {
+                break;
+            }
+            // Without web workloads this is `while flows_open > 0`, as it always was.
+            if self.flows_open == 0 && self.web_until.is_none_or(|u| at > u) {
                 break;
             }
             let (now, ev) = self.sched.pop().expect("peeked");
@@ -245,11 +350,13 @@ impl World {
                     let due = match &self.endpoints[ep].role {
                         Role::Sender(s) => s.poll_timeout(),
                         Role::Receiver(r) => r.poll_timeout(),
+                        Role::Closed => continue,
                     };
                     if due.is_some_and(|t| t <= now) {
                         match &mut self.endpoints[ep].role {
                             Role::Sender(s) => s.handle_timeout(now),
                             Role::Receiver(r) => r.handle_timeout(now),
+                            Role::Closed => {}
                         }
                     }
                     self.after_endpoint(now, ep);
@@ -269,6 +376,26 @@ impl World {
                     let ep = self.flows[flow].sender;
                     if let Role::Sender(s) = &mut self.endpoints[ep].role {
                         s.connect(now);
+                    }
+                    self.after_endpoint(now, ep);
+                }
+                Event::WebStart { web } => {
+                    let cmds = self.webs[web].client.start(now);
+                    self.web_commands(now, web, cmds);
+                }
+                Event::WebWake { web } => {
+                    let cmds = self.webs[web].client.wake(now);
+                    self.web_commands(now, web, cmds);
+                }
+                Event::WebRequest { web, conn, bytes } => {
+                    let ep = self.webs[web].conns[conn].sender;
+                    let persistent = self.webs[web].client.params().persistent;
+                    if let Role::Sender(s) = &mut self.endpoints[ep].role {
+                        s.push(bytes);
+                        if !persistent {
+                            s.close(); // HTTP/1.0: the server closes after the one reply (FIN after the data)
+                        }
+                        s.connect(now); // no effect once connected
                     }
                     self.after_endpoint(now, ep);
                 }
@@ -383,8 +510,8 @@ impl World {
             self.undeliverable += 1;
             return;
         };
-        if self.trace {
-            let flow = &mut self.flows[self.endpoints[ep].flow];
+        if let (true, Owner::Flow(f)) = (self.trace, self.endpoints[ep].owner) {
+            let flow = &mut self.flows[f];
             let series = flow.series.as_mut().expect("trace");
             let t = now.as_secs_f64();
             match self.endpoints[ep].role {
@@ -398,13 +525,17 @@ impl World {
         match &mut self.endpoints[ep].role {
             Role::Sender(s) => s.handle_packet(now, &packet),
             Role::Receiver(r) => r.handle_packet(now, &packet),
+            Role::Closed => return,
         }
         self.after_endpoint(now, ep);
     }
 
     /// Drains what an endpoint wants to send and read, and re-arms its timer.
     fn after_endpoint(&mut self, now: Time, ep: usize) {
-        let flow = self.endpoints[ep].flow;
+        let flow = match self.endpoints[ep].owner {
+            Owner::Flow(f) => f,
+            Owner::Web { web, conn } => return self.after_web_endpoint(now, ep, web, conn),
+        };
         let node = self.endpoints[ep].node;
         let dst = *self.endpoints[ep].remote.ip();
         loop {
@@ -419,6 +550,7 @@ impl World {
                     p
                 }
                 Role::Receiver(r) => r.poll_transmit(now),
+                Role::Closed => None,
             };
             let Some(packet) = packet else { break };
             match self.next_hop(node, dst) {
@@ -450,11 +582,17 @@ impl World {
                     }
                 }
             }
+            Role::Closed => {}
         }
+        self.arm_endpoint_timer(ep);
+    }
+
+    fn arm_endpoint_timer(&mut self, ep: usize) {
         let e = &mut self.endpoints[ep];
         let want = match &e.role {
             Role::Sender(s) => s.poll_timeout(),
             Role::Receiver(r) => r.poll_timeout(),
+            Role::Closed => None,
         };
         if let Some(t) = want {
             if e.timer.is_none_or(|s| t < s) {
@@ -480,7 +618,7 @@ impl World {
             let duration = stop.saturating_since(f.start).as_secs_f64();
             let (sstats, _) = match &self.endpoints[f.sender].role {
                 Role::Sender(s) => (s.stats().clone(), ()),
-                Role::Receiver(_) => unreachable!("flow sender is a sender"),
+                _ => unreachable!("flow sender is a sender"),
             };
             let counter = |name: &str| -> u64 {
                 f.path.iter().filter_map(|&n| agents.get(&self.nodes[n].name)).filter_map(|c| c.get(name)).sum()
@@ -522,6 +660,41 @@ impl World {
                 });
             }
         }
+        let mut web = Vec::new();
+        for w in &self.webs {
+            let mut st = w.stats.clone();
+            for c in w.conns.iter().filter(|c| !c.done) {
+                if let Role::Sender(s) = &self.endpoints[c.sender].role {
+                    add_stats(&mut st, s.stats());
+                }
+            }
+            let counter = |name: &str| -> u64 {
+                w.path.iter().filter_map(|&n| agents.get(&self.nodes[n].name)).filter_map(|c| c.get(name)).sum()
+            };
+            let p = w.client.params();
+            web.push(WebMetrics {
+                name: w.name.clone(),
+                tcp: w.variant.clone(),
+                connections: p.connections as u32,
+                persistent: p.persistent,
+                think_time: p.think_time,
+                downloads_completed: w.downloads,
+                pages_completed: w.client.pages_completed,
+                pages_started: w.client.pages_started,
+                objects_requested: w.objects_requested,
+                connections_opened: w.conns.len() as u64,
+                bytes_delivered: w.delivered,
+                corrupt_bytes: w.corrupt,
+                mean_download_time_s: (w.downloads > 0)
+                    .then(|| (w.download_time_ns / u128::from(w.downloads)) as f64 / 1e9),
+                sender_timeouts: st.timeouts,
+                fast_retransmits: st.fast_retransmits,
+                segments_sent: st.segments_sent,
+                segments_retransmitted: st.segments_retransmitted,
+                local_retransmissions: counter("local_retransmissions"),
+                dupacks_suppressed: counter("dupacks_suppressed"),
+            });
+        }
         let series = self.trace.then(|| self.flows.iter_mut().filter_map(|f| f.series.take()).collect());
         RunResult {
             seed: self.seed,
@@ -532,9 +705,191 @@ impl World {
             links,
             agents,
             undeliverable_packets: self.undeliverable,
+            web,
             series,
         }
     }
+}
+
+const WEB_PORT_FIRST: u16 = 30_000;
+/// The port web servers listen on.
+const HTTP_PORT: u16 = 80;
+
+impl World {
+    /// Carries out what a web client asked for.
+    fn web_commands(&mut self, now: Time, web: usize, cmds: Vec<Command>) {
+        for cmd in cmds {
+            match cmd {
+                Command::Fetch { slot, object, new_connection } => {
+                    let conn = match self.webs[web].slot_conn[slot] {
+                        Some(c) if !new_connection => c,
+                        _ => self.open_web_conn(web, slot),
+                    };
+                    let w = &mut self.webs[web];
+                    let c = &mut w.conns[conn];
+                    c.assigned += object.reply_bytes;
+                    c.pending.push_back((c.assigned, object, now));
+                    w.objects_requested += 1;
+                    let at = now + std::time::Duration::from_nanos(self.request_latency_ns(web, object.request_bytes));
+                    self.sched.schedule(at, Event::WebRequest { web, conn, bytes: object.reply_bytes });
+                }
+                Command::Close { slot } => {
+                    if let Some(conn) = self.webs[web].slot_conn[slot].take() {
+                        let ep = self.webs[web].conns[conn].sender;
+                        if let Role::Sender(s) = &mut self.endpoints[ep].role {
+                            s.close();
+                        }
+                        self.after_endpoint(now, ep);
+                    }
+                }
+                Command::Wake { at } => self.sched.schedule(at, Event::WebWake { web }),
+            }
+        }
+    }
+
+    /// A new connection for `slot` of `web`: the server's sender (open for P-HTTP, sized to the one object
+    /// otherwise; it connects when the request arrives) and the client's receiver.
+    fn open_web_conn(&mut self, web: usize, slot: usize) -> usize {
+        let port = self.next_web_port;
+        self.next_web_port = if port >= 64_999 { WEB_PORT_FIRST } else { port + 1 };
+        let w = &mut self.webs[web];
+        let conn = w.conns.len();
+        let server = SocketAddrV4::new(self.nodes[w.server_node].addr, HTTP_PORT);
+        let client = SocketAddrV4::new(self.nodes[w.client_node].addr, port);
+        let (iss_s, iss_c) = (SeqNum(w.iss.next_u32()), SeqNum(w.iss.next_u32()));
+        let sender = Sender::new_open(w.tcp.clone(), server, client, iss_s);
+        let receiver = Receiver::new(w.tcp.clone(), client, server, iss_c);
+        let (se, re) = (self.endpoints.len(), self.endpoints.len() + 1);
+        let owner = Owner::Web { web, conn };
+        self.endpoints.push(Endpoint {
+            owner,
+            node: w.server_node,
+            local: server,
+            remote: client,
+            role: Role::Sender(Box::new(sender)),
+            timer: None,
+        });
+        self.endpoints.push(Endpoint {
+            owner,
+            node: w.client_node,
+            local: client,
+            remote: server,
+            role: Role::Receiver(Box::new(receiver)),
+            timer: None,
+        });
+        self.nodes[w.server_node].endpoints.push(se);
+        self.nodes[w.client_node].endpoints.push(re);
+        w.conns.push(WebConn {
+            slot,
+            sender: se,
+            receiver: re,
+            pending: VecDeque::new(),
+            assigned: 0,
+            delivered: 0,
+            done: false,
+        });
+        w.slot_conn[slot] = Some(conn);
+        conn
+    }
+
+    /// One-way latency of a request of `bytes` from client to server: transmission of its segments (40
+    /// header bytes each) plus propagation on every hop, without queueing or loss (see [`crate::web`]).
+    fn request_latency_ns(&self, web: usize, bytes: u64) -> u64 {
+        let w = &self.webs[web];
+        let mss = u64::from(w.tcp.mss.max(1));
+        let wire = bytes + 40 * bytes.div_ceil(mss).max(1);
+        let mut total = 0;
+        for pair in w.path.windows(2).map(|p| [p[1], p[0]]) {
+            if let Some((link, _)) = self.nodes[pair[0]].routes[pair[1]] {
+                let l = &self.links[link];
+                total += l.airtime_ns(wire as usize) + l.delay_ns();
+            }
+        }
+        total
+    }
+
+    /// [`after_endpoint`](Self::after_endpoint) for a web connection: send, read and verify the replies,
+    /// complete objects, tear the connection down once the server's side is finished.
+    fn after_web_endpoint(&mut self, now: Time, ep: usize, web: usize, conn: usize) {
+        let dst = *self.endpoints[ep].remote.ip();
+        let node = self.endpoints[ep].node;
+        loop {
+            let packet = match &mut self.endpoints[ep].role {
+                Role::Sender(s) => s.poll_transmit(now),
+                Role::Receiver(r) => r.poll_transmit(now),
+                Role::Closed => None,
+            };
+            let Some(packet) = packet else { break };
+            match self.next_hop(node, dst) {
+                Some(out) => self.send(now, out, packet, false),
+                None => self.undeliverable += 1,
+            }
+        }
+        let mut done_slots = Vec::new();
+        let mut finished = false;
+        match &mut self.endpoints[ep].role {
+            Role::Receiver(r) => {
+                let w = &mut self.webs[web];
+                let c = &mut w.conns[conn];
+                while let Some(chunk) = r.read() {
+                    if !payload::matches(c.delivered, &chunk) {
+                        w.corrupt += chunk.len() as u64;
+                    }
+                    c.delivered += chunk.len() as u64;
+                    w.delivered += chunk.len() as u64;
+                }
+                while c.pending.front().is_some_and(|p| p.0 <= c.delivered) {
+                    let (_, _, asked) = c.pending.pop_front().expect("checked");
+                    if now <= w.end {
+                        w.downloads += 1;
+                        w.download_time_ns += u128::from(now.saturating_since(asked).as_nanos() as u64);
+                    }
+                    done_slots.push(c.slot);
+                }
+            }
+            // Everything, FIN included, acknowledged: the connection is over.
+            Role::Sender(s) => finished = s.is_finished(),
+            Role::Closed => return,
+        }
+        self.arm_endpoint_timer(ep);
+        for slot in done_slots {
+            if !self.webs[web].client.params().persistent && self.webs[web].slot_conn[slot] == Some(conn) {
+                // HTTP/1.0: this connection carried its one object (the server closed it after the reply);
+                // the slot is free for the next object's new connection.
+                self.webs[web].slot_conn[slot] = None;
+            }
+            let cmds = self.webs[web].client.object_done(now, slot);
+            self.web_commands(now, web, cmds);
+        }
+        if finished {
+            self.teardown_web_conn(web, conn);
+        }
+    }
+
+    fn teardown_web_conn(&mut self, web: usize, conn: usize) {
+        let c = &mut self.webs[web].conns[conn];
+        if c.done {
+            return;
+        }
+        c.done = true;
+        let (se, re) = (c.sender, c.receiver);
+        for ep in [se, re] {
+            let role = std::mem::replace(&mut self.endpoints[ep].role, Role::Closed);
+            if let Role::Sender(s) = role {
+                add_stats(&mut self.webs[web].stats, s.stats());
+            }
+            let node = self.endpoints[ep].node;
+            self.nodes[node].endpoints.retain(|&e| e != ep);
+        }
+    }
+}
+
+fn add_stats(into: &mut lasthop_tcp::SenderStats, s: &lasthop_tcp::SenderStats) {
+    into.timeouts += s.timeouts;
+    into.fast_retransmits += s.fast_retransmits;
+    into.segments_sent += s.segments_sent;
+    into.segments_retransmitted += s.segments_retransmitted;
+    into.bytes_retransmitted += s.bytes_retransmitted;
 }
 
 /// Application-stream offset of sequence number `seq` for a sender whose ISS is `iss` (the SYN takes one).
