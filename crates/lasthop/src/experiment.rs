@@ -34,6 +34,11 @@ use toml::Spanned;
 /// path = "nodes.bs.agent"           # the scenario field it sets
 /// values = ["none", "snoop"]        # axes are crossed, in file order (first axis outermost)
 ///
+/// [grid.scheme]                     # an axis may instead (or as well) set several fields per value:
+/// values = ["reno", "snoop"]        # `set.VALUE` = { "dotted.path" = value, ... }, one table per value
+/// set.reno = { "tcp.variant" = "reno", "nodes.bs.agent" = "none" }
+/// set.snoop = { "tcp.variant" = "reno", "nodes.bs.agent" = "snoop" }
+///
 /// [figure]
 /// kind = "line"                     # "line": mean of y against x with ±std error bars, one curve per
 ///                                   # `series` value; "sequence": received stream offset (MB) against time
@@ -42,6 +47,7 @@ use toml::Spanned;
 /// y = "goodput_mbps"                # line: a metric (see below)
 /// series = "agent"                  # optional grid column, one curve per value
 /// series_labels = { none = "Reno", snoop = "Reno + Snoop" }   # optional legend text per value
+/// where = { persistent = false }    # optional: only rows matching these filters (as in claims)
 /// x_scale = "log2"                  # "linear" (default) | "log2" | "log10"
 /// x_ticks = "reciprocal"            # "value" (default) | "reciprocal": label 1/x with binary prefixes
 /// x_label = "bits per error"        # optional axis titles (default: the column names)
@@ -68,6 +74,12 @@ use toml::Spanned;
 /// `ideal_goodput_mbps`, `sender_timeouts`, `fast_retransmits`, `segments_sent`, `segments_retransmitted`,
 /// `local_retransmissions`, `dupacks_suppressed`, `corrupt_bytes`), then `ideal_ratio` (goodput / ideal),
 /// `sim_time_s`, `events`, `hit_time_limit`.
+///
+/// When the base scenario has web workloads (`[web.NAME]`) and `flow` names one of them (or is left out and
+/// the scenario has no flows), rows hold the workload's metrics instead ([`table::WEB_COLUMNS`]:
+/// `workload`, `tcp`, `downloads`, `pages`, `objects_requested`, `connections_opened`, `bytes_delivered`,
+/// `corrupt_bytes`, `mean_download_time_s`, `sender_timeouts`, `fast_retransmits`, `segments_retransmitted`,
+/// `local_retransmissions`), then the same run-wide columns.
 #[derive(Debug, Clone)]
 pub struct Experiment {
     pub id: String,
@@ -84,6 +96,8 @@ pub struct Experiment {
     pub base: toml::Value,
     pub seeds: u64,
     pub flow: Option<String>,
+    /// Rows come from a web workload (`flow` names it, or the first) rather than a flow.
+    pub web: bool,
     pub set: Vec<(String, toml::Value)>,
     pub quick: Quick,
     pub grid: Vec<Axis>,
@@ -103,8 +117,11 @@ pub struct Quick {
 #[derive(Debug, Clone)]
 pub struct Axis {
     pub column: String,
+    /// The field each value goes to; empty when the axis has only per-value `set`s.
     pub path: String,
     pub values: Vec<toml::Value>,
+    /// Per value (same order as `values`): further overrides it applies (`set.VALUE`); empty lists if none.
+    pub sets: Vec<Vec<(String, toml::Value)>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -133,6 +150,8 @@ pub enum FigureKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {
     pub kind: FigureKind,
+    /// Rows the figure shows (`where`); empty: all.
+    pub filter: Vec<Filter>,
     pub series: Option<String>,
     pub series_labels: BTreeMap<String, String>,
     pub x_label: Option<String>,
@@ -215,8 +234,11 @@ struct RawQuick {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAxis {
-    path: Spanned<String>,
+    #[serde(default)]
+    path: Option<Spanned<String>>,
     values: Spanned<Vec<Spanned<toml::Value>>>,
+    #[serde(default)]
+    set: Option<BTreeMap<String, BTreeMap<String, toml::Value>>>,
 }
 
 #[derive(Deserialize)]
@@ -239,6 +261,8 @@ struct RawFigure {
     x_label: Option<String>,
     #[serde(default)]
     y_label: Option<String>,
+    #[serde(default, rename = "where")]
+    filter: RawFilter,
 }
 
 #[derive(Deserialize, PartialEq)]
@@ -407,7 +431,8 @@ impl Experiment {
         let mut axes: Vec<(&Spanned<String>, &Spanned<RawAxis>)> = raw.grid.iter().collect();
         axes.sort_by_key(|(_, a)| a.span().start);
         let mut grid = Vec::new();
-        let reserved: Vec<String> = table::columns(&[]);
+        let mut reserved: Vec<String> = table::columns(&[]);
+        reserved.extend(table::web_columns(&[]));
         for (name, axis) in axes {
             let col = name.get_ref();
             let field = format!("grid.{col}");
@@ -422,12 +447,33 @@ impl Experiment {
             if a.values.get_ref().is_empty() {
                 return Err(cx.err(a.values.span(), format!("{field}.values"), "expected at least one value"));
             }
+            if a.path.is_none() && a.set.is_none() {
+                return Err(cx.err(name.span(), field, "expected `path` (the field the values go to) or `set.VALUE` tables"));
+            }
             let mut values = Vec::new();
+            let mut sets = Vec::new();
             for v in a.values.get_ref() {
                 for d in [&mut doc.clone(), &mut quick_doc] {
-                    apply_override(d, a.path.get_ref(), v.get_ref())
-                        .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
+                    if let Some(path) = &a.path {
+                        apply_override(d, path.get_ref(), v.get_ref())
+                            .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
+                    }
                 }
+                let mut these = Vec::new();
+                if let Some(set) = &a.set {
+                    let key = Cell::from_toml(v.get_ref()).to_string();
+                    let overrides = set.get(&key).ok_or_else(|| {
+                        cx.err(a.values.span(), format!("{field}.set"), format!("no `set.{key}` table for value {key}"))
+                    })?;
+                    for (k, x) in overrides {
+                        for d in [&mut doc.clone(), &mut quick_doc] {
+                            apply_override(d, k, x)
+                                .map_err(|m| cx.err(a.values.span(), format!("{field}.set.{key}.\"{k}\""), m))?;
+                        }
+                        these.push((k.clone(), x.clone()));
+                    }
+                }
+                sets.push(these);
                 if values.iter().any(|w: &toml::Value| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
                     return Err(cx.err(
                         v.span(),
@@ -438,18 +484,36 @@ impl Experiment {
                 values.push(v.get_ref().clone());
             }
             // check the path on the base too (the value loop above already did, this names the path line)
-            let mut probe = doc.clone();
-            apply_override(&mut probe, a.path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
-                .map_err(|m| cx.err(a.path.span(), format!("{field}.path"), m))?;
-            grid.push(Axis { column: col.clone(), path: a.path.get_ref().clone(), values });
+            if let Some(set) = &a.set {
+                for key in set.keys() {
+                    if !values.iter().any(|v| Cell::from_toml(v).to_string() == *key) {
+                        return Err(cx.err(a.values.span(), format!("{field}.set.{key}"), format!("`{key}` is not one of `values`")));
+                    }
+                }
+            }
+            let mut path = String::new();
+            if let Some(p) = &a.path {
+                let mut probe = doc.clone();
+                apply_override(&mut probe, p.get_ref(), &a.values.get_ref()[0].get_ref().clone())
+                    .map_err(|m| cx.err(p.span(), format!("{field}.path"), m))?;
+                path = p.get_ref().clone();
+            }
+            grid.push(Axis { column: col.clone(), path, values, sets });
         }
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
-        let columns = table::columns(&grid_cols);
+        // rows from a web workload: `flow` names one, or there are web workloads and no flows
+        let names = |t: &str| base.get(t).and_then(|x| x.as_table()).map(|x| x.keys().cloned().collect::<Vec<_>>());
+        let (flow_names, web_names) = (names("flows").unwrap_or_default(), names("web").unwrap_or_default());
+        let web = match &raw.flow {
+            Some(f) => web_names.contains(f.get_ref()),
+            None => flow_names.is_empty() && !web_names.is_empty(),
+        };
+        let columns = if web { table::web_columns(&grid_cols) } else { table::columns(&grid_cols) };
         let text_cols: Vec<String> = grid
             .iter()
             .filter(|a| a.values.iter().all(|v| v.is_str()))
             .map(|a| a.column.clone())
-            .chain(["flow".to_string(), "tcp".to_string()])
+            .chain(["flow".to_string(), "tcp".to_string(), "workload".to_string()])
             .collect();
         let check_col = |s: &Spanned<String>, field: &str| -> Result<(), ExperimentError> {
             if columns.contains(s.get_ref()) {
@@ -483,13 +547,17 @@ impl Experiment {
         let flow = match &raw.flow {
             None => None,
             Some(f) => {
-                let exists = base.get("flows").and_then(|t| t.get(f.get_ref())).is_some();
+                let exists = flow_names.contains(f.get_ref()) || web_names.contains(f.get_ref());
                 if !exists {
                     let have = table_keys(base.get("flows"));
+                    let webs = table_keys(base.get("web"));
                     return Err(cx.err(
                         f.span(),
                         "flow",
-                        format!("no flow `{}` in the base scenario (it has: {have})", f.get_ref()),
+                        format!(
+                            "no flow or web workload `{}` in the base scenario (flows: {have}; web: {webs})",
+                            f.get_ref()
+                        ),
                     ));
                 }
                 Some(f.get_ref().clone())
@@ -548,7 +616,15 @@ impl Experiment {
                 FigureKind::Sequence
             }
         };
+        let mut figure_filter = Vec::new();
+        for (k, v) in &rf.filter {
+            let field = format!("figure.where.{}", k.get_ref());
+            check_col(k, &field)?;
+            let cond = parse_cond(v.get_ref()).map_err(|m| cx.err(v.span(), &field, m))?;
+            figure_filter.push(Filter { column: k.get_ref().clone(), cond });
+        }
         let figure = Figure {
+            filter: figure_filter,
             kind,
             series: rf.series.as_ref().map(|s| s.get_ref().clone()),
             series_labels: rf.series_labels.clone(),
@@ -731,6 +807,7 @@ impl Experiment {
             base,
             seeds,
             flow,
+            web,
             set,
             quick,
             grid,
@@ -762,9 +839,15 @@ impl Experiment {
         for axis in &self.grid {
             let mut next = Vec::with_capacity(points.len() * axis.values.len());
             for p in &points {
-                for v in &axis.values {
+                for (i, v) in axis.values.iter().enumerate() {
                     let mut q = p.clone();
-                    apply_override(&mut q.scenario, &axis.path, v).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                    if !axis.path.is_empty() {
+                        apply_override(&mut q.scenario, &axis.path, v)
+                            .map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                    }
+                    for (path, x) in &axis.sets[i] {
+                        apply_override(&mut q.scenario, path, x).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                    }
                     q.values.push(Cell::from_toml(v));
                     next.push(q);
                 }

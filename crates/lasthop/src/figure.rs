@@ -69,7 +69,7 @@ pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
     xs.sort_by(|a, b| a.sort_cmp(b));
     let mut curves = Vec::new();
     for sv in series_values {
-        let mut filters = Vec::new();
+        let mut filters = exp.figure.filter.clone();
         let label = match (&sv, &exp.figure.series) {
             (Some(v), Some(col)) => {
                 filters.push(Filter { column: col.clone(), cond: Cond::Eq(v.clone()) });

@@ -67,7 +67,8 @@ pub fn experiment_md(
     }
     for a in &exp.grid {
         let vals: Vec<String> = a.values.iter().map(|v| Cell::from_toml(v).to_string()).collect();
-        let _ = writeln!(md, "- grid `{}` (`{}`): {}", a.column, a.path, vals.join(", "));
+        let target = if a.path.is_empty() { "per-value settings".to_string() } else { a.path.clone() };
+        let _ = writeln!(md, "- grid `{}` (`{}`): {}", a.column, target, vals.join(", "));
     }
     let _ = writeln!(
         md,

@@ -257,7 +257,11 @@ pub fn build_table(
     seeds: &[u64],
     results: &[Result<RunResult, String>],
 ) -> (Table, Vec<String>) {
-    let mut t = Table::new(table::columns(&exp.grid_columns()));
+    let mut t = Table::new(if exp.web {
+        table::web_columns(&exp.grid_columns())
+    } else {
+        table::columns(&exp.grid_columns())
+    });
     let mut failed = Vec::new();
     let mut k = 0;
     for p in points {
@@ -265,7 +269,12 @@ pub fn build_table(
             let label = format!("[{}] seed {seed}", exp.point_label(p));
             match results.get(k) {
                 Some(Ok(r)) => {
-                    if let Err(e) = t.push_run(&p.values, seed, exp.flow.as_deref(), r) {
+                    let pushed = if exp.web {
+                        t.push_web_run(&p.values, seed, exp.flow.as_deref(), r)
+                    } else {
+                        t.push_run(&p.values, seed, exp.flow.as_deref(), r)
+                    };
+                    if let Err(e) = pushed {
                         failed.push(format!("{label}: {e}"));
                     }
                 }

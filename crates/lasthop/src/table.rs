@@ -1,7 +1,7 @@
 //! The results table of an experiment: one row per run (grid columns, `seed`, the chosen flow's metrics and a
 //! few run-wide numbers), written as `results.csv`, filtered and aggregated by claims, figures and reports.
 
-use lasthop_sim::{FlowMetrics, RunResult};
+use lasthop_sim::{FlowMetrics, RunResult, WebMetrics};
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -164,6 +164,34 @@ pub fn columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
+/// The columns of a web workload's row (seed 002 §5), as `results.csv` names them; `downloads` is the
+/// workload's `downloads_completed`, `pages` its `pages_completed`, `workload` its name.
+pub const WEB_COLUMNS: &[&str] = &[
+    "workload",
+    "tcp",
+    "downloads",
+    "pages",
+    "objects_requested",
+    "connections_opened",
+    "bytes_delivered",
+    "corrupt_bytes",
+    "mean_download_time_s",
+    "sender_timeouts",
+    "fast_retransmits",
+    "segments_retransmitted",
+    "local_retransmissions",
+];
+
+/// Every column of an experiment whose rows come from a web workload: grid columns, `seed`,
+/// [`WEB_COLUMNS`], then [`RUN_COLUMNS`] (`ideal_ratio` stays empty: no ideal goodput for a workload).
+pub fn web_columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols: Vec<String> = grid_columns.to_vec();
+    cols.push("seed".into());
+    cols.extend(WEB_COLUMNS.iter().map(|s| s.to_string()));
+    cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
+    cols
+}
+
 /// A results table: named columns, rows in run order (grid order, then seed).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
@@ -212,6 +240,39 @@ impl Table {
         Ok(())
     }
 
+    /// Appends the row of one run of a web experiment: `grid` values, the seed, the metrics of web workload
+    /// `name` (the first when `None`), the run-wide columns.
+    pub fn push_web_run(&mut self, grid: &[Cell], seed: u64, name: Option<&str>, result: &RunResult) -> Result<(), String> {
+        let w = pick_web(result, name)?;
+        let mut row: Vec<Cell> = grid.to_vec();
+        row.push(Cell::Int(seed as i64));
+        let int = |x: u64| Cell::Int(x as i64);
+        row.extend([
+            Cell::Str(w.name.clone()),
+            Cell::Str(w.tcp.clone()),
+            int(w.downloads_completed),
+            int(w.pages_completed),
+            int(w.objects_requested),
+            int(w.connections_opened),
+            int(w.bytes_delivered),
+            int(w.corrupt_bytes),
+            w.mean_download_time_s.map_or(Cell::Empty, Cell::Float),
+            int(w.sender_timeouts),
+            int(w.fast_retransmits),
+            int(w.segments_retransmitted),
+            int(w.local_retransmissions),
+        ]);
+        row.push(Cell::Empty);
+        row.push(Cell::Float(result.sim_time_s));
+        row.push(Cell::Int(result.events as i64));
+        row.push(Cell::Bool(result.hit_time_limit));
+        if row.len() != self.columns.len() {
+            return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+
     /// CSV text: a header line, then one line per row; fields with commas, quotes or newlines are quoted.
     pub fn to_csv(&self) -> String {
         let mut out = String::new();
@@ -241,6 +302,17 @@ pub fn pick_flow<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a Fl
             format!("the run has no flow `{n}` (it has {have:?})")
         }),
         None => result.flows.first().ok_or_else(|| "the run has no flows".to_string()),
+    }
+}
+
+/// The metrics of web workload `name` (or the first).
+pub fn pick_web<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a WebMetrics, String> {
+    match name {
+        Some(n) => result.web.iter().find(|w| w.name == n).ok_or_else(|| {
+            let have: Vec<&str> = result.web.iter().map(|w| w.name.as_str()).collect();
+            format!("the run has no web workload `{n}` (it has {have:?})")
+        }),
+        None => result.web.first().ok_or_else(|| "the run has no web workloads".to_string()),
     }
 }
 
