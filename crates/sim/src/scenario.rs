@@ -29,9 +29,15 @@ pub struct Scenario {
     /// TCP defaults for every flow (see `lasthop_tcp::TcpConfig`); a flow's own `tcp` table overrides them.
     #[serde(default)]
     pub tcp: toml::Table,
-    /// Settings of the Snoop agent at every node with `agent = "snoop"`.
+    /// Settings of the Snoop agent at every node that runs it.
     #[serde(default)]
     pub snoop: crate::agents::SnoopSettings,
+    /// Settings of the ELN agents.
+    #[serde(default)]
+    pub eln: crate::agents::ElnSettings,
+    /// Settings of the NACK agent.
+    #[serde(default)]
+    pub nack: crate::agents::NackSettings,
     #[serde(skip)]
     origin: String,
 }
@@ -40,17 +46,63 @@ pub struct Scenario {
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
     pub addr: Ipv4Addr,
-    /// The agent the node runs on packets it forwards: "none" (default) or "snoop".
+    /// The agents the node runs on packets it forwards: "none" (default), "snoop", "eln", "eln-filter",
+    /// "nack", or several joined by `+`.
     #[serde(default)]
-    pub agent: AgentKind,
+    pub agent: AgentSpec,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+/// One agent a node can run on the packets it forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentKind {
-    #[default]
-    None,
+    /// Snoop (seed 000 §3.1): caches data toward the mobile, retransmits locally, hides DUPACKs.
     Snoop,
+    /// ELN marking (seed 002 §3): records corruption holes in data from the mobile, marks ACKs.
+    Eln,
+    /// ELN filtering at A of a wireless transit link (seed 002 "Cellular Wireless Transit Links").
+    ElnFilter,
+    /// SACK-based NACKs to a mobile sender (seed 000 §3.2).
+    Nack,
+}
+
+impl AgentKind {
+    const NAMES: [(&'static str, AgentKind); 4] =
+        [("snoop", AgentKind::Snoop), ("eln", AgentKind::Eln), ("eln-filter", AgentKind::ElnFilter), ("nack", AgentKind::Nack)];
+}
+
+/// The agents of a node, in the order packets pass through them: `"none"`, one name, or names joined by
+/// `+` (e.g. `"snoop+eln"`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentSpec(pub Vec<AgentKind>);
+
+impl AgentSpec {
+    pub fn is_none(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::str::FromStr for AgentSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<AgentSpec, String> {
+        if s == "none" {
+            return Ok(AgentSpec(Vec::new()));
+        }
+        s.split('+')
+            .map(|name| {
+                AgentKind::NAMES.iter().find(|(n, _)| *n == name.trim()).map(|(_, k)| *k).ok_or_else(|| {
+                    format!("unknown agent `{name}`, expected \"none\" or names from snoop, eln, eln-filter, nack joined by +")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(AgentSpec)
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AgentSpec, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -263,6 +315,8 @@ impl Scenario {
             }
         }
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
+        self.eln.validate().map_err(|(f, m)| (format!("eln.{f}"), m))?;
+        self.nack.validate().map_err(|(f, m)| (format!("nack.{f}"), m))?;
         Ok(())
     }
 
@@ -296,7 +350,9 @@ mod tests {
     #[test]
     fn example_parses_with_defaults() {
         let s = Scenario::from_str(&example(), "snoop.toml").unwrap();
-        assert_eq!(s.nodes["bs"].agent, AgentKind::Snoop);
+        assert_eq!(s.nodes["bs"].agent, AgentSpec(vec![AgentKind::Snoop]));
+        assert_eq!("snoop+eln".parse::<AgentSpec>().unwrap().0, vec![AgentKind::Snoop, AgentKind::Eln]);
+        assert!("none".parse::<AgentSpec>().unwrap().is_none());
         assert_eq!(s.links["wavelan"].duplex(), Duplex::Half);
         assert_eq!(s.links["ether"].duplex(), Duplex::Full);
         assert_eq!(s.flow_tcp("bulk").unwrap().mss, 1460);
