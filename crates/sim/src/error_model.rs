@@ -2,13 +2,19 @@
 //! link direction. The bit-error model is seed 000 §7's "Poisson-distributed bit error model", its two-state
 //! Markov (good/bad) variant is the one §7 also tried; new models plug in through [`ErrorModel`].
 //!
+//! The empirical two-state model of seed 002 §4 ("Modeling Wireless Errors") is [`EmpiricalModel`]: error-free
+//! and error periods whose durations are drawn from two CDFs read from a file (format: [`Cdfs`], "CDF files"
+//! below). The tools that make and fit loss traces for it are in [`crate::channel`].
+//!
 //! All draws come from the [`SimRng`] handed to [`ErrorModelConfig::build`] and all exponentials from
 //! [`rng::exp1`](crate::rng::exp1), so decisions are bit-identical on every machine.
 
-use crate::rng::{exp1, ln_1p, SimRng};
+use crate::rng::{exp1, ln_1p, unit_open0, SimRng};
 use lasthop_wire::Time;
 use rand::{Rng, RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 /// What the channel did to one frame.
 pub trait ErrorModel: Send {
@@ -37,6 +43,22 @@ pub enum ErrorModelConfig {
     /// seconds, bit errors at `good_ber` or `bad_ber` depending on the state. A mean of 0 means the channel
     /// is never in that state.
     Markov { good_ber: f64, bad_ber: f64, mean_good_s: f64, mean_bad_s: f64 },
+    /// Seed 002 §4's empirical two-state channel ([`EmpiricalModel`]): error-free and error periods with
+    /// durations drawn from the two CDFs of a CDF file; every frame sent during an error period is lost, none
+    /// sent during an error-free one. Exactly one of `cdfs` (a file, see [`Cdfs`]; a relative path is
+    /// resolved against the scenario file's directory by [`ErrorModelConfig::resolve_paths`]) and `builtin`
+    /// (a CDF set shipped with lasthop, one of [`BUILTIN_CDFS`]) is given:
+    /// `error = { model = "empirical", cdfs = "reinas.toml" }`, `error = { model = "empirical", builtin = "reinas" }`.
+    Empirical {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cdfs: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        builtin: Option<String>,
+        /// The CDFs once read (by [`ErrorModelConfig::validate`], or given directly to
+        /// [`ErrorModelConfig::empirical`]); not part of the scenario text and ignored by `==`.
+        #[serde(skip)]
+        loaded: LoadedCdfs,
+    },
 }
 
 /// Shortest mean sojourn accepted for a Markov state (other than 0): 1 µs.
@@ -62,6 +84,7 @@ impl ErrorModelConfig {
             }
         }
         match *self {
+            ErrorModelConfig::Empirical { .. } => self.empirical_cdfs().map(|_| ()),
             ErrorModelConfig::None => Ok(()),
             ErrorModelConfig::Ber { ber } => probability("ber", "a bit-error rate", ber),
             ErrorModelConfig::Packet { loss } => probability("loss", "a probability", loss),
@@ -80,8 +103,16 @@ impl ErrorModelConfig {
 
     /// The model, drawing from `rng` (give each model its own [`crate::rng::stream`]). Meant for a validated
     /// config; out-of-range values are clamped rather than panicking.
+    ///
+    /// # Panics
+    /// For an `empirical` config whose CDFs cannot be loaded: [`ErrorModelConfig::validate`] loads them
+    /// (and keeps them, so the file is read once) and reports that case as an error instead.
     pub fn build(&self, rng: SimRng) -> Box<dyn ErrorModel> {
         match *self {
+            ErrorModelConfig::Empirical { .. } => match self.empirical_cdfs() {
+                Ok(cdfs) => Box::new(EmpiricalModel::new(cdfs, rng)),
+                Err(e) => panic!("empirical error model used without validation: {e}"),
+            },
             ErrorModelConfig::None => Box::new(NoErrors),
             ErrorModelConfig::Ber { ber } => Box::new(BerModel::new(ber, rng)),
             ErrorModelConfig::Packet { loss } => Box::new(PacketModel::new(loss, rng)),
@@ -95,6 +126,7 @@ impl ErrorModelConfig {
     /// [`ErrorModel::frame_loss_probability`]), without building it.
     pub fn frame_loss_probability(&self, bits: u64) -> Option<f64> {
         match *self {
+            ErrorModelConfig::Empirical { .. } => self.empirical_cdfs().ok().map(|c| c.error_fraction()),
             ErrorModelConfig::None => Some(0.0),
             ErrorModelConfig::Ber { ber } => Some(ber_frame_loss(ber, bits)),
             ErrorModelConfig::Packet { loss } => Some(clamp_probability(loss)),
@@ -103,6 +135,86 @@ impl ErrorModelConfig {
                 Some((1.0 - pi_bad) * ber_frame_loss(good_ber, bits) + pi_bad * ber_frame_loss(bad_ber, bits))
             }
         }
+    }
+}
+
+impl ErrorModelConfig {
+    /// An `empirical` config reading the CDF file at `path` (relative paths: see [`Self::resolve_paths`]).
+    pub fn empirical_file(path: impl Into<String>) -> ErrorModelConfig {
+        ErrorModelConfig::Empirical { cdfs: Some(path.into()), builtin: None, loaded: LoadedCdfs::default() }
+    }
+
+    /// An `empirical` config using a CDF set shipped with lasthop (one of [`BUILTIN_CDFS`]).
+    pub fn empirical_builtin(name: impl Into<String>) -> ErrorModelConfig {
+        ErrorModelConfig::Empirical { cdfs: None, builtin: Some(name.into()), loaded: LoadedCdfs::default() }
+    }
+
+    /// An `empirical` config holding `cdfs` directly (from [`crate::channel::fit`], say). It has no file to
+    /// name, so it serializes as `{ model = "empirical" }`, which does not validate when read back.
+    pub fn empirical(cdfs: Cdfs) -> ErrorModelConfig {
+        let loaded = LoadedCdfs::default();
+        let _ = loaded.0.set(Arc::new(cdfs));
+        ErrorModelConfig::Empirical { cdfs: None, builtin: None, loaded }
+    }
+
+    /// Makes every relative file path in the config relative to `base_dir` (the directory of the scenario
+    /// file that names it), so a scenario means the same thing from any working directory. Absolute paths,
+    /// builtins and models without files are left alone. Call it after parsing and before
+    /// [`Self::validate`] (which reads the file).
+    pub fn resolve_paths(&mut self, base_dir: &Path) {
+        if let ErrorModelConfig::Empirical { cdfs: Some(path), loaded, .. } = self {
+            if Path::new(path.as_str()).is_relative() {
+                *path = base_dir.join(path.as_str()).to_string_lossy().into_owned();
+                // A cache filled through the old path may hold another file.
+                *loaded = LoadedCdfs::default();
+            }
+        }
+    }
+
+    /// The CDFs of an `empirical` config, read on first use and kept (clones share them); an error for
+    /// other models. The error starts with the offending field's name, then the file, line
+    /// and field inside it (`cdfs: ch.toml:12: error.cdf[3]: …`).
+    pub fn empirical_cdfs(&self) -> Result<Arc<Cdfs>, String> {
+        let ErrorModelConfig::Empirical { cdfs, builtin, loaded } = self else {
+            return Err("model: not an empirical model".into());
+        };
+        if let Some(c) = loaded.0.get() {
+            return Ok(c.clone());
+        }
+        let read = match (cdfs, builtin) {
+            (Some(_), Some(_)) => return Err("cdfs, builtin: expected only one of them".into()),
+            (None, None) => {
+                return Err(format!(
+                    "cdfs: expected `cdfs` (path of a CDF file) or `builtin` (one of: {})",
+                    BUILTIN_CDFS.join(", ")
+                ))
+            }
+            (Some(path), None) => read_cdfs(Path::new(path)).map_err(|e| format!("cdfs: {e}"))?,
+            (None, Some(name)) => match builtin_cdfs(name) {
+                Some(parsed) => parsed.map_err(|e| format!("builtin: {e}"))?,
+                None => {
+                    return Err(format!("builtin: no builtin channel `{name}` (builtins: {})", BUILTIN_CDFS.join(", ")))
+                }
+            },
+        };
+        Ok(loaded.0.get_or_init(|| Arc::new(read)).clone())
+    }
+}
+
+/// The CDFs an `empirical` config has read. Shared by clones of the config (the file is read once however
+/// many links and runs use it); equality ignores it (the config's `cdfs`/`builtin` say where it came from).
+#[derive(Clone, Default)]
+pub struct LoadedCdfs(Arc<OnceLock<Arc<Cdfs>>>);
+
+impl PartialEq for LoadedCdfs {
+    fn eq(&self, _other: &LoadedCdfs) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for LoadedCdfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "LoadedCdfs(loaded)" } else { "LoadedCdfs(not loaded)" })
     }
 }
 
@@ -384,6 +496,454 @@ impl ErrorModel for MarkovModel {
                 + self.pi_bad * ber_frame_loss(self.bad_ber, bits),
         )
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The empirical two-state model of seed 002 §4, and its CDF files.
+// ---------------------------------------------------------------------------------------------------------
+
+/// Seed 002 §4's empirical channel: "two linked states, corresponding to the error-free and error durations
+/// … It starts in the error-free state where no errors occur, and stays there for an amount of time
+/// determined by a lookup into the corresponding CDF. After this time has elapsed, there is an automatic
+/// transition to the error state, where all incoming packets are corrupted", and back after a time drawn
+/// from the error CDF.
+///
+/// The paper does not say at which instant of a frame's transmission the state is looked at; here a frame
+/// is lost when the channel is in the error state at the **middle** of `[now, end)`. A point decision keeps
+/// the long-run fraction of frames lost equal to the fraction of time spent in error
+/// ([`Cdfs::error_fraction`], the CDF means) whatever the frame length; the middle (rather than the start)
+/// follows the state that covers more of the frame when one change falls inside it, and keeps decisions half
+/// a packet away from the state changes of a CDF fitted at the same packet interval (durations that are whole
+/// multiples of S/R, see [`crate::channel::fit`]), so a trace replays its run lengths exactly. Frame length in
+/// bits plays no part: the states are "error" and "error-free", not bit-error rates.
+///
+/// Time-driven like [`MarkovModel`]: the state timeline is drawn from the generator alone (durations rounded
+/// to whole nanoseconds, at least 1 ns) and does not depend on the traffic offered.
+#[derive(Debug, Clone)]
+pub struct EmpiricalModel {
+    cdfs: Arc<Cdfs>,
+    in_error: bool,
+    /// Time (ns) of the next state change.
+    next_change: u64,
+    rng: SimRng,
+}
+
+impl EmpiricalModel {
+    /// The channel at time 0: error-free, at the start of a full error-free period (as the paper's model
+    /// starts).
+    pub fn new(cdfs: Arc<Cdfs>, rng: SimRng) -> EmpiricalModel {
+        let mut m = EmpiricalModel { cdfs, in_error: false, next_change: 0, rng };
+        m.next_change = m.period();
+        m
+    }
+
+    /// Whether the channel is in the error state at `t` (advances the state process to `t`).
+    pub fn in_error_at(&mut self, t: Time) -> bool {
+        self.advance_to(t.as_nanos());
+        self.in_error
+    }
+
+    /// A duration of the current state, ns.
+    fn period(&mut self) -> u64 {
+        let cdf = if self.in_error { &self.cdfs.error } else { &self.cdfs.error_free };
+        // `as` saturates; 1 ns at least so that time always moves on.
+        ((cdf.sample(&mut self.rng) * 1e9).round() as u64).max(1)
+    }
+
+    fn advance_to(&mut self, t: u64) {
+        while self.next_change <= t {
+            self.in_error = !self.in_error;
+            let d = self.period();
+            self.next_change = self.next_change.saturating_add(d);
+            if self.next_change == u64::MAX {
+                break;
+            }
+        }
+    }
+}
+
+impl ErrorModel for EmpiricalModel {
+    fn corrupts(&mut self, now: Time, end: Time, _bits: u64) -> bool {
+        let (t0, t1) = (now.as_nanos(), end.as_nanos().max(now.as_nanos()));
+        self.advance_to(t0 + (t1 - t0) / 2);
+        self.in_error
+    }
+
+    /// The long-run fraction of time in the error state, `mean_error / (mean_error + mean_error_free)`:
+    /// the fraction of frames lost for traffic that does not follow the channel's state.
+    fn frame_loss_probability(&self, _bits: u64) -> Option<f64> {
+        Some(self.cdfs.error_fraction())
+    }
+}
+
+/// How values between two points of a [`Cdf`] are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Interpolation {
+    /// Piecewise-linear CDF: a draw that falls between points `i − 1` and `i` is interpolated linearly
+    /// between `values_s[i − 1]` and `values_s[i]` (ns-2's `EmpiricalRandomVariable` with interpolation).
+    #[default]
+    Linear,
+    /// Step CDF: the draw is `values_s[i]`, the first point whose `cdf` reaches it (a discrete
+    /// distribution, what a histogram of run lengths is; [`crate::channel::fit`] writes this).
+    Step,
+}
+
+/// The distribution of one state's duration: points `(values_s[i], cdf[i])` with `cdf[i] = P(D ≤ values_s[i])`.
+///
+/// Sampling is by inversion: `u` uniform in (0, 1], `i` the first point with `cdf[i] ≥ u`; `i = 0` gives
+/// `values_s[0]` (so `cdf[0]` is the probability of exactly `values_s[0]`, an atom), otherwise the
+/// [`Interpolation`] decides. Invariants (checked by [`Cdf::new`] and the loader): at least one point, as
+/// many values as probabilities, values finite, ≥ 0 and non-decreasing, the last one > 0, probabilities in
+/// [0, 1] and non-decreasing, the last one 1. Equal neighbours are allowed (equal values make a step inside
+/// a linear CDF, equal probabilities a gap).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cdf {
+    pub values_s: Vec<f64>,
+    pub cdf: Vec<f64>,
+    pub interpolation: Interpolation,
+}
+
+/// Which array of a [`Cdf`] an invariant failed on, and where.
+#[derive(Debug, Clone, PartialEq)]
+struct CdfFault {
+    /// `"values_s"` or `"cdf"`.
+    array: &'static str,
+    /// Element, or None for the array as a whole.
+    index: Option<usize>,
+    message: String,
+}
+
+impl Cdf {
+    /// Checks the invariants (see [`Cdf`]). The error starts with the offending array and element
+    /// (`cdf[3]: …`). A last probability within 1e-9 of 1 is taken as exactly 1.
+    pub fn new(values_s: Vec<f64>, cdf: Vec<f64>, interpolation: Interpolation) -> Result<Cdf, String> {
+        Cdf::checked(values_s, cdf, interpolation).map_err(|f| f.to_string())
+    }
+
+    fn checked(values_s: Vec<f64>, mut cdf: Vec<f64>, interpolation: Interpolation) -> Result<Cdf, CdfFault> {
+        let fault = |array, index, message: String| Err(CdfFault { array, index, message });
+        if values_s.is_empty() {
+            return fault("values_s", None, "expected at least one duration".into());
+        }
+        if cdf.len() != values_s.len() {
+            return fault(
+                "cdf",
+                None,
+                format!("expected as many probabilities as durations ({}), got {}", values_s.len(), cdf.len()),
+            );
+        }
+        for (i, &v) in values_s.iter().enumerate() {
+            if !(v.is_finite() && v >= 0.0) {
+                return fault("values_s", Some(i), format!("expected a finite duration ≥ 0 s, got {v}"));
+            }
+            if i > 0 && v < values_s[i - 1] {
+                return fault(
+                    "values_s",
+                    Some(i),
+                    format!("expected non-decreasing durations, got {v} after {}", values_s[i - 1]),
+                );
+            }
+        }
+        if values_s[values_s.len() - 1] <= 0.0 {
+            return fault("values_s", Some(values_s.len() - 1), "expected the largest duration to be > 0 s".into());
+        }
+        for (i, &c) in cdf.iter().enumerate() {
+            if !(0.0..=1.0).contains(&c) {
+                return fault("cdf", Some(i), format!("expected a probability in [0, 1], got {c}"));
+            }
+            if i > 0 && c < cdf[i - 1] {
+                return fault(
+                    "cdf",
+                    Some(i),
+                    format!("expected non-decreasing probabilities, got {c} after {}", cdf[i - 1]),
+                );
+            }
+        }
+        let last = cdf.len() - 1;
+        if (cdf[last] - 1.0).abs() > 1e-9 {
+            return fault("cdf", Some(last), format!("expected the last probability to be 1, got {}", cdf[last]));
+        }
+        // Exactly 1, so that every draw u ≤ 1 finds a point.
+        cdf[last] = 1.0;
+        Ok(Cdf { values_s, cdf, interpolation })
+    }
+
+    /// A CDF with the single point `(value_s, 1)`: always `value_s`.
+    pub fn constant(value_s: f64) -> Result<Cdf, String> {
+        Cdf::new(vec![value_s], vec![1.0], Interpolation::Step)
+    }
+
+    /// The duration at probability `u` (clamped to [0, 1]): the inverse CDF described at [`Cdf`].
+    pub fn quantile(&self, u: f64) -> f64 {
+        let u = if u.is_nan() { 0.0 } else { u.clamp(0.0, 1.0) };
+        let i = self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1);
+        if i == 0 {
+            return self.values_s[0];
+        }
+        match self.interpolation {
+            Interpolation::Step => self.values_s[i],
+            Interpolation::Linear => {
+                let (c0, c1) = (self.cdf[i - 1], self.cdf[i]);
+                let (v0, v1) = (self.values_s[i - 1], self.values_s[i]);
+                // c0 < u ≤ c1 here, so c1 > c0.
+                v0 + (v1 - v0) * ((u - c0) / (c1 - c0))
+            }
+        }
+    }
+
+    /// One draw, in seconds. Consumes exactly one `u64` (IEEE-754 `+ − × ÷` only: bit-identical everywhere).
+    pub fn sample<R: RngCore + ?Sized>(&self, rng: &mut R) -> f64 {
+        self.quantile(unit_open0(rng))
+    }
+
+    /// The mean duration, seconds (exact for the distribution [`Cdf::quantile`] samples).
+    pub fn mean_s(&self) -> f64 {
+        let mut mean = self.cdf[0] * self.values_s[0];
+        for i in 1..self.cdf.len() {
+            let mass = self.cdf[i] - self.cdf[i - 1];
+            let at = match self.interpolation {
+                Interpolation::Step => self.values_s[i],
+                Interpolation::Linear => 0.5 * (self.values_s[i - 1] + self.values_s[i]),
+            };
+            mean += mass * at;
+        }
+        mean
+    }
+}
+
+impl std::fmt::Display for CdfFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "{}[{i}]: {}", self.array, self.message),
+            None => write!(f, "{}: {}", self.array, self.message),
+        }
+    }
+}
+
+/// The two CDFs of seed 002 §4's empirical model, with where they came from.
+///
+/// # CDF files
+///
+/// TOML, UTF-8. Durations in seconds, each table one state's [`Cdf`]:
+///
+/// ```toml
+/// # Comments say how the file was made.
+/// source = "fit of a 100000-packet trace …"  # free text, may be a '''multi-line''' string (optional)
+/// rate_mbps = 1.0        # send rate R of the trace the CDFs were fitted to (optional, information)
+/// packet_bytes = 1000    # its packet size S/8 (optional, information)
+/// packets = 100000       # packets in that trace (optional, information)
+/// lost = 10591           # of which lost (optional, information)
+///
+/// [error_free]           # durations of the error-free periods
+/// interpolation = "step" # or "linear" (the default); see Interpolation
+/// values_s = [0.008, 0.016, 0.4]
+/// cdf      = [0.25,  0.5,   1.0]
+///
+/// [error]                # durations of the error periods
+/// values_s = [0.008, 0.08]
+/// cdf      = [0.6,   1.0]
+/// ```
+///
+/// Unknown keys are errors. [`parse_cdfs`] checks the [`Cdf`] invariants and names the file, line and field
+/// of the first violation (`ch.toml:14: error.cdf[2]: expected non-decreasing probabilities, …`).
+/// [`write_cdfs`] writes this format back, numbers in shortest round-trip form (so write ∘ parse is exact).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cdfs {
+    /// Provenance, free text (trailing whitespace dropped).
+    pub source: String,
+    pub rate_mbps: Option<f64>,
+    pub packet_bytes: Option<u32>,
+    pub packets: Option<u64>,
+    pub lost: Option<u64>,
+    pub error_free: Cdf,
+    pub error: Cdf,
+}
+
+impl Cdfs {
+    /// Long-run fraction of time in the error state: `mean_error / (mean_error + mean_error_free)`.
+    pub fn error_fraction(&self) -> f64 {
+        let (e, f) = (self.error.mean_s(), self.error_free.mean_s());
+        e / (e + f)
+    }
+}
+
+/// The names of the CDF sets shipped with lasthop (`builtin = "…"`).
+pub const BUILTIN_CDFS: &[&str] = &["reinas"];
+
+/// The shipped CDF set `name` (one of [`BUILTIN_CDFS`]), parsed; None if there is no such set.
+///
+/// `reinas` is `channels/reinas.toml` of the source tree (compiled in): a synthetic stand-in with the
+/// character seed 002 §4 reports for its Reinas trace; its header says exactly how it was made.
+pub fn builtin_cdfs(name: &str) -> Option<Result<Cdfs, FileError>> {
+    let text = match name {
+        "reinas" => include_str!("../../../channels/reinas.toml"),
+        _ => return None,
+    };
+    Some(parse_cdfs(text, &format!("builtin `{name}` (channels/{name}.toml)")))
+}
+
+/// A file that could not be read or does not follow its format: which file, where in it, what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct FileError {
+    /// The file's path (or another name for the text).
+    pub origin: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The offending field (`error.cdf[3]`), when there is one.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl FileError {
+    pub fn new(origin: &str, line: Option<usize>, field: Option<String>, message: impl Into<String>) -> FileError {
+        FileError { origin: origin.to_string(), line, field, message: message.into() }
+    }
+}
+
+/// 1-based line of byte offset `at` in `text`.
+pub(crate) fn line_at(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+type SpannedArray = toml::Spanned<Vec<toml::Spanned<f64>>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCdfs {
+    #[serde(default)]
+    source: String,
+    rate_mbps: Option<toml::Spanned<f64>>,
+    packet_bytes: Option<u32>,
+    packets: Option<u64>,
+    lost: Option<u64>,
+    error_free: RawCdf,
+    error: RawCdf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCdf {
+    #[serde(default)]
+    interpolation: Interpolation,
+    values_s: SpannedArray,
+    cdf: SpannedArray,
+}
+
+/// Reads a CDF file (format: [`Cdfs`]).
+pub fn read_cdfs(path: &Path) -> Result<Cdfs, FileError> {
+    let origin = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| FileError::new(&origin, None, None, format!("cannot read: {e}")))?;
+    parse_cdfs(&text, &origin)
+}
+
+/// Parses and checks CDF-file text (format: [`Cdfs`]); `origin` names it in errors.
+pub fn parse_cdfs(text: &str, origin: &str) -> Result<Cdfs, FileError> {
+    let raw: RawCdfs = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_at(text, s.start));
+        FileError::new(origin, line, None, e.message().trim().to_string())
+    })?;
+    let table = |name: &str, r: RawCdf| -> Result<Cdf, FileError> {
+        let values: Vec<f64> = r.values_s.get_ref().iter().map(|v| *v.get_ref()).collect();
+        let cdf: Vec<f64> = r.cdf.get_ref().iter().map(|v| *v.get_ref()).collect();
+        Cdf::checked(values, cdf, r.interpolation).map_err(|f| {
+            let array = if f.array == "values_s" { &r.values_s } else { &r.cdf };
+            let span = match f.index {
+                Some(i) => array.get_ref()[i].span(),
+                None => array.span(),
+            };
+            let field = match f.index {
+                Some(i) => format!("{name}.{}[{i}]", f.array),
+                None => format!("{name}.{}", f.array),
+            };
+            FileError::new(origin, Some(line_at(text, span.start)), Some(field), f.message)
+        })
+    };
+    if let Some(r) = &raw.rate_mbps {
+        if !(r.get_ref().is_finite() && *r.get_ref() > 0.0) {
+            let line = Some(line_at(text, r.span().start));
+            return Err(FileError::new(
+                origin,
+                line,
+                Some("rate_mbps".into()),
+                format!("expected a rate > 0, got {}", r.get_ref()),
+            ));
+        }
+    }
+    Ok(Cdfs {
+        source: raw.source.trim_end().to_string(),
+        rate_mbps: raw.rate_mbps.map(|r| r.into_inner()),
+        packet_bytes: raw.packet_bytes,
+        packets: raw.packets,
+        lost: raw.lost,
+        error_free: table("error_free", raw.error_free)?,
+        error: table("error", raw.error)?,
+    })
+}
+
+/// CDF-file text for `cdfs` (format: [`Cdfs`]): a comment header, the metadata, then the two tables with
+/// their means as comments. Deterministic; [`parse_cdfs`] gives `cdfs` back exactly.
+pub fn write_cdfs(cdfs: &Cdfs) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    out.push_str("# lasthop channel CDFs: the empirical two-state error model of seed 002 §4. Format: the docs of\n");
+    out.push_str("# lasthop_sim::error_model::Cdfs. Each table is the CDF of one state's duration, in seconds:\n");
+    out.push_str("# cdf[i] = P(duration <= values_s[i]).\n");
+    let source = cdfs.source.trim_end();
+    if !source.is_empty() {
+        let literal_ok =
+            !source.contains("'''") && !source.ends_with('\'') && !source.chars().any(|c| c.is_control() && c != '\n');
+        if source.contains('\n') && literal_ok {
+            let _ = writeln!(out, "source = '''\n{source}\n'''");
+        } else {
+            let _ = writeln!(out, "source = {}", toml::Value::String(source.to_string()));
+        }
+    }
+    if let Some(r) = cdfs.rate_mbps {
+        let _ = writeln!(out, "rate_mbps = {r:?}");
+    }
+    if let Some(b) = cdfs.packet_bytes {
+        let _ = writeln!(out, "packet_bytes = {b}");
+    }
+    if let Some(n) = cdfs.packets {
+        let _ = writeln!(out, "packets = {n}");
+    }
+    if let Some(n) = cdfs.lost {
+        let _ = writeln!(out, "lost = {n}");
+    }
+    for (name, what, cdf) in [("error_free", "error-free", &cdfs.error_free), ("error", "error", &cdfs.error)] {
+        let _ = writeln!(out, "\n[{name}]");
+        let _ = writeln!(out, "# {} points; mean {what} duration {:.6} s", cdf.values_s.len(), cdf.mean_s());
+        let interpolation = match cdf.interpolation {
+            Interpolation::Linear => "linear",
+            Interpolation::Step => "step",
+        };
+        let _ = writeln!(out, "interpolation = \"{interpolation}\"");
+        for (key, xs) in [("values_s", &cdf.values_s), ("cdf", &cdf.cdf)] {
+            let _ = writeln!(out, "{key} = [");
+            for row in xs.chunks(8) {
+                let cells: Vec<String> = row.iter().map(|x| format!("{x:?}")).collect();
+                let _ = writeln!(out, "    {},", cells.join(", "));
+            }
+            out.push_str("]\n");
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -685,5 +1245,281 @@ mod tests {
     fn boxed_models_are_send() {
         fn send<T: Send>(_: T) {}
         send(MARKOV.build(rng("send")));
+    }
+
+    // ----- Empirical model (seed 002 §4) -----
+
+    fn data(name: &str) -> String {
+        format!("{}/tests/data/channel/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn cdf(values: &[f64], probs: &[f64], interpolation: Interpolation) -> Cdf {
+        Cdf::new(values.to_vec(), probs.to_vec(), interpolation).unwrap()
+    }
+
+    fn cdfs(error_free: Cdf, error: Cdf) -> Cdfs {
+        Cdfs {
+            source: String::new(),
+            rate_mbps: None,
+            packet_bytes: None,
+            packets: None,
+            lost: None,
+            error_free,
+            error,
+        }
+    }
+
+    #[test]
+    fn cdf_quantiles_step_and_linear() {
+        let step = cdf(&[1.0, 2.0, 5.0], &[0.2, 0.5, 1.0], Interpolation::Step);
+        let lin = Cdf { interpolation: Interpolation::Linear, ..step.clone() };
+        // Atom at the first point for both.
+        for c in [&step, &lin] {
+            assert_eq!(c.quantile(0.0), 1.0);
+            assert_eq!(c.quantile(0.1), 1.0);
+            assert_eq!(c.quantile(0.2), 1.0);
+            assert_eq!(c.quantile(1.0), 5.0);
+            assert_eq!(c.quantile(7.0), 5.0, "clamped");
+            assert_eq!(c.quantile(f64::NAN), 1.0);
+        }
+        assert_eq!(step.quantile(0.2000001), 2.0);
+        assert_eq!(step.quantile(0.5), 2.0);
+        assert_eq!(step.quantile(0.75), 5.0);
+        assert!((lin.quantile(0.35) - 1.5).abs() < 1e-12);
+        assert!((lin.quantile(0.75) - 3.5).abs() < 1e-12);
+        assert!((step.mean_s() - (0.2 + 0.3 * 2.0 + 0.5 * 5.0)).abs() < 1e-12);
+        assert!((lin.mean_s() - (0.2 + 0.3 * 1.5 + 0.5 * 3.5)).abs() < 1e-12);
+        // Equal values make a step inside a linear CDF; equal probabilities a gap that is never drawn.
+        let mixed = cdf(&[0.0, 1.0, 1.0, 2.0, 3.0], &[0.0, 0.5, 0.7, 0.7, 1.0], Interpolation::Linear);
+        assert!((mixed.quantile(0.25) - 0.5).abs() < 1e-12);
+        assert_eq!(mixed.quantile(0.6), 1.0);
+        assert!((mixed.quantile(0.85) - 2.5).abs() < 1e-12);
+        assert!((mixed.mean_s() - (0.5 * 0.5 + 0.2 * 1.0 + 0.3 * 2.5)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn single_point_cdf_is_constant() {
+        for interpolation in [Interpolation::Step, Interpolation::Linear] {
+            let c = cdf(&[0.03], &[1.0], interpolation);
+            let mut r = rng("single");
+            assert!((0..1000).all(|_| c.sample(&mut r) == 0.03));
+            assert_eq!(c.mean_s(), 0.03);
+        }
+        assert_eq!(Cdf::constant(0.5).unwrap().quantile(0.3), 0.5);
+        // A constant model alternates exactly: 20 ms error-free, 10 ms error, decided at mid-frame.
+        let c = Arc::new(cdfs(Cdf::constant(0.02).unwrap(), Cdf::constant(0.01).unwrap()));
+        let mut m = EmpiricalModel::new(c, rng("alternate"));
+        let lost: Vec<bool> =
+            (0..9u64).map(|i| m.corrupts(Time::from_millis(5 * i), Time::from_millis(5 * i + 5), 8_000)).collect();
+        assert_eq!(lost, [false, false, false, false, true, true, false, false, false]);
+        assert!((m.frame_loss_probability(1).unwrap() - 1.0 / 3.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn cdf_sampling_matches_mean() {
+        let c = cdf(&[0.01, 0.09], &[0.4, 1.0], Interpolation::Linear);
+        let mut r = rng("mean");
+        let n = 200_000;
+        let mean = (0..n).map(|_| c.sample(&mut r)).sum::<f64>() / n as f64;
+        assert!((mean / c.mean_s() - 1.0).abs() < 0.01, "sample mean {mean}, exact {}", c.mean_s());
+        assert!((c.mean_s() - 0.034).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cdf_invariants_name_the_element() {
+        let e = |v: &[f64], c: &[f64]| Cdf::new(v.to_vec(), c.to_vec(), Interpolation::Linear).unwrap_err();
+        assert!(e(&[], &[]).starts_with("values_s: "));
+        assert!(e(&[1.0, 2.0], &[1.0]).starts_with("cdf: expected as many"));
+        assert!(e(&[-1.0, 2.0], &[0.5, 1.0]).starts_with("values_s[0]: expected a finite duration ≥ 0"));
+        assert!(e(&[1.0, f64::NAN], &[0.5, 1.0]).starts_with("values_s[1]: "));
+        assert!(e(&[2.0, 1.0], &[0.5, 1.0]).starts_with("values_s[1]: expected non-decreasing"));
+        assert!(e(&[0.0, 0.0], &[0.5, 1.0]).starts_with("values_s[1]: expected the largest duration to be > 0"));
+        assert!(e(&[1.0, 2.0], &[-0.1, 1.0]).starts_with("cdf[0]: expected a probability in [0, 1]"));
+        assert!(e(&[1.0, 2.0, 3.0], &[0.6, 0.5, 1.0]).starts_with("cdf[1]: expected non-decreasing"));
+        assert!(e(&[1.0, 2.0], &[0.5, 0.9]).starts_with("cdf[1]: expected the last probability to be 1"));
+        // Within 1e-9 of 1 is 1, exactly.
+        let c = Cdf::new(vec![1.0, 2.0], vec![0.5, 1.0 - 1e-12], Interpolation::Step).unwrap();
+        assert_eq!(c.cdf[1], 1.0);
+    }
+
+    const GOOD_FILE: &str = "source = 'x'\n[error_free]\nvalues_s = [0.1, 0.2]\ncdf = [0.5, 1.0]\n\n[error]\nvalues_s = [0.01, 0.02, 0.03]\ncdf = [0.2, 0.6, 1.0]\n";
+
+    #[test]
+    fn cdf_file_errors_name_file_line_and_field() {
+        assert!(parse_cdfs(GOOD_FILE, "ok.toml").is_ok());
+        let bad = |from: &str, to: &str| parse_cdfs(&GOOD_FILE.replace(from, to), "ch.toml").unwrap_err();
+        // Not monotone.
+        let e = bad("cdf = [0.2, 0.6, 1.0]", "cdf = [0.2, 0.1, 1.0]");
+        assert_eq!((e.line, e.field.as_deref()), (Some(8), Some("error.cdf[1]")), "{e}");
+        assert!(e.to_string().starts_with("ch.toml:8: error.cdf[1]: expected non-decreasing probabilities"), "{e}");
+        // Not ending at 1.
+        let e = bad("cdf = [0.5, 1.0]", "cdf = [0.5, 0.9]");
+        assert_eq!((e.line, e.field.as_deref()), (Some(4), Some("error_free.cdf[1]")), "{e}");
+        assert!(e.message.contains("last probability to be 1"), "{e}");
+        // Negative duration.
+        let e = bad("values_s = [0.01,", "values_s = [-0.01,");
+        assert_eq!((e.line, e.field.as_deref()), (Some(7), Some("error.values_s[0]")), "{e}");
+        // Lengths differ: the array is named.
+        let e = bad("cdf = [0.2, 0.6, 1.0]", "cdf = [0.6, 1.0]");
+        assert_eq!((e.line, e.field.as_deref()), (Some(8), Some("error.cdf")), "{e}");
+        // Serde-level errors keep their line.
+        let e = bad("[error]\n", "[error]\nvalue_s = 1\n");
+        assert!(e.message.contains("unknown field `value_s`") && e.line == Some(7), "{e}");
+        let e = bad("[error]\nvalues_s = [0.01, 0.02, 0.03]\ncdf = [0.2, 0.6, 1.0]\n", "");
+        assert!(e.message.contains("missing field `error`"), "{e}");
+        let e = bad("[error_free]\n", "[error_free]\ninterpolation = \"cubic\"\n");
+        assert!(e.message.contains("cubic") && e.line == Some(3), "{e}");
+        let e = bad("source = 'x'", "source = 'x'\nrate_mbps = -1");
+        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("rate_mbps")), "{e}");
+        // From a file: its path is the origin.
+        let e = read_cdfs(Path::new(&data("nonmonotone.toml"))).unwrap_err();
+        assert!(
+            e.to_string().ends_with(
+                "nonmonotone.toml:11: error.cdf[2]: expected non-decreasing probabilities, got 0.5 after 0.6"
+            ),
+            "{e}"
+        );
+        let e = read_cdfs(Path::new("/nonexistent/x.toml")).unwrap_err();
+        assert!(e.to_string().starts_with("/nonexistent/x.toml: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn cdf_file_round_trip() {
+        let mut c = read_cdfs(Path::new(&data("small.toml"))).unwrap();
+        assert_eq!(c.rate_mbps, Some(2.0));
+        assert_eq!(c.error.interpolation, Interpolation::Linear);
+        assert!((c.error_free.mean_s() - 0.25).abs() < 1e-12 && (c.error.mean_s() - 0.034).abs() < 1e-12);
+        assert_eq!(parse_cdfs(&write_cdfs(&c), "again").unwrap(), c);
+        c.source = "two\nlines".into();
+        c.error.interpolation = Interpolation::Step;
+        c.error_free.values_s[0] = 0.1 + 0.2; // not a short decimal
+        c.packets = Some(7);
+        assert_eq!(parse_cdfs(&write_cdfs(&c), "again").unwrap(), c);
+        c.source = "quote ''' inside".into();
+        assert_eq!(parse_cdfs(&write_cdfs(&c), "again").unwrap(), c);
+    }
+
+    #[test]
+    fn empirical_long_run_loss_matches_cdf_means() {
+        // Linear CDFs (small.toml): mean error-free 250 ms, mean error 34 ms: 34/284 ≈ 11.97 % of time in error.
+        let cfg = ErrorModelConfig::empirical_file(data("small.toml"));
+        cfg.validate().unwrap();
+        let expect = 0.034 / 0.284;
+        assert!((cfg.frame_loss_probability(12_000).unwrap() - expect).abs() < 1e-12);
+        let mut m = cfg.build(rng("empirical-long-run"));
+        assert_eq!(m.frame_loss_probability(1), Some(cfg.frame_loss_probability(1).unwrap()));
+        // Irregular traffic (frames of 0.1–6 ms with gaps of 0–20 ms), ~60 000 channel cycles.
+        let mut traffic = rng("traffic");
+        let (mut now, mut lost, mut sent) = (0u64, 0u64, 0u64);
+        while now < 17_000_000_000_000 {
+            let len = traffic.gen_range(100_000..6_000_000u64);
+            lost += u64::from(m.corrupts(Time::from_nanos(now), Time::from_nanos(now + len), 8 * 1500));
+            sent += 1;
+            now += len + traffic.gen_range(0..20_000_000u64);
+        }
+        let observed = lost as f64 / sent as f64;
+        assert!((observed / expect - 1.0).abs() < 0.03, "observed {observed}, CDF means {expect} ({sent} frames)");
+    }
+
+    #[test]
+    fn empirical_starts_error_free_and_ignores_traffic() {
+        let c = Arc::new(read_cdfs(Path::new(&data("small.toml"))).unwrap());
+        let mut a = EmpiricalModel::new(c.clone(), rng("traffic-e"));
+        let mut b = a.clone();
+        // Error-free periods last at least 50 ms.
+        assert!(!b.corrupts(Time::ZERO, Time::from_millis(99), 1));
+        for i in 0..200_000u64 {
+            let t = Time::from_micros(i * 100);
+            assert_eq!(a.in_error_at(t), b.in_error_at(t), "at {t:?}");
+            b.corrupts(t, t + std::time::Duration::from_micros(50), 100_000);
+        }
+    }
+
+    #[test]
+    fn empirical_same_seed_same_decisions() {
+        let cfg = ErrorModelConfig::empirical_file(data("small.toml"));
+        cfg.validate().unwrap();
+        let a = run(cfg.build(rng("det")).as_mut(), 50_000, 12_000, 2_000_000);
+        assert_eq!(a, run(cfg.clone().build(rng("det")).as_mut(), 50_000, 12_000, 2_000_000));
+        assert_ne!(a, run(cfg.build(rng("det2")).as_mut(), 50_000, 12_000, 2_000_000));
+    }
+
+    /// Pins the empirical model's decisions (sampling, rounding, mid-frame decision) on a hand-made channel.
+    #[test]
+    fn golden_empirical_decisions() {
+        let c = Arc::new(read_cdfs(Path::new(&data("small.toml"))).unwrap());
+        let mut m = EmpiricalModel::new(c, stream(1, "link.w", "error.0"));
+        let lost: Vec<usize> =
+            run(&mut m, 400, 12_000, 2_000_000).iter().enumerate().filter(|(_, &l)| l).map(|(i, _)| i).collect();
+        assert_eq!(
+            lost,
+            [
+                50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99,
+                100, 101, 174, 242, 243, 315, 316, 329, 330, 364, 382, 383
+            ]
+        );
+    }
+
+    #[test]
+    fn empirical_config_from_toml_and_paths() {
+        #[derive(Deserialize)]
+        struct Link {
+            error: ErrorModelConfig,
+        }
+        let p = |s: &str| toml::from_str::<Link>(s).map(|l| l.error).map_err(|e| e.to_string());
+        let file = p("error = { model = \"empirical\", cdfs = \"ch/x.toml\" }").unwrap();
+        assert_eq!(file, ErrorModelConfig::empirical_file("ch/x.toml"));
+        let builtin = p("error = { model = \"empirical\", builtin = \"reinas\" }").unwrap();
+        assert_eq!(builtin, ErrorModelConfig::empirical_builtin("reinas"));
+        assert!(p("error = { model = \"empirical\", cdf = \"x\" }").unwrap_err().contains("unknown field `cdf`"));
+        // Round trip through TOML (the loaded CDFs are not part of it).
+        #[derive(Serialize)]
+        struct Link2<'a> {
+            error: &'a ErrorModelConfig,
+        }
+        assert_eq!(p(&toml::to_string(&Link2 { error: &file }).unwrap()).unwrap(), file);
+
+        // Paths relative to the scenario's directory; absolute paths and builtins untouched.
+        let mut f = file.clone();
+        f.resolve_paths(Path::new("/scen/dir"));
+        assert_eq!(f, ErrorModelConfig::empirical_file("/scen/dir/ch/x.toml"));
+        f.resolve_paths(Path::new("/elsewhere"));
+        assert_eq!(f, ErrorModelConfig::empirical_file("/scen/dir/ch/x.toml"));
+        let mut b = builtin.clone();
+        b.resolve_paths(Path::new("/scen"));
+        assert_eq!(b, builtin);
+        let mut small = ErrorModelConfig::empirical_file("small.toml");
+        assert!(small.validate().unwrap_err().starts_with("cdfs: small.toml: cannot read"));
+        small.resolve_paths(Path::new(&data("")));
+        small.validate().unwrap();
+
+        // Validation: one source, readable, well-formed; the message starts with the field.
+        let neither = ErrorModelConfig::Empirical { cdfs: None, builtin: None, loaded: LoadedCdfs::default() };
+        assert!(neither.validate().unwrap_err().starts_with("cdfs: expected `cdfs`"));
+        let both = ErrorModelConfig::Empirical {
+            cdfs: Some("a".into()),
+            builtin: Some("reinas".into()),
+            loaded: LoadedCdfs::default(),
+        };
+        assert!(both.validate().unwrap_err().starts_with("cdfs, builtin: "));
+        let e = ErrorModelConfig::empirical_builtin("nowhere").validate().unwrap_err();
+        assert!(e.starts_with("builtin: no builtin channel `nowhere` (builtins: reinas)"), "{e}");
+        let e = ErrorModelConfig::empirical_file(data("nonmonotone.toml")).validate().unwrap_err();
+        assert!(e.starts_with("cdfs: ") && e.contains("nonmonotone.toml:11: error.cdf[2]: "), "{e}");
+        assert_eq!(ErrorModelConfig::empirical_file("/nonexistent").frame_loss_probability(8), None);
+
+        // Given directly.
+        let direct = ErrorModelConfig::empirical(read_cdfs(Path::new(&data("small.toml"))).unwrap());
+        direct.validate().unwrap();
+        assert!((direct.frame_loss_probability(1).unwrap() - 0.034 / 0.284).abs() < 1e-12);
+    }
+
+    #[test]
+    fn builtin_reinas_loads() {
+        for name in BUILTIN_CDFS {
+            let c = builtin_cdfs(name).unwrap().unwrap();
+            assert!(c.error_fraction() > 0.0, "{name}");
+        }
+        assert!(builtin_cdfs("none").is_none());
     }
 }

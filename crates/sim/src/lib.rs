@@ -7,6 +7,7 @@
 //! is seeded from (scenario seed, component, stream name).
 
 pub mod agents;
+pub mod channel;
 pub mod engine;
 pub mod error_model;
 pub mod link;

@@ -204,14 +204,20 @@ impl Scenario {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError { origin: origin.clone(), message: format!("cannot read: {e}") })?;
-        Scenario::from_str(&text, &origin)
+        Scenario::parse(&text, &origin, path.parent().unwrap_or(Path::new("")))
     }
 
     /// Parses and validates scenario text; `origin` names it in errors.
+    /// Relative file names in it (an empirical channel's CDFs) are taken from the current directory.
     pub fn from_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(text, origin, Path::new(""))
+    }
+
+    fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
         let mut s: Scenario =
             toml::from_str(text).map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
+        s.resolve_paths(base_dir);
         s.validate().map_err(|(path, message)| {
             let line = line_of(text, &path).map(|l| format!(" (line {l})")).unwrap_or_default();
             ScenarioError { origin: origin.to_string(), message: format!("`{path}`{line}: {message}") }
@@ -220,13 +226,29 @@ impl Scenario {
     }
 
     /// Builds a scenario from an already-parsed TOML value (experiments apply overrides this way).
+    /// Relative file names in it are taken from the current directory; see [`Scenario::from_toml_in`].
     pub fn from_toml(value: toml::Value, origin: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_in(value, origin, Path::new(""))
+    }
+
+    /// As [`Scenario::from_toml`], with relative file names taken from `base_dir` (the scenario file's folder).
+    pub fn from_toml_in(value: toml::Value, origin: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
         let mut s = Scenario::deserialize(value)
             .map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
+        s.resolve_paths(base_dir);
         s.validate()
             .map_err(|(path, message)| ScenarioError { origin: origin.to_string(), message: format!("`{path}`: {message}") })?;
         Ok(s)
+    }
+
+    fn resolve_paths(&mut self, base_dir: &Path) {
+        for l in self.links.values_mut() {
+            l.error.resolve_paths(base_dir);
+            if let Some(e) = l.error_reverse.as_mut() {
+                e.resolve_paths(base_dir);
+            }
+        }
     }
 
     pub fn seed(&self) -> u64 {
