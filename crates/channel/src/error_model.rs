@@ -4,7 +4,7 @@
 //!
 //! The empirical two-state model of seed 002 §4 ("Modeling Wireless Errors") is [`EmpiricalModel`]: error-free
 //! and error periods whose durations are drawn from two CDFs read from a file (format: [`Cdfs`], "CDF files"
-//! below). The tools that make and fit loss traces for it are in [`crate::channel`].
+//! below). The tools that make and fit loss traces for it are in [`crate::fit`].
 //!
 //! All draws come from the [`SimRng`] handed to [`ErrorModelConfig::build`] and all exponentials from
 //! [`rng::exp1`](crate::rng::exp1), so decisions are bit-identical on every machine.
@@ -149,7 +149,7 @@ impl ErrorModelConfig {
         ErrorModelConfig::Empirical { cdfs: None, builtin: Some(name.into()), loaded: LoadedCdfs::default() }
     }
 
-    /// An `empirical` config holding `cdfs` directly (from [`crate::channel::fit`], say). It has no file to
+    /// An `empirical` config holding `cdfs` directly (from [`crate::fit::fit`], say). It has no file to
     /// name, so it serializes as `{ model = "empirical" }`, which does not validate when read back.
     pub fn empirical(cdfs: Cdfs) -> ErrorModelConfig {
         let loaded = LoadedCdfs::default();
@@ -514,7 +514,7 @@ impl ErrorModel for MarkovModel {
 /// ([`Cdfs::error_fraction`], the CDF means) whatever the frame length; the middle (rather than the start)
 /// follows the state that covers more of the frame when one change falls inside it, and keeps decisions half
 /// a packet away from the state changes of a CDF fitted at the same packet interval (durations that are whole
-/// multiples of S/R, see [`crate::channel::fit`]), so a trace replays its run lengths exactly. Frame length in
+/// multiples of S/R, see [`crate::fit::fit`]), so a trace replays its run lengths exactly. Frame length in
 /// bits plays no part: the states are "error" and "error-free", not bit-error rates.
 ///
 /// Time-driven like [`MarkovModel`]: the state timeline is drawn from the generator alone (durations rounded
@@ -585,7 +585,7 @@ pub enum Interpolation {
     #[default]
     Linear,
     /// Step CDF: the draw is `values_s[i]`, the first point whose `cdf` reaches it (a discrete
-    /// distribution, what a histogram of run lengths is; [`crate::channel::fit`] writes this).
+    /// distribution, what a histogram of run lengths is; [`crate::fit::fit`] writes this).
     Step,
 }
 
