@@ -156,7 +156,7 @@ impl World {
                 name: name.clone(),
                 addr: n.addr,
                 routes: Vec::new(),
-                agent: build_agent(n.agent, &s.snoop),
+                agent: build_agent(&n.agent, s),
                 agent_timer: None,
                 endpoints: Vec::new(),
             })
@@ -424,7 +424,9 @@ impl World {
         };
         if self.nodes[node].agent.is_some() {
             let side = if self.links[out.0].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+            let occupancy = self.links[out.0].occupancy(out.1);
             let agent = self.nodes[node].agent.as_mut().expect("checked");
+            agent.on_queue_occupancy(side, occupancy);
             agent.on_packet(now, side, packet, &mut self.actions);
             self.apply_actions(now, node);
         } else {
@@ -538,9 +540,14 @@ impl World {
         };
         let node = self.endpoints[ep].node;
         let dst = *self.endpoints[ep].remote.ip();
+        let out_link = self.next_hop(node, dst);
         loop {
             let packet = match &mut self.endpoints[ep].role {
                 Role::Sender(s) => {
+                    // The mobile's output-queue length that an ELN sender piggybacks (seed 002 §3).
+                    if let Some((link, dir)) = out_link {
+                        s.set_output_queue(self.links[link].occupancy(dir));
+                    }
                     let p = s.poll_transmit(now);
                     if let (Some(_), Some(series)) = (&p, self.flows[flow].series.as_mut()) {
                         if let Some((offset, _)) = s.last_sent() {
@@ -637,6 +644,7 @@ impl World {
                 fast_retransmits: sstats.fast_retransmits,
                 segments_sent: sstats.segments_sent,
                 segments_retransmitted: sstats.segments_retransmitted,
+                eln_retransmits: sstats.eln_retransmits,
                 local_retransmissions: counter("local_retransmissions"),
                 dupacks_suppressed: counter("dupacks_suppressed"),
                 corrupt_bytes: f.corrupt,
