@@ -18,6 +18,11 @@ use toml::Spanned;
 /// paper = "seed 000 Fig. 7"         # which figure or table of which paper this reproduces
 /// description = "..."               # optional, shown in the report
 /// default = true                    # run by `lasthop reproduce` without ids (default false)
+/// runner = "sim"                    # "sim" (default) | "testbed": the base "scenario" is then a TOML of
+///                                   # `lasthop_net::TestbedConfig` fields (examples/testbed.toml), every run a
+///                                   # real transfer on the namespace testbed (root), one at a time; results
+///                                   # columns: grid, seed, agent/cc/sack/ber (unless grid columns) and
+///                                   # [`table::TESTBED_COLUMNS`]; `flow` and sequence figures do not apply
 /// scenario = "../examples/snoop.toml"   # base scenario, relative to this file
 /// seeds = 10                        # runs per grid point with seeds 1..=10 (default 1)
 /// flow = "bulk"                     # whose metrics go into results.csv (default: the run's first flow)
@@ -29,6 +34,7 @@ use toml::Spanned;
 /// [quick]                           # with --quick: fewer seeds and more overrides
 /// seeds = 2
 /// set = { "flows.bulk.bytes" = 2_000_000 }
+/// grid = { agent = ["snoop"] }      # optional: narrow an axis to some of its values
 ///
 /// [grid.agent]                      # one grid axis; the table name is the results column
 /// path = "nodes.bs.agent"           # the scenario field it sets
@@ -45,7 +51,8 @@ use toml::Spanned;
 ///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`)
 /// x = "ber"                         # line: a grid column
 /// y = "goodput_mbps"                # line: a metric (see below)
-/// series = "agent"                  # optional grid column, one curve per value
+/// series = "agent"                  # optional grid column, one curve per value; or a list of columns
+///                                   # (["agent", "cc"]), one curve per combination (labels keyed "snoop/reno")
 /// series_labels = { none = "Reno", snoop = "Reno + Snoop" }   # optional legend text per value
 /// where = { persistent = false }    # optional: only rows matching these filters (as in claims)
 /// x_scale = "log2"                  # "linear" (default) | "log2" | "log10"
@@ -105,12 +112,35 @@ pub struct Experiment {
     pub claims: Vec<Claim>,
     /// Metrics in the report's aggregate table.
     pub table: Vec<Metric>,
+    /// What carries out a run: the simulator, or the namespace testbed.
+    pub runner: RunnerKind,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Quick {
     pub seeds: Option<u64>,
     pub set: Vec<(String, toml::Value)>,
+    /// Axes whose values `--quick` narrows to a subset: (column, values).
+    pub grid: Vec<(String, Vec<toml::Value>)>,
+}
+
+/// `runner = "sim"` (the default): the base scenario is a simulator scenario; `runner = "testbed"`: it is a
+/// TOML of `lasthop_net::TestbedConfig` fields and every run is a real kernel-TCP transfer through the real
+/// base station on network namespaces (needs root; runs one at a time whatever `--jobs` says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunnerKind {
+    #[default]
+    Sim,
+    Testbed,
+}
+
+/// `series = "agent"` or `series = ["agent", "cc"]` (one curve per combination).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawSeries {
+    One(String),
+    Many(Vec<String>),
 }
 
 /// One grid axis: a results column and the scenario field its values go to.
@@ -152,7 +182,8 @@ pub struct Figure {
     pub kind: FigureKind,
     /// Rows the figure shows (`where`); empty: all.
     pub filter: Vec<Filter>,
-    pub series: Option<String>,
+    /// Grid columns: one curve per combination of their values (empty: one curve).
+    pub series: Vec<String>,
     pub series_labels: BTreeMap<String, String>,
     pub x_label: Option<String>,
     pub y_label: Option<String>,
@@ -220,6 +251,8 @@ struct RawExperiment {
     figure: Spanned<RawFigure>,
     #[serde(default)]
     claims: Vec<Spanned<RawClaim>>,
+    #[serde(default)]
+    runner: RunnerKind,
 }
 
 #[derive(Deserialize)]
@@ -229,6 +262,9 @@ struct RawQuick {
     seeds: Option<Spanned<u64>>,
     #[serde(default)]
     set: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    /// column = [values]: a subset of a grid axis's values, for `--quick`.
+    #[serde(default)]
+    grid: BTreeMap<Spanned<String>, Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
 #[derive(Deserialize)]
@@ -250,7 +286,7 @@ struct RawFigure {
     #[serde(default)]
     y: Option<Spanned<String>>,
     #[serde(default)]
-    series: Option<Spanned<String>>,
+    series: Option<Spanned<RawSeries>>,
     #[serde(default)]
     series_labels: BTreeMap<String, String>,
     #[serde(default)]
@@ -423,7 +459,7 @@ impl Experiment {
                 }
                 let mut qd = doc.clone();
                 let qs = check_set(&q.set, "quick.set", &mut qd)?;
-                (Quick { seeds: q.seeds.as_ref().map(|s| *s.get_ref()), set: qs }, qd)
+                (Quick { seeds: q.seeds.as_ref().map(|s| *s.get_ref()), set: qs, grid: Vec::new() }, qd)
             }
         };
 
@@ -431,8 +467,29 @@ impl Experiment {
         let mut axes: Vec<(&Spanned<String>, &Spanned<RawAxis>)> = raw.grid.iter().collect();
         axes.sort_by_key(|(_, a)| a.span().start);
         let mut grid = Vec::new();
-        let mut reserved: Vec<String> = table::columns(&[]);
-        reserved.extend(table::web_columns(&[]));
+        let runner = raw.runner;
+        // rows from a web workload: `flow` names one, or there are web workloads and no flows
+        let names = |t: &str| base.get(t).and_then(|x| x.as_table()).map(|x| x.keys().cloned().collect::<Vec<_>>());
+        let (flow_names, web_names) = (names("flows").unwrap_or_default(), names("web").unwrap_or_default());
+        let web = runner == RunnerKind::Sim
+            && match &raw.flow {
+                Some(f) => web_names.contains(f.get_ref()),
+                None => flow_names.is_empty() && !web_names.is_empty(),
+            };
+        let columns_for = |grid_cols: &[String]| match runner {
+            RunnerKind::Sim if web => table::web_columns(grid_cols),
+            RunnerKind::Sim => table::columns(grid_cols),
+            RunnerKind::Testbed => table::testbed_columns(grid_cols),
+        };
+        // testbed runs add agent/cc/sack/ber themselves unless they are grid columns
+        let mut reserved: Vec<String> = columns_for(&[])
+            .into_iter()
+            .filter(|c| runner == RunnerKind::Sim || !table::TESTBED_CONFIG_COLUMNS.contains(&c.as_str()))
+            .collect();
+        if runner == RunnerKind::Sim {
+            reserved.extend(table::columns(&[]));
+            reserved.extend(table::web_columns(&[]));
+        }
         for (name, axis) in axes {
             let col = name.get_ref();
             let field = format!("grid.{col}");
@@ -501,20 +558,65 @@ impl Experiment {
             grid.push(Axis { column: col.clone(), path, values, sets });
         }
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
-        // rows from a web workload: `flow` names one, or there are web workloads and no flows
-        let names = |t: &str| base.get(t).and_then(|x| x.as_table()).map(|x| x.keys().cloned().collect::<Vec<_>>());
-        let (flow_names, web_names) = (names("flows").unwrap_or_default(), names("web").unwrap_or_default());
-        let web = match &raw.flow {
-            Some(f) => web_names.contains(f.get_ref()),
-            None => flow_names.is_empty() && !web_names.is_empty(),
+        let columns = columns_for(&grid_cols);
+        let own_text_cols: &[&str] = match runner {
+            RunnerKind::Sim => &["flow", "tcp", "workload"],
+            RunnerKind::Testbed => &["agent", "cc", "cc_used"],
         };
-        let columns = if web { table::web_columns(&grid_cols) } else { table::columns(&grid_cols) };
         let text_cols: Vec<String> = grid
             .iter()
             .filter(|a| a.values.iter().all(|v| v.is_str()))
             .map(|a| a.column.clone())
-            .chain(["flow".to_string(), "tcp".to_string(), "workload".to_string()])
+            .chain(own_text_cols.iter().map(|s| s.to_string()))
             .collect();
+
+        // quick grid: a subset of an axis's values
+        let mut quick = quick;
+        if let Some(q) = &raw.quick {
+            for (name, vals) in &q.grid {
+                let field = format!("quick.grid.{}", name.get_ref());
+                let Some(axis) = grid.iter().find(|a| &a.column == name.get_ref()) else {
+                    return Err(cx.err(
+                        name.span(),
+                        field,
+                        format!("not a grid axis; expected one of: {}", grid_cols.join(", ")),
+                    ));
+                };
+                if vals.get_ref().is_empty() {
+                    return Err(cx.err(vals.span(), field, "expected at least one value"));
+                }
+                let mut out = Vec::new();
+                for v in vals.get_ref() {
+                    if !axis.values.iter().any(|w| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
+                        let have: Vec<String> = axis.values.iter().map(|w| Cell::from_toml(w).to_string()).collect();
+                        return Err(cx.err(
+                            v.span(),
+                            field,
+                            format!("{} is not a value of grid.{} ({})", v.get_ref(), name.get_ref(), have.join(", ")),
+                        ));
+                    }
+                    out.push(v.get_ref().clone());
+                }
+                quick.grid.push((name.get_ref().clone(), out));
+            }
+        }
+
+        // a testbed experiment's base "scenario" is a testbed configuration
+        if runner == RunnerKind::Testbed {
+            for (d, what) in [(&doc, "set"), (&quick_doc, "quick.set")] {
+                d.clone().try_into::<lasthop_net::TestbedConfig>().map_err(|e| {
+                    cx.err(
+                        raw.scenario.span(),
+                        "scenario",
+                        format!(
+                            "{} (with [{what}]) is not a testbed configuration (lasthop_net::TestbedConfig): {}",
+                            scenario_file.display(),
+                            e.message()
+                        ),
+                    )
+                })?;
+            }
+        }
         let check_col = |s: &Spanned<String>, field: &str| -> Result<(), ExperimentError> {
             if columns.contains(s.get_ref()) {
                 Ok(())
@@ -546,6 +648,9 @@ impl Experiment {
         // flow
         let flow = match &raw.flow {
             None => None,
+            Some(f) if runner == RunnerKind::Testbed => {
+                return Err(cx.err(f.span(), "flow", "a testbed experiment has one transfer; remove `flow`"))
+            }
             Some(f) => {
                 let exists = flow_names.contains(f.get_ref()) || web_names.contains(f.get_ref());
                 if !exists {
@@ -566,13 +671,24 @@ impl Experiment {
 
         // figure
         let rf = raw.figure.get_ref();
+        let mut series = Vec::new();
         if let Some(s) = &rf.series {
-            if !grid_cols.contains(s.get_ref()) {
-                return Err(cx.err(
-                    s.span(),
-                    "figure.series",
-                    format!("expected a grid column ({})", grid_cols.join(", ")),
-                ));
+            let names = match s.get_ref() {
+                RawSeries::One(c) => vec![c.clone()],
+                RawSeries::Many(cs) => cs.clone(),
+            };
+            if names.is_empty() {
+                return Err(cx.err(s.span(), "figure.series", "expected at least one grid column"));
+            }
+            for n in names {
+                if !grid_cols.contains(&n) || series.contains(&n) {
+                    return Err(cx.err(
+                        s.span(),
+                        "figure.series",
+                        format!("expected distinct grid columns ({}), got `{n}`", grid_cols.join(", ")),
+                    ));
+                }
+                series.push(n);
             }
         }
         let kind = match rf.kind {
@@ -603,6 +719,9 @@ impl Experiment {
                 let y = check_metric(y, "figure.y")?;
                 FigureKind::Line { x: x.get_ref().clone(), y, x_scale: rf.x_scale, x_ticks: rf.x_ticks }
             }
+            RawFigureKind::Sequence if runner == RunnerKind::Testbed => {
+                return Err(cx.err(raw.figure.span(), "figure.kind", "a testbed experiment has no traces; use \"line\""));
+            }
             RawFigureKind::Sequence => {
                 for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
                     if let Some(f) = f {
@@ -626,7 +745,7 @@ impl Experiment {
         let figure = Figure {
             filter: figure_filter,
             kind,
-            series: rf.series.as_ref().map(|s| s.get_ref().clone()),
+            series,
             series_labels: rf.series_labels.clone(),
             x_label: rf.x_label.clone(),
             y_label: rf.y_label.clone(),
@@ -814,7 +933,25 @@ impl Experiment {
             figure,
             claims,
             table: table_metrics,
+            runner,
         })
+    }
+
+    /// Every column of this experiment's results table.
+    pub fn columns(&self) -> Vec<String> {
+        match self.runner {
+            RunnerKind::Sim if self.web => table::web_columns(&self.grid_columns()),
+            RunnerKind::Sim => table::columns(&self.grid_columns()),
+            RunnerKind::Testbed => table::testbed_columns(&self.grid_columns()),
+        }
+    }
+
+    /// The values an axis takes (with `quick`, the `[quick.grid]` subset when there is one).
+    pub fn axis_values<'a>(&'a self, axis: &'a Axis, quick: bool) -> &'a [toml::Value] {
+        match self.quick.grid.iter().find(|(c, _)| c == &axis.column).filter(|_| quick) {
+            Some((_, v)) => v,
+            None => &axis.values,
+        }
     }
 
     pub fn grid_columns(&self) -> Vec<String> {
@@ -839,13 +976,15 @@ impl Experiment {
         for axis in &self.grid {
             let mut next = Vec::with_capacity(points.len() * axis.values.len());
             for p in &points {
-                for (i, v) in axis.values.iter().enumerate() {
+                for v in self.axis_values(axis, quick) {
+                    // per-value settings of the value (a [quick.grid] subset names values of the axis)
+                    let i = axis.values.iter().position(|w| w == v);
                     let mut q = p.clone();
                     if !axis.path.is_empty() {
                         apply_override(&mut q.scenario, &axis.path, v)
                             .map_err(|e| format!("grid.{}: {e}", axis.column))?;
                     }
-                    for (path, x) in &axis.sets[i] {
+                    for (path, x) in i.and_then(|i| axis.sets.get(i)).into_iter().flatten() {
                         apply_override(&mut q.scenario, path, x).map_err(|e| format!("grid.{}: {e}", axis.column))?;
                     }
                     q.values.push(Cell::from_toml(v));

@@ -1,7 +1,9 @@
 //! What carries out one run: the simulator, or (in tests) anything else that turns a scenario into a
-//! [`RunResult`].
+//! [`RunResult`]; for `runner = "testbed"` experiments, a real kernel-TCP transfer on the namespace testbed
+//! ([`Runner::run_testbed`]).
 
 use anyhow::{Context, Result};
+use lasthop_net::{TestbedConfig, TestbedResult};
 use lasthop_sim::{FlowSeries, RunOptions, RunResult, Scenario};
 use std::path::Path;
 
@@ -27,6 +29,19 @@ pub struct RunRequest<'a> {
 /// Turns a scenario into results. Implemented by [`SimRunner`] and by any `Fn(&RunRequest) -> Result<RunResult>`.
 pub trait Runner: Sync {
     fn run(&self, req: &RunRequest<'_>) -> Result<RunResult>;
+
+    /// One run of a `runner = "testbed"` experiment: by default the real thing
+    /// ([`lasthop_net::run_testbed_transfer`]: root, network namespaces, real time). Tests override it.
+    fn run_testbed(&self, cfg: &TestbedConfig) -> Result<TestbedResult> {
+        Ok(lasthop_net::run_testbed_transfer(cfg)?)
+    }
+}
+
+/// What one run of an experiment produced: simulator metrics, or a testbed transfer's result.
+#[derive(Debug, Clone)]
+pub enum RunOutput {
+    Sim(RunResult),
+    Testbed(TestbedResult),
 }
 
 impl<F> Runner for F

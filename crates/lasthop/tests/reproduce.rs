@@ -72,10 +72,12 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
             local_retransmissions: if agent == "snoop" { (ber * 1e7) as u64 } else { 0 },
             dupacks_suppressed: 0,
             corrupt_bytes: 0,
+            ..FlowMetrics::default()
         }],
         links: vec![],
         agents: BTreeMap::new(),
         undeliverable_packets: 0,
+        web: Vec::new(),
         series,
     })
 }

@@ -327,8 +327,7 @@ impl World {
     }
 
     pub fn run(mut self) -> Result<RunResult, SimError> {
-        loop {
-            let Some(at) = self.sched.peek_time() else { break };
+        while let Some(at) = self.sched.peek_time() {
             if at > self.time_limit {
                 break;
             }
