@@ -1475,7 +1475,7 @@ value = 0.9
     #[test]
     fn misc_mistakes() {
         bad("id = \"exp\"", "id = \"other\"", "id", "id = \"other\"", "file name");
-        bad("flow = \"bulk\"", "flow = \"bluk\"", "flow", "flow = \"bluk\"", "no flow `bluk`");
+        bad("flow = \"bulk\"", "flow = \"bluk\"", "flow", "flow = \"bluk\"", "no flow or web workload `bluk`");
         bad("scenario = \"base.toml\"", "scenario = \"missing.toml\"", "scenario", "scenario =", "cannot read");
         bad("seeds = 3", "seeds = 0", "seeds", "seeds = 0", "at least 1");
     }

@@ -333,3 +333,48 @@ fn run_writes_metrics_series_and_applies_overrides() {
             .unwrap_err();
     assert!(format!("{err:#}").contains("no field `agnet`"), "{err:#}");
 }
+
+/// A made-up Web model (seed 002 §5): Snoop 4× the downloads of the others.
+fn fake_web(req: &RunRequest<'_>) -> Result<RunResult> {
+    let ScenarioSource::Value { value: doc, .. } = req.scenario else { return Err(anyhow!("expected a value")) };
+    let agent = get(doc, "nodes.bs.agent").and_then(|v| v.as_str()).ok_or_else(|| anyhow!("no agent"))?;
+    let variant = get(doc, "tcp.variant").and_then(|v| v.as_str()).ok_or_else(|| anyhow!("no variant"))?;
+    let conns = get(doc, "web.browse.connections").and_then(|v| v.as_integer()).ok_or_else(|| anyhow!("no conns"))?;
+    let persistent = get(doc, "web.browse.persistent").and_then(|v| v.as_bool()).ok_or_else(|| anyhow!("no p"))?;
+    let think = get(doc, "web.browse.think_time").and_then(|v| v.as_bool()).ok_or_else(|| anyhow!("no think"))?;
+    // the per-value settings of the `persistent` axis tie think time to HTTP/1.0
+    assert_eq!(think, !persistent);
+    let base = if persistent { 1000 } else { 50 } + 10 * conns as u64;
+    let downloads = if agent == "snoop" { 4 * base } else { base };
+    Ok(RunResult {
+        seed: req.seed.unwrap_or(1),
+        sim_time_s: 1000.0,
+        web: vec![lasthop_sim::WebMetrics {
+            name: "browse".into(),
+            tcp: variant.into(),
+            connections: conns as u32,
+            persistent,
+            think_time: think,
+            downloads_completed: downloads,
+            objects_requested: downloads + 1,
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn web_experiment_rows_come_from_the_web_workload() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = reproduce(&opts(&repo_experiments(), out.path(), &["web"], 2), &fake_web).unwrap();
+    assert_eq!(summary.failed_runs(), 0);
+    assert!(summary.failing_claims().is_empty(), "{:#?}", summary.failing_claims());
+    let csv = std::fs::read_to_string(out.path().join("web/results.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&header[..5], &["scheme", "persistent", "connections", "seed", "workload"]);
+    assert!(header.contains(&"downloads") && header.contains(&"pages"));
+    let first: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&first[..3], &["reno", "false", "1"]);
+    assert!(out.path().join("web/figure.svg").exists());
+}
