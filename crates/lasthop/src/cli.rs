@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
@@ -149,7 +149,7 @@ fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
             apply_override(&mut d, p, v).map_err(|e| anyhow!("--set {p}: {e}"))?;
         }
         doc = d;
-        ScenarioSource::Value { value: &doc, origin: &origin }
+        ScenarioSource::Value { value: &doc, origin: &origin, base_dir: a.scenario.parent().unwrap_or(Path::new("")) }
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let req =

@@ -77,7 +77,7 @@ pub fn experiment_md(
     }
     for a in &exp.grid {
         let vals: Vec<String> = exp.axis_values(a, quick).iter().map(|v| Cell::from_toml(v).to_string()).collect();
-        let _ = writeln!(md, "- grid `{}` (`{}`): {}", a.column, a.path, vals.join(", "));
+        let _ = writeln!(md, "- grid `{}` ({}): {}", a.column, a.describe(), vals.join(", "));
     }
     let _ = writeln!(
         md,

@@ -12,8 +12,9 @@ use std::path::Path;
 pub enum ScenarioSource<'a> {
     /// A scenario file as it is (errors point at its lines).
     File(&'a Path),
-    /// A scenario document after overrides; `origin` names it in errors.
-    Value { value: &'a toml::Value, origin: &'a str },
+    /// A scenario document after overrides; `origin` names it in errors, and relative file names in it
+    /// (an empirical channel's CDFs) are taken from `base_dir`, the base scenario file's folder.
+    Value { value: &'a toml::Value, origin: &'a str, base_dir: &'a Path },
 }
 
 /// One run to carry out.
@@ -61,7 +62,7 @@ impl Runner for SimRunner {
     fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
         let mut scenario = match req.scenario {
             ScenarioSource::File(p) => Scenario::load(p)?,
-            ScenarioSource::Value { value, origin } => Scenario::from_toml(value.clone(), origin)?,
+            ScenarioSource::Value { value, origin, base_dir } => Scenario::from_toml_in(value.clone(), origin, base_dir)?,
         };
         if let Some(seed) = req.seed {
             scenario.set_seed(seed);
