@@ -34,6 +34,9 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(crate::net::BenchCommand),
+    /// Loss traces and the empirical two-state channel (seed 002 §4).
+    #[command(subcommand)]
+    Channel(crate::channel::ChannelCommand),
     /// List the experiments: id, default flag, paper, title.
     Experiments {
         /// Directory of experiment files [default: ./experiments, else the repository's]
@@ -123,6 +126,7 @@ where
         Command::Bs(a) => crate::net::bs(a),
         Command::Testbed(a) => crate::net::testbed(a),
         Command::Bench(b) => crate::net::bench(b),
+        Command::Channel(c) => crate::channel::channel(c).map(|()| ExitCode::SUCCESS),
         Command::Experiments { experiments } => {
             let dir = experiments_dir(experiments.as_deref());
             let all = load_dir(&dir).with_context(|| format!("loading experiments from {}", dir.display()))?;

@@ -148,6 +148,7 @@ pub const FLOW_COLUMNS: &[&str] = &[
     "fast_retransmits",
     "segments_sent",
     "segments_retransmitted",
+    "eln_retransmits",
     "local_retransmissions",
     "dupacks_suppressed",
     "corrupt_bytes",
