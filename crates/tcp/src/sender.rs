@@ -225,6 +225,12 @@ impl Sender {
                     // Seed 002: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
                     // inflation altogether; they lead only to the ELN retransmission.
                     self.on_eln_ack(now, a);
+                } else if self.cfg.eln && self.eln_ack == a && self.eln_count > 0 {
+                    // A plain DUPACK for a segment the base station already reported as corrupted: the
+                    // receiver's DUPACKs that were on their way back when the base station saw the
+                    // retransmission fill the hole are no longer marked (seed 002: the hole list is
+                    // cleaned), yet they report the same corruption loss. Counting them would trigger the
+                    // spurious fast retransmit and window halving that ELN exists to avoid.
                 } else if self.sack_ok && !r.sack.is_empty() && !newly_sacked {
                     // A SACK-bearing DUPACK that reports nothing new repeats evidence already counted (the
                     // base station's NACK, then the FH's own DUPACKs for the same segments; see

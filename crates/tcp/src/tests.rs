@@ -835,6 +835,33 @@ fn eln_retransmits_after_threshold_without_congestion_response() {
 }
 
 #[test]
+fn plain_dupacks_after_eln_for_the_same_hole_are_not_congestion() {
+    let (mut s, first) = established(eln_cfg(Variant::Reno), 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let una = flight[0].off;
+    let (cwnd, ssthresh) = (s.cwnd(), s.ssthresh());
+    s.handle_packet(now, &eln_ack(una, &[]));
+    s.handle_packet(now, &eln_ack(una, &[]));
+    assert_eq!(drain_sender(&mut s, now).len(), 1, "the ELN retransmission");
+    // The base station has seen the retransmission and cleaned the hole: the DUPACKs still on their way
+    // back arrive unmarked, for the same segment. They must not start a fast retransmit.
+    for _ in 0..4 {
+        s.handle_packet(now, &ack(una, &[]));
+    }
+    assert!(drain_sender(&mut s, now).is_empty());
+    assert_eq!(s.stats().fast_retransmits, 0);
+    assert_eq!((s.cwnd(), s.ssthresh()), (cwnd, ssthresh));
+    assert!(!s.in_recovery());
+    // Once the hole is acknowledged, plain DUPACKs for a new hole are congestion signals again.
+    let next = flight[1].off;
+    s.handle_packet(now, &ack(next, &[]));
+    for _ in 0..3 {
+        s.handle_packet(now, &ack(next, &[]));
+    }
+    assert_eq!(s.stats().fast_retransmits, 1, "an unexplained loss gets the ordinary response");
+}
+
+#[test]
 fn eln_on_a_new_ack_counts_as_the_first_and_threshold_is_configurable() {
     let (mut s, first) = established(eln_cfg(Variant::NewReno), 1_000_000);
     let (flight, now) = open_window(&mut s, first, 8, Time::from_millis(100));
