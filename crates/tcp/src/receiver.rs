@@ -173,10 +173,21 @@ impl Receiver {
     }
 
     fn on_data(&mut self, now: Time, start: u64, mut data: Bytes, fin: bool) {
-        let end = start + data.len() as u64;
         if fin {
-            self.fin_at.get_or_insert(end);
+            self.fin_at.get_or_insert(start + data.len() as u64);
         }
+        // Nothing follows the FIN (RFC 793 §3.9): bytes claimed beyond it are not the stream's.
+        if let Some(f) = self.fin_at {
+            if start >= f && !data.is_empty() {
+                self.stats.duplicate_segments += 1;
+                self.ack_now = true;
+                return;
+            }
+            if start + data.len() as u64 > f {
+                data = data.slice(..(f - start) as usize);
+            }
+        }
+        let end = start + data.len() as u64;
         let seg_end = end + u64::from(fin);
         if seg_end <= self.rcv_nxt {
             self.stats.duplicate_segments += 1;

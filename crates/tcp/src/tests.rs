@@ -708,6 +708,26 @@ mod prop {
         repr
     }
 
+    #[test]
+    fn no_data_is_accepted_beyond_a_fin() {
+        // A FIN whose data all lies before the stream ends it at offset 0; a later segment claiming bytes
+        // after that FIN must not be delivered (found by `wild_segments_never_panic`).
+        let mut r = receiver(TcpConfig { sack: true, ..TcpConfig::default() });
+        r.handle_packet(Time::ZERO, &to_receiver(TcpRepr { seq: ISS + 1, ack: Some(IRS + 1), ..TcpRepr::default() }, &[]));
+        let w1: Wild = (-121, 0, 0xa9, 122, vec![]);
+        let w2: Wild = (0, 0, 0x18, 3, vec![]);
+        for (i, w) in [w1, w2].iter().enumerate() {
+            let mut buf = vec![0u8; w.3];
+            let skip = (1 - w.0).clamp(0, w.3 as i64) as usize;
+            payload::fill((w.0 - 1).max(0) as u64, &mut buf[skip..]);
+            let now = Time::from_millis(10 * (i as u64 + 1));
+            r.handle_packet(now, &to_receiver(wild_repr(ISS, IRS, w), &buf));
+        }
+        assert!(r.fin_received());
+        assert_eq!(r.delivered_bytes(), 0);
+        assert!(r.read().is_none());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
         /// Strange but well-formed segments (any flags, sequence and acknowledgment numbers anywhere
