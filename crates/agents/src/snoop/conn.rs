@@ -1,0 +1,679 @@
+//! Per-connection Snoop state and the two procedures of seed 000 §3.1: `snoop_data()` (§3.1.1) for data
+//! from the fixed host and `snoop_ack()` (§3.1.2) for acknowledgments from the mobile, plus the two timers
+//! of §6.
+//!
+//! Sequence numbers are [`SeqNum`]s compared modulo 2^32, so a transfer may wrap. Every method receives
+//! the current time from the caller; nothing here reads a clock.
+
+use super::parse::Segment;
+use super::{Cfg, SnoopStats};
+use crate::flow::FlowKey;
+use crate::{Action, DropReason, Side};
+use bytes::Bytes;
+use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
+use std::collections::VecDeque;
+
+/// Bits of [`CachedSeg::flags`]. Set with `|=`, cleared with `&= !FLAG` (ns-2's Snoop cleared with
+/// `|= ~FLAG`, which sets every *other* bit; `tests::clearing_sender_rexmit_clears_only_that_flag`).
+pub(super) mod flag {
+    /// The sender sent this segment again (seed 000 §3.1.1 cases 2 and 3): DUPACKs for it go to the sender.
+    pub const SENDER_REXMIT: u8 = 0x01;
+    /// The segment carries the FIN (cached as data of sequence length payload + 1).
+    pub const FIN: u8 = 0x02;
+    /// Snoop has retransmitted this segment locally at least once.
+    pub const LOCAL_REXMIT: u8 = 0x04;
+}
+
+/// One unacknowledged segment in the cache (seed 000 §6: "the packet sequence number, its size, the number
+/// of local retransmissions, and a flag set if the packet was retransmitted by the sender").
+#[derive(Debug, Clone)]
+pub(super) struct CachedSeg {
+    pub seq: SeqNum,
+    /// Sequence-space length (payload, plus one for a FIN).
+    pub len: u32,
+    /// The whole IPv4 packet: a reference-counted clone of what was forwarded, never a copy (§6).
+    pub pkt: Bytes,
+    pub local_rexmits: u8,
+    pub flags: u8,
+    /// When this segment was last sent toward the mobile (by the sender or by us).
+    pub sent_at: Time,
+    /// Value of `Conn::tx_count` when it was last sent: packets sent after it = `tx_count - tx_idx - 1`.
+    pub tx_idx: u64,
+}
+
+impl CachedSeg {
+    pub fn end(&self) -> SeqNum {
+        self.seq + self.len
+    }
+    pub fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+    pub fn set(&mut self, f: u8) {
+        self.flags |= f;
+    }
+    pub fn clear(&mut self, f: u8) {
+        self.flags &= !f;
+    }
+}
+
+/// The packet timestamped for the wireless RTT (seed 000 §3.1.1 case 1: one per window).
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    /// The ACK that acknowledges the timestamped packet.
+    end: SeqNum,
+    sent: Time,
+    /// `Conn::rexmit_epoch` when it was sent; if any retransmission happened since, the sample is discarded
+    /// (Karn, §3.1.2 case 1: "only if no retransmissions happened in that window").
+    epoch: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct MhLast {
+    seq: SeqNum,
+    timestamps: Option<(u32, u32)>,
+}
+
+impl MhLast {
+    fn of(seg: &Segment) -> MhLast {
+        // The MH's next sequence number; a FIN is not repeated in a regenerated ACK, so it does not count.
+        MhLast { seq: seg.seq + seg.payload_len + u32::from(seg.syn()), timestamps: seg.timestamps }
+    }
+}
+
+/// What the caller must do with the connection after an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum After {
+    Keep,
+    /// The FH's FIN is acknowledged and nothing is cached: the state is no longer useful.
+    Remove,
+}
+
+#[derive(Debug)]
+pub(super) struct Conn {
+    /// FH -> MH: `src` is the fixed host, `dst` the mobile.
+    pub key: FlowKey,
+    /// Unacknowledged segments in sequence order, non-overlapping.
+    cache: VecDeque<CachedSeg>,
+    cache_bytes: usize,
+    /// One past the highest sequence number seen from the sender ("last sequence number seen", §3.1.1).
+    last_seq_seen: SeqNum,
+    /// Highest cumulative ACK seen from the mobile; `None` until one is seen (state picked up from data).
+    last_ack: Option<SeqNum>,
+    /// The MH's window field in its last (non-spurious) ACK, raw (unscaled), for regenerated ACKs.
+    mh_window: u16,
+    /// From the MH's last (non-spurious) packet, to regenerate an ACK as the MH would have sent it: its next
+    /// sequence number, its timestamps option and its IP ident. `None` until a packet from the MH is seen.
+    mh_last: Option<MhLast>,
+    /// DUPACKs still expected for the packet last retransmitted on a DUPACK (§3.1.2 case 3).
+    exp_dupacks: u32,
+    /// DUPACKs seen for the current last ACK, suppressed or not: each is a packet after the hole that
+    /// reached the mobile. Used to detect a further hole at a partial ACK (`on_new_ack`).
+    dupacks_seen: u32,
+    /// The ACK that would show the current local recovery is over (§6).
+    next_exp_ack: SeqNum,
+    /// Smoothed wireless round-trip time in ns; `None` before the first sample.
+    srtt: Option<u64>,
+    probe: Option<Probe>,
+    /// Bumped by every retransmission, local or by the sender (Karn).
+    rexmit_epoch: u32,
+    /// Data packets sent toward the mobile on this connection, counting retransmissions.
+    tx_count: u64,
+    /// Round-trip timer (§6); armed only once a DUPACK caused a local retransmission, then kept armed for
+    /// the packet the mobile needs next until the local recovery is over (see `on_new_ack`).
+    rtx_deadline: Option<Time>,
+    rtx_backoff: u32,
+    /// A local recovery is in progress: set by a DUPACK-caused retransmission, over once every packet
+    /// forwarded before the latest local retransmission is acknowledged (`recover`, as in NewReno).
+    in_recovery: bool,
+    /// `tx_count` just after the latest local retransmission.
+    recover: u64,
+    /// One past the newest transmission (`tx_idx`) known to have reached the mobile (its packet was
+    /// acknowledged); 0 if none. DUPACKs for packets sent before it have already been counted.
+    acked_tx: u64,
+    /// Last packet from the sender or the receiver (§6 persist timer).
+    last_activity: Time,
+    /// Last time the persist timer (or the round-trip timer) fired; the persist timer counts from the
+    /// later of this and `last_activity` so it does not fire back to back.
+    persist_base: Time,
+    /// Sequence number just past the FH's FIN, once seen.
+    fin_end: Option<SeqNum>,
+    /// Time of this connection's entry in the timer heap (see `table.rs`).
+    pub scheduled: Option<Time>,
+}
+
+impl Conn {
+    pub fn new(key: FlowKey, now: Time) -> Conn {
+        Conn {
+            key,
+            cache: VecDeque::new(),
+            cache_bytes: 0,
+            last_seq_seen: SeqNum(0),
+            last_ack: None,
+            mh_window: 0,
+            mh_last: None,
+            exp_dupacks: 0,
+            dupacks_seen: 0,
+            next_exp_ack: SeqNum(0),
+            srtt: None,
+            probe: None,
+            rexmit_epoch: 0,
+            tx_count: 0,
+            rtx_deadline: None,
+            rtx_backoff: 0,
+            in_recovery: false,
+            recover: 0,
+            acked_tx: 0,
+            last_activity: now,
+            persist_base: now,
+            fin_end: None,
+            scheduled: None,
+        }
+    }
+
+    /// Soft state, re-initialised by a SYN (§6: "easily reconstructed from scratch"). Keeps the timer-heap
+    /// bookkeeping, which belongs to the table.
+    pub fn reset(&mut self, now: Time) {
+        let scheduled = self.scheduled;
+        *self = Conn::new(self.key, now);
+        self.scheduled = scheduled;
+    }
+
+    // ---- timers ----------------------------------------------------------------------------------------
+
+    /// Round-trip timeout (§6): `max(2·srtt, min)`, doubled per consecutive expiry up to `2^max_backoff`,
+    /// and never above `max_rtx_timeout`. The backoff lives here, *not* in `srtt`, and `srtt` only takes
+    /// Karn-clean samples clamped to `max_rtx_timeout`, so the estimate cannot run away at high loss (the
+    /// ns-2 failure mode); any new ACK resets the backoff.
+    fn rto(&self, cfg: &Cfg) -> u64 {
+        let srtt = self.srtt.unwrap_or(cfg.initial_srtt);
+        let base = srtt.saturating_mul(2).max(cfg.min_rtx_timeout);
+        let backed = base.saturating_mul(1u64 << self.rtx_backoff.min(cfg.max_rtx_backoff).min(32));
+        backed.min(cfg.max_rtx_timeout).max(1)
+    }
+
+    fn persist_deadline(&self, cfg: &Cfg) -> Option<Time> {
+        if self.cache.is_empty() {
+            return None;
+        }
+        Some(Time(self.last_activity.max(self.persist_base).0.saturating_add(cfg.persist_timeout)))
+    }
+
+    /// The earliest time this connection needs `on_timer`.
+    pub fn deadline(&self, cfg: &Cfg) -> Option<Time> {
+        match (self.rtx_deadline, self.persist_deadline(cfg)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Index of the cached segment the mobile needs next: the head, if it covers the last ACK (the cache is
+    /// freed up to the last ACK, so only the head can). Without any ACK seen, the head.
+    fn needed_head(&self) -> Option<usize> {
+        let h = self.cache.front()?;
+        match self.last_ack {
+            Some(a) if h.seq > a => None,
+            _ => Some(0),
+        }
+    }
+
+    fn retransmit(&mut self, idx: usize, now: Time, out: &mut Vec<Action>) {
+        let tx = self.tx_count;
+        self.tx_count += 1;
+        self.recover = self.tx_count;
+        self.rexmit_epoch = self.rexmit_epoch.wrapping_add(1);
+        let s = &mut self.cache[idx];
+        s.local_rexmits = s.local_rexmits.saturating_add(1);
+        s.set(flag::LOCAL_REXMIT);
+        s.sent_at = now;
+        s.tx_idx = tx;
+        // At high priority: the link keeps a second, high-priority queue for these (§3.1.2 case 3).
+        out.push(Action::ForwardPriority(Side::ToMobile, s.pkt.clone()));
+    }
+
+    /// Retransmission driven by a timer: the head if it is the missing one and under the cap. A timer
+    /// retransmission takes the packet back from the sender: its SENDER_REXMIT flag is cleared (only that
+    /// flag), so the DUPACKs it causes are handled locally again; otherwise a sender retransmission lost on
+    /// the wireless hop would leave recovery to the sender's coarse timeout.
+    fn timer_retransmit(&mut self, now: Time, cfg: &Cfg, out: &mut Vec<Action>) -> bool {
+        let Some(i) = self.needed_head() else { return false };
+        if self.cache[i].local_rexmits >= cfg.max_local_rexmit {
+            return false;
+        }
+        self.cache[i].clear(flag::SENDER_REXMIT);
+        self.retransmit(i, now, out);
+        true
+    }
+
+    pub fn on_timer(&mut self, now: Time, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
+        let mut fired = false;
+        // Round-trip timer (§6): retransmit the first unacknowledged packet at priority, back off, re-arm.
+        if self.rtx_deadline.is_some_and(|d| d <= now) {
+            self.rtx_deadline = None;
+            fired = true;
+            if self.timer_retransmit(now, cfg, out) {
+                stats.local_retransmissions.rtx_timer += 1;
+                self.rtx_backoff = (self.rtx_backoff + 1).min(cfg.max_rtx_backoff);
+                self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
+            }
+            // else: nothing we may resend (not cached, or at the cap); the sender takes over.
+            self.persist_base = now;
+        }
+        // Persist timer (§6): 200 ms without activity from sender or receiver while packets are cached.
+        // Skipped if the round-trip timer just resent the same packet.
+        if !fired && self.persist_deadline(cfg).is_some_and(|d| d <= now) {
+            self.persist_base = now;
+            if self.timer_retransmit(now, cfg, out) {
+                stats.local_retransmissions.persist_timer += 1;
+            }
+            // §6: "This timer also sets the number of expected DUPACKS to zero and the next expected
+            // acknowledgment to one more than the last ACK seen so far."
+            self.exp_dupacks = 0;
+            if let Some(a) = self.last_ack {
+                self.next_exp_ack = a + 1;
+            }
+        }
+    }
+
+    // ---- snoop_data(): seed 000 §3.1.1 --------------------------------------------------------------
+
+    /// A SYN from the fixed host: (re)initialise (§6 soft state). The SYN is forwarded uncached: the
+    /// handshake is the endpoints' business.
+    pub fn on_syn_from_fixed(&mut self, now: Time, seg: &Segment) {
+        self.reset(now);
+        self.last_seq_seen = seg.seq + seg.seg_len();
+    }
+
+    /// State picked up mid-connection from a data packet (§5, §6: "reconstructed ... by snooping on a few
+    /// packets"): the first packet seen is treated as the next in sequence.
+    pub fn start_at(&mut self, seq: SeqNum) {
+        self.last_seq_seen = seq;
+    }
+
+    fn cache_insert_at(&mut self, idx: usize, s: CachedSeg, stats: &mut SnoopStats) {
+        self.cache_bytes += s.len as usize;
+        self.cache.insert(idx, s);
+        stats.packets_cached += 1;
+    }
+
+    /// Data (payload or FIN) from the fixed host toward the mobile.
+    pub fn on_data(
+        &mut self,
+        now: Time,
+        seg: &Segment,
+        pkt: Bytes,
+        cfg: &Cfg,
+        out: &mut Vec<Action>,
+        stats: &mut SnoopStats,
+    ) {
+        self.last_activity = now;
+        let len = seg.seg_len();
+        let end = seg.seq + len;
+        let fin_flag = if seg.fin() { flag::FIN } else { 0 };
+        if seg.fin() {
+            self.fin_end = Some(end);
+        }
+
+        if seg.seq >= self.last_seq_seen {
+            // Case 1: a new packet in the normal increasing sequence (a gap before it means the missing
+            // packet was lost upstream; it is still new). Cache unless past the high-water mark (§6:
+            // "only packets ... out of order and earlier in sequence than the last one seen" are cached
+            // past it), forward, and timestamp one packet per window.
+            self.last_seq_seen = end;
+            let tx_idx = self.tx_count;
+            self.tx_count += 1;
+            if self.cache_bytes + len as usize <= cfg.high_water_bytes {
+                self.cache_bytes += len as usize;
+                self.cache.push_back(CachedSeg {
+                    seq: seg.seq,
+                    len,
+                    pkt: pkt.clone(),
+                    local_rexmits: 0,
+                    flags: fin_flag,
+                    sent_at: now,
+                    tx_idx,
+                });
+                stats.packets_cached += 1;
+            } else {
+                stats.packets_uncached_high_water += 1;
+            }
+            if self.probe.is_none() {
+                self.probe = Some(Probe { end, sent: now, epoch: self.rexmit_epoch });
+            }
+            out.push(Action::Forward(Side::ToMobile, pkt));
+            return;
+        }
+
+        // Out of sequence: below the last sequence number seen, so the sender (or the network) sent it again.
+        stats.sender_retransmissions_seen += 1;
+        self.rexmit_epoch = self.rexmit_epoch.wrapping_add(1);
+
+        if let Some(a) = self.last_ack {
+            if end <= a {
+                // Case 2, at or below the last ACK: the mobile has every byte of it. The ACK that said so
+                // may have been lost on the wired path, so drop the packet and regenerate that ACK (never
+                // more than the mobile acknowledged: it is the mobile's own last ACK). A segment that is
+                // only *partly* acknowledged (seq < last ACK < end) still carries bytes the mobile needs and
+                // is forwarded below.
+                out.push(Action::Drop(DropReason::AlreadyAcked));
+                if let Some(ack) = self.regenerate_ack(cfg) {
+                    stats.acks_regenerated += 1;
+                    out.push(Action::Inject(Side::ToWired, ack));
+                }
+                return;
+            }
+        }
+
+        let tx_idx = self.tx_count;
+        self.tx_count += 1;
+        let pos = self.cache.partition_point(|c| c.seq < seg.seq);
+        if let Some(c) = self.cache.get_mut(pos).filter(|c| c.seq == seg.seq && c.len == len) {
+            // Case 2, above the last ACK: cached earlier and very likely never reached the mobile. Forward
+            // it; the sender is now recovering this packet, so mark it and reset its local retransmission
+            // count (§3.1.2, last paragraph).
+            c.local_rexmits = 0;
+            c.set(flag::SENDER_REXMIT);
+            c.sent_at = now;
+            c.tx_idx = tx_idx;
+            out.push(Action::Forward(Side::ToMobile, pkt));
+            return;
+        }
+
+        // Case 3: out of sequence and not cached (lost upstream by congestion, or reordered, or resent with
+        // different segmentation). Forward, cache (an older packet is always accepted, even past the
+        // high-water mark, §6), and mark it sender-retransmitted so its DUPACKs go to the sender.
+        // Cached segments it overlaps are replaced by it, keeping the cache sorted and non-overlapping.
+        let mut lo = pos;
+        if lo > 0 && self.cache[lo - 1].end() > seg.seq {
+            lo -= 1;
+        }
+        let mut hi = pos;
+        while hi < self.cache.len() && self.cache[hi].seq < end {
+            hi += 1;
+        }
+        for c in self.cache.drain(lo..hi) {
+            self.cache_bytes -= c.len as usize;
+        }
+        let s = CachedSeg {
+            seq: seg.seq,
+            len,
+            pkt: pkt.clone(),
+            local_rexmits: 0,
+            flags: flag::SENDER_REXMIT | fin_flag,
+            sent_at: now,
+            tx_idx,
+        };
+        self.cache_insert_at(lo, s, stats);
+        // Hard bound: twice the high-water mark. Older packets matter more (§6: they "cause sender
+        // timeouts earlier"), so the newest are dropped from the cache to make room.
+        while self.cache_bytes > cfg.high_water_bytes.saturating_mul(2) {
+            let Some(c) = self.cache.pop_back() else { break };
+            self.cache_bytes -= c.len as usize;
+            stats.cache_evictions += 1;
+        }
+        out.push(Action::Forward(Side::ToMobile, pkt));
+    }
+
+    /// An ACK for the last ACK seen, as the mobile would send it: source the MH's address and port,
+    /// destination the FH, the MH's next sequence number and last timestamps, the MH's last advertised
+    /// window, no payload, correct checksums (built by `lasthop_wire`).
+    fn regenerate_ack(&self, cfg: &Cfg) -> Option<Bytes> {
+        let ack = self.last_ack?;
+        let mh = self.mh_last?;
+        let repr = TcpRepr {
+            src_port: self.key.dst_port,
+            dst_port: self.key.src_port,
+            seq: mh.seq,
+            ack: Some(ack),
+            flags: TcpFlags::NONE,
+            window: self.mh_window,
+            timestamps: mh.timestamps,
+            ..TcpRepr::default()
+        };
+        Some(repr.emit_ipv4(self.key.dst, self.key.src, 0, cfg.inject_ttl, &[]))
+    }
+
+    // ---- snoop_ack(): seed 000 §3.1.2 ---------------------------------------------------------------
+
+    /// A SYN from the mobile (its SYN, or its SYN-ACK to the FH's SYN): a new incarnation; re-initialise
+    /// and learn the first ACK and window.
+    pub fn on_syn_from_mobile(&mut self, now: Time, seg: &Segment) {
+        self.reset(now);
+        if seg.has_ack() {
+            self.last_ack = Some(seg.ack);
+            self.last_seq_seen = seg.ack;
+            self.next_exp_ack = seg.ack + 1;
+        }
+        self.mh_window = seg.window;
+        self.mh_last = Some(MhLast::of(seg));
+    }
+
+    /// Any packet from the mobile on this connection (pure ACK, or data with a piggybacked ACK).
+    pub fn on_ack(
+        &mut self,
+        now: Time,
+        seg: &Segment,
+        pkt: Bytes,
+        cfg: &Cfg,
+        out: &mut Vec<Action>,
+        stats: &mut SnoopStats,
+    ) -> After {
+        self.last_activity = now;
+        if !seg.has_ack() {
+            out.push(Action::Forward(Side::ToWired, pkt));
+            return After::Keep;
+        }
+        let ack = seg.ack;
+        let carries = seg.seg_len() > 0; // data, SYN or FIN from the mobile: never dropped, never a DUPACK
+        match self.last_ack {
+            Some(last) if ack < last => {
+                if carries {
+                    // Stale ACK field on a packet with data for the FH: the data matters, forward it.
+                    out.push(Action::Forward(Side::ToWired, pkt));
+                } else {
+                    // Case 2: a spurious ACK, below the last one seen: discard (§3.1.2).
+                    stats.spurious_acks_dropped += 1;
+                    out.push(Action::Drop(DropReason::SpuriousAck));
+                }
+                After::Keep
+            }
+            Some(last) if ack == last => {
+                let window_grew = seg.window > self.mh_window;
+                self.mh_window = seg.window;
+                self.mh_last = Some(MhLast::of(seg));
+                let outstanding = self.last_seq_seen > last || !self.cache.is_empty();
+                if carries || window_grew || !outstanding {
+                    // Not a DUPACK: data, a window update (a larger window must reach the sender, or a
+                    // zero-window sender would stall), or nothing is outstanding.
+                    out.push(Action::Forward(Side::ToWired, pkt));
+                } else {
+                    self.on_dupack(now, pkt, cfg, out, stats);
+                }
+                After::Keep
+            }
+            _ => self.on_new_ack(now, seg, pkt, cfg, out, stats),
+        }
+    }
+
+    /// Case 1: a new ACK (§3.1.2): free the acknowledged packets, update the wireless RTT once per window
+    /// if the window was free of retransmissions, forward.
+    fn on_new_ack(
+        &mut self,
+        now: Time,
+        seg: &Segment,
+        pkt: Bytes,
+        cfg: &Cfg,
+        out: &mut Vec<Action>,
+        stats: &mut SnoopStats,
+    ) -> After {
+        let ack = seg.ack;
+        // Segments freed, and whether they covered the acknowledged range without gaps (from the old ACK to
+        // the new one); only then does `freed` count the packets the mobile got in between.
+        let mut freed = 0u32;
+        let mut covered = self.last_ack;
+        while let Some(h) = self.cache.front() {
+            if h.end() <= ack {
+                freed += 1;
+                covered = covered.filter(|c| h.seq <= *c).map(|_| h.end());
+                self.acked_tx = self.acked_tx.max(h.tx_idx + 1);
+                self.cache_bytes -= h.len as usize;
+                self.cache.pop_front();
+            } else {
+                break;
+            }
+        }
+        if let Some(p) = self.probe {
+            if ack >= p.end {
+                if p.epoch == self.rexmit_epoch {
+                    // §6: srtt = (1 − α)·srtt + α·sample with α = 1/4 on the NEW sample, in integer
+                    // arithmetic (ns-2 weighted the new sample 7/8). The sample is clamped so that one
+                    // absurd measurement cannot push the timer out of reach.
+                    let sample = (now.0.saturating_sub(p.sent.0)).min(cfg.max_rtx_timeout);
+                    self.srtt = Some(match self.srtt {
+                        None => sample,
+                        Some(s) => s - s / 4 + sample / 4,
+                    });
+                    stats.rtt_samples += 1;
+                }
+                self.probe = None;
+            }
+        }
+        let episode_over = ack >= self.next_exp_ack;
+        self.last_ack = Some(ack);
+        if ack > self.last_seq_seen {
+            // State picked up mid-connection, or packets that bypassed us: trust the mobile.
+            self.last_seq_seen = ack;
+        }
+        self.mh_window = seg.window;
+        self.mh_last = Some(MhLast::of(seg));
+        // The expected DUPACKs were for the packet now acknowledged.
+        self.exp_dupacks = 0;
+        self.rtx_backoff = 0;
+        if episode_over {
+            self.next_exp_ack = ack + 1;
+        }
+        out.push(Action::Forward(Side::ToWired, pkt));
+        // A further hole at a partial ACK. Each DUPACK seen for the old ACK was a packet after the old hole
+        // reaching the mobile; `freed - 1` of them were packets up to the new ACK. If there were more, some
+        // packet *beyond* the new ACK has arrived, so the packet at the new ACK was lost as well (the link
+        // keeps order). The DUPACKs that would announce it have already been spent on the old hole and none
+        // may come, so wait for none: retransmit it now, as on a first DUPACK (§3.1.2 case 3). Without
+        // this, each further hole waits for a timer (the persist timer, 200 ms, outside a recovery), which
+        // is how recovery stalls when half the packets are lost.
+        let dupacks = std::mem::take(&mut self.dupacks_seen);
+        let contiguous = freed > 0 && covered == Some(ack);
+        let beyond = if contiguous { dupacks.saturating_sub(freed - 1) } else { 0 };
+        self.rtx_deadline = None;
+        if beyond > 0 {
+            if let Some(h) = self.cache.front().filter(|h| {
+                h.seq <= ack && !h.has(flag::SENDER_REXMIT) && h.local_rexmits < cfg.max_local_rexmit
+            }) {
+                let sent_after = self.tx_count - h.tx_idx - 1;
+                self.retransmit(0, now, out);
+                stats.local_retransmissions.dupack += 1;
+                // Packets sent after it that have not already reached the mobile (`beyond` of them have).
+                self.exp_dupacks = sent_after.saturating_sub(u64::from(beyond)).min(u64::from(u32::MAX)) as u32;
+                self.next_exp_ack = self.cache[0].end();
+                self.in_recovery = true;
+            }
+        }
+        // During a local recovery the round-trip timer stays armed while the packet now needed was sent
+        // before the latest local retransmission (it may be lost too, and a lost retransmission may never
+        // be announced by a DUPACK); the recovery is over once that point is passed.
+        if self.in_recovery {
+            match self.cache.front() {
+                Some(h) if h.seq <= ack && h.tx_idx < self.recover => {
+                    self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
+                }
+                _ => self.in_recovery = false,
+            }
+        }
+        if self.cache.is_empty() && self.fin_end.is_some_and(|f| ack >= f) {
+            return After::Remove;
+        }
+        After::Keep
+    }
+
+    /// Case 3: a DUPACK (§3.1.2).
+    ///
+    /// - The next packet is not cached, or the sender resent it: forward, the sender needs its DUPACKs.
+    /// - DUPACKs still expected after a local retransmission: drop, counting down.
+    /// - Otherwise the DUPACK is unexpected: the first one after a loss, or one more than the packets sent
+    ///   before our retransmission can explain, i.e. the retransmission itself was lost. Retransmit at once
+    ///   at high priority, drop the DUPACK, and expect one DUPACK per packet sent after the lost one before
+    ///   this retransmission, *less the one in hand* (it is the first of them). After `max_local_rexmit`
+    ///   local retransmissions of the same packet Snoop stops and forwards DUPACKs so the sender's fast
+    ///   retransmit takes over (the sender's retransmission then resets the count, §3.1.2 last paragraph).
+    fn on_dupack(&mut self, now: Time, pkt: Bytes, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
+        self.dupacks_seen = self.dupacks_seen.saturating_add(1);
+        let Some(i) = self.needed_head() else {
+            stats.dupacks_forwarded += 1;
+            out.push(Action::Forward(Side::ToWired, pkt));
+            return;
+        };
+        let head = &self.cache[i];
+        if head.has(flag::SENDER_REXMIT) {
+            stats.dupacks_forwarded += 1;
+            out.push(Action::Forward(Side::ToWired, pkt));
+            return;
+        }
+        if self.exp_dupacks > 0 {
+            self.exp_dupacks -= 1;
+            stats.dupacks_suppressed += 1;
+            out.push(Action::Drop(DropReason::DupAckSuppressed));
+            return;
+        }
+        if head.local_rexmits >= cfg.max_local_rexmit {
+            stats.dupacks_forwarded += 1;
+            out.push(Action::Forward(Side::ToWired, pkt));
+            return;
+        }
+        // Packets sent after the lost one, not counting those sent before a transmission that has since
+        // been acknowledged: their DUPACKs were spent on an earlier loss (a hole revealed by a partial ACK).
+        let sent_after = self.tx_count - head.tx_idx.max(self.acked_tx.saturating_sub(1)) - 1;
+        let end = head.end();
+        stats.dupacks_suppressed += 1;
+        out.push(Action::Drop(DropReason::DupAckSuppressed));
+        self.retransmit(i, now, out);
+        stats.local_retransmissions.dupack += 1;
+        self.exp_dupacks = sent_after.saturating_sub(1).min(u64::from(u32::MAX)) as u32;
+        self.next_exp_ack = end;
+        // §6: the round-trip timer is armed by a DUPACK-caused local retransmission.
+        self.in_recovery = true;
+        self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
+    }
+
+    /// A packet from either endpoint that is neither data toward the mobile nor handled above (the FH's pure
+    /// ACKs for the MH's data): only activity for the persist timer.
+    pub fn on_other(&mut self, now: Time) {
+        self.last_activity = now;
+    }
+
+    // ---- inspection (tests, debugging) ----------------------------------------------------------------
+
+    #[cfg(test)]
+    pub fn cache(&self) -> &VecDeque<CachedSeg> {
+        &self.cache
+    }
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_bytes
+    }
+    pub fn srtt(&self) -> Option<u64> {
+        self.srtt
+    }
+    #[cfg(test)]
+    pub fn exp_dupacks(&self) -> u32 {
+        self.exp_dupacks
+    }
+    #[cfg(test)]
+    pub fn next_exp_ack(&self) -> SeqNum {
+        self.next_exp_ack
+    }
+    #[cfg(test)]
+    pub fn rtx_deadline(&self) -> Option<Time> {
+        self.rtx_deadline
+    }
+    #[cfg(test)]
+    pub fn last_ack(&self) -> Option<SeqNum> {
+        self.last_ack
+    }
+}

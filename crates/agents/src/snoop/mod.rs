@@ -1,0 +1,428 @@
+//! Snoop: TCP-aware caching and local retransmission at the base station (seed 000, Balakrishnan, Seshan
+//! and Katz 1995, §3.1 and §6).
+//!
+//! Snoop sits in the base station's forwarding path and watches every TCP packet in both directions. Data
+//! from the fixed host (FH) to the mobile host (MH) is cached, unacknowledged, as a reference-counted clone
+//! of the forwarded packet (`snoop_data()`, §3.1.1). Acknowledgments from the mobile drive the cache:
+//! new ACKs free it, duplicate ACKs (DUPACKs) reveal a wireless loss, which Snoop repairs with a local
+//! retransmission at high priority while hiding the DUPACKs from the sender so that it does not invoke
+//! congestion control (`snoop_ack()`, §3.1.2). Two timers (§6) resend when ACKs stop coming: a round-trip
+//! timer derived from the wireless RTT, and a 200 ms persist timer. Snoop never acknowledges anything
+//! itself beyond what the mobile acknowledged: the one ACK it makes (§3.1.1 case 2) repeats the mobile's
+//! last ACK.
+//!
+//! # Layout
+//!
+//! - `parse`: validates IPv4/TCP once per packet and copies out the fields the state machine reads.
+//! - `conn`: the per-connection state and the cases of §3.1.1, §3.1.2 and §6, each cited where it is handled.
+//! - `table`: the bounded connection table (least recently active evicted) and the timer heap.
+//!
+//! # Packets Snoop does not handle
+//!
+//! Non-TCP packets and IPv4 fragments are forwarded unchanged (and counted); truncated or malformed
+//! IPv4/TCP headers (bad IHL, bad data offset, bad option lengths) are dropped as
+//! [`DropReason::Malformed`] and counted, never panicking. Data from the mobile to the fixed host is not
+//! Snoop's business (§3.2 is a different agent): it is forwarded, and only its ACK field is read.
+//! Checksums are not verified (the end hosts do that; verifying would double the per-packet cost).
+//!
+//! # Connection state
+//!
+//! Keyed by the FH→MH [`FlowKey`]. Created by the FH's SYN (or SYN-ACK), or, mid-connection, by the first
+//! data packet toward the mobile (§5, §6: state is "easily reconstructed from scratch by snooping on a few
+//! packets"). A SYN re-initialises it, a RST in either direction drops it, and it is dropped once the FH's
+//! FIN is acknowledged. The FIN is cached like data of sequence length payload + 1, so a FIN lost on the
+//! wireless hop is resent locally too. ACKs of a connection Snoop holds no state for are forwarded untouched
+//! (they do not create state: in an MH→FH transfer they are the only packets, and caching nothing is
+//! pointless).
+//!
+//! # Choices the paper leaves open (documented where they are made, in `conn.rs`)
+//!
+//! - **Expected DUPACKs** (§3.1.2 case 3): the packets sent after the lost one before its retransmission,
+//!   *less the DUPACK in hand* (it is the first of them), and less those sent before a transmission that has
+//!   since been acknowledged (their DUPACKs were spent on an earlier hole). Once they are used up, a further
+//!   DUPACK means the retransmission was lost: retransmit again, up to `max_local_rexmit` per packet, then
+//!   forward DUPACKs so the sender takes over.
+//! - **Partial ACKs**: more DUPACKs for the old ACK than packets up to the new ACK means a packet beyond the
+//!   new ACK arrived, so the packet at the new ACK is lost too; it is retransmitted at once (no DUPACK would
+//!   announce it). Otherwise the round-trip timer keeps watching it until the recovery point is passed.
+//! - **Round-trip timer** (§6): `max(2·srtt, 40 ms)`, doubled per expiry up to ×4, capped at 400 ms, reset by
+//!   any new ACK; the backoff never enters `srtt`, and `srtt` takes only Karn-clean samples (α = 1/4 on the
+//!   new sample), clamped to the cap, so the estimate cannot run away (ns-2's failure at high loss).
+//! - **Persist timer** (§6): independent of the round-trip timer; counts 200 ms from the later of the last
+//!   packet of either endpoint and the last timer retransmission, so the two never fire back to back.
+//! - **DUPACK** = same ACK as the highest, no data/SYN/FIN, window not larger (a larger window is a window
+//!   update and must reach the sender), and data outstanding.
+//! - **Already acknowledged data** (§3.1.1 case 2 below the last ACK) means every byte of it is below the
+//!   last ACK; a segment straddling the last ACK is forwarded.
+//!
+//! # Action order
+//!
+//! For each packet handed in, the first action pushed is its disposition (`Forward` or `Drop`); any
+//! `ForwardPriority` (local retransmission from the cache) or `Inject` (regenerated ACK) follows.
+//!
+//! # Determinism
+//!
+//! No clock, no randomness: time is the `now` passed in. The hash map is used for lookup only; timers fire
+//! in (deadline, slot) order.
+
+mod conn;
+mod parse;
+mod table;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_lossy;
+
+use crate::flow::FlowKey;
+use crate::{Action, Agent, DropReason, Side, Time};
+use bytes::Bytes;
+use conn::{After, Conn};
+use parse::Class;
+use std::time::Duration;
+use table::Table;
+
+/// Snoop's knobs. The simulator maps its scenario TOML onto these; every default is the paper's value where
+/// the paper gives one.
+#[derive(Debug, Clone)]
+pub struct SnoopConfig {
+    /// Most connections with state at once; when full, the least recently active is evicted (its state is
+    /// soft: the connection keeps working, only without local recovery until the state is rebuilt).
+    /// Default 1024. Zero makes Snoop a plain forwarder.
+    pub max_connections: usize,
+    /// Per-connection high-water mark of the cache, in bytes of sequence space (seed 000 §6). Past it, only
+    /// out-of-order packets earlier than the last one seen are cached; new packets are forwarded uncached.
+    /// The cache never exceeds twice this (older packets push the newest out). Default 64 KiB, the largest
+    /// unscaled TCP window.
+    pub high_water_bytes: usize,
+    /// Local retransmissions of one packet (DUPACK- and timer-driven together) after which Snoop gives up on
+    /// it and forwards its DUPACKs, so that the sender recovers end to end. The count resets when the sender
+    /// resends the packet (§3.1.2). Default 16: at 50 % packet loss a packet exhausts it with probability
+    /// 2^-16, so the sender is almost never involved, yet a mobile out of reach is not hammered forever.
+    pub max_local_rexmit: u8,
+    /// Floor of the round-trip timer (seed 000 §6: "we do not timeout more frequently than ... 40 ms").
+    /// Default 40 ms.
+    pub min_rtx_timeout: Duration,
+    /// Ceiling of the round-trip timer, backoff included, and of any RTT sample. Default 400 ms: well under
+    /// a BSD sender's retransmission timeout (≥ 1 s), so local recovery still comes first.
+    pub max_rtx_timeout: Duration,
+    /// The round-trip timeout doubles on each expiry without a new ACK, at most `2^max_rtx_backoff` times
+    /// the base; a new ACK resets it. Default 2 (×4). The backoff never touches `srtt`.
+    pub max_rtx_backoff: u32,
+    /// Wireless RTT assumed before the first sample (the paper gives none). Default 50 ms, so a round-trip
+    /// timeout before any measurement is 100 ms.
+    pub initial_srtt: Duration,
+    /// Persist timer (seed 000 §6): no activity from sender or receiver for this long while packets are
+    /// cached triggers a retransmission. Default 200 ms.
+    pub persist_timeout: Duration,
+    /// TTL of regenerated ACKs. Default 64.
+    pub inject_ttl: u8,
+    /// Key of the connection table's hash. Default 0 (the simulator needs nothing else); a real base station
+    /// exposed to untrusted traffic should pass a random value to resist hash flooding.
+    pub hash_seed: u64,
+}
+
+impl Default for SnoopConfig {
+    fn default() -> Self {
+        SnoopConfig {
+            max_connections: 1024,
+            high_water_bytes: 64 * 1024,
+            max_local_rexmit: 16,
+            min_rtx_timeout: Duration::from_millis(40),
+            max_rtx_timeout: Duration::from_millis(400),
+            max_rtx_backoff: 2,
+            initial_srtt: Duration::from_millis(50),
+            persist_timeout: Duration::from_millis(200),
+            inject_ttl: 64,
+            hash_seed: 0,
+        }
+    }
+}
+
+/// The configuration in the units the state machine uses (nanoseconds), with degenerate values clamped so
+/// that a timer can never fire in a loop.
+#[derive(Debug, Clone)]
+pub(crate) struct Cfg {
+    high_water_bytes: usize,
+    max_local_rexmit: u8,
+    min_rtx_timeout: u64,
+    max_rtx_timeout: u64,
+    max_rtx_backoff: u32,
+    initial_srtt: u64,
+    persist_timeout: u64,
+    inject_ttl: u8,
+}
+
+fn nanos(d: Duration) -> u64 {
+    d.as_nanos().min(u128::from(u64::MAX)) as u64
+}
+
+impl Cfg {
+    fn from(c: &SnoopConfig) -> Cfg {
+        let min_rtx = nanos(c.min_rtx_timeout).max(1);
+        Cfg {
+            high_water_bytes: c.high_water_bytes,
+            max_local_rexmit: c.max_local_rexmit,
+            min_rtx_timeout: min_rtx,
+            max_rtx_timeout: nanos(c.max_rtx_timeout).max(min_rtx),
+            max_rtx_backoff: c.max_rtx_backoff.min(32),
+            initial_srtt: nanos(c.initial_srtt),
+            persist_timeout: nanos(c.persist_timeout).max(1),
+            inject_ttl: c.inject_ttl,
+        }
+    }
+}
+
+/// Local retransmissions by cause.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalRetransmissions {
+    /// On an unexpected DUPACK (§3.1.2 case 3).
+    pub dupack: u64,
+    /// On expiry of the round-trip timer (§6).
+    pub rtx_timer: u64,
+    /// On expiry of the persist timer (§6).
+    pub persist_timer: u64,
+}
+
+impl LocalRetransmissions {
+    pub fn total(&self) -> u64 {
+        self.dupack + self.rtx_timer + self.persist_timer
+    }
+}
+
+/// What Snoop did, summed over all connections. Exported by [`Agent::counters`] under the field names
+/// (`local_retransmissions` and its parts as `local_retransmissions_dupack` etc.).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnoopStats {
+    /// Packets added to a cache (new in-sequence ones under the high-water mark, and uncached
+    /// out-of-sequence ones).
+    pub packets_cached: u64,
+    /// New packets forwarded without caching because the cache was past its high-water mark.
+    pub packets_uncached_high_water: u64,
+    /// Cached packets dropped from a cache to keep it under twice the high-water mark.
+    pub cache_evictions: u64,
+    pub local_retransmissions: LocalRetransmissions,
+    /// DUPACKs dropped (answered by a local retransmission, or expected after one).
+    pub dupacks_suppressed: u64,
+    /// DUPACKs passed to the sender (packet not cached, sender-retransmitted, or local retransmissions
+    /// exhausted).
+    pub dupacks_forwarded: u64,
+    /// ACKs Snoop injected for data the mobile had already acknowledged (§3.1.1 case 2).
+    pub acks_regenerated: u64,
+    /// ACKs below the last ACK, dropped (§3.1.2 case 2).
+    pub spurious_acks_dropped: u64,
+    /// Data packets from the sender below the last sequence number seen.
+    pub sender_retransmissions_seen: u64,
+    /// Wireless RTT samples taken.
+    pub rtt_samples: u64,
+    /// Packets dropped because they could not be parsed.
+    pub malformed_dropped: u64,
+    /// Non-TCP packets forwarded unchanged.
+    pub not_tcp_forwarded: u64,
+    /// IPv4 fragments forwarded unchanged.
+    pub fragments_forwarded: u64,
+    /// TCP packets of connections without state forwarded unchanged (MH→FH traffic, or ACKs whose state
+    /// was evicted).
+    pub unknown_forwarded: u64,
+    pub connections_created: u64,
+    /// Connections whose state was dropped to make room (table full).
+    pub connections_evicted: u64,
+    /// Connections whose state was dropped by a RST or a FIN acknowledged.
+    pub connections_closed: u64,
+}
+
+/// The Snoop agent: one per base station, holding state for up to `max_connections` connections.
+#[derive(Debug)]
+pub struct Snoop {
+    cfg: Cfg,
+    config: SnoopConfig,
+    table: Table,
+    stats: SnoopStats,
+}
+
+impl Snoop {
+    pub fn new(config: SnoopConfig) -> Snoop {
+        Snoop {
+            cfg: Cfg::from(&config),
+            table: Table::new(config.max_connections, config.hash_seed),
+            config,
+            stats: SnoopStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &SnoopConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> &SnoopStats {
+        &self.stats
+    }
+
+    /// Connections with state.
+    pub fn connections(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Bytes of sequence space cached for a connection (FH→MH key), if it has state.
+    pub fn cached_bytes(&self, key: &FlowKey) -> Option<usize> {
+        self.table.lookup(key).map(|s| self.table.conn(s).cache_bytes())
+    }
+
+    /// The smoothed wireless RTT of a connection, once measured.
+    pub fn srtt(&self, key: &FlowKey) -> Option<Duration> {
+        self.table.lookup(key).and_then(|s| self.table.conn(s).srtt()).map(Duration::from_nanos)
+    }
+
+    fn create(&mut self, key: FlowKey, now: Time) -> Option<u32> {
+        let (slot, evicted) = self.table.insert(Conn::new(key, now))?;
+        self.stats.connections_created += 1;
+        if evicted {
+            self.stats.connections_evicted += 1;
+        }
+        Some(slot)
+    }
+
+    /// A packet travelling toward the mobile: the fixed host's data (snoop_data) or its ACKs for the
+    /// mobile's data.
+    fn toward_mobile(&mut self, now: Time, seg: parse::Segment, packet: Bytes, out: &mut Vec<Action>) {
+        let key = FlowKey { src: seg.src, src_port: seg.src_port, dst: seg.dst, dst_port: seg.dst_port };
+        let slot = self.table.find(&key);
+        if seg.rst() {
+            if let Some(s) = slot {
+                self.table.remove(s);
+                self.stats.connections_closed += 1;
+            }
+            out.push(Action::Forward(Side::ToMobile, packet));
+            return;
+        }
+        if seg.syn() {
+            if let Some(s) = slot.or_else(|| self.create(key, now)) {
+                self.table.touch(s);
+                self.table.conn_mut(s).on_syn_from_fixed(now, &seg);
+                self.table.schedule(s, &self.cfg);
+            } else {
+                self.stats.unknown_forwarded += 1;
+            }
+            out.push(Action::Forward(Side::ToMobile, packet));
+            return;
+        }
+        if seg.seg_len() == 0 {
+            // The FH's pure ACK (for data from the mobile): forward; it only counts as sender activity.
+            match slot {
+                Some(s) => {
+                    self.table.touch(s);
+                    self.table.conn_mut(s).on_other(now);
+                }
+                None => self.stats.unknown_forwarded += 1,
+            }
+            out.push(Action::Forward(Side::ToMobile, packet));
+            return;
+        }
+        let s = match slot {
+            Some(s) => {
+                self.table.touch(s);
+                s
+            }
+            None => match self.create(key, now) {
+                Some(s) => {
+                    self.table.conn_mut(s).start_at(seg.seq);
+                    s
+                }
+                None => {
+                    self.stats.unknown_forwarded += 1;
+                    out.push(Action::Forward(Side::ToMobile, packet));
+                    return;
+                }
+            },
+        };
+        self.table.conn_mut(s).on_data(now, &seg, packet, &self.cfg, out, &mut self.stats);
+        self.table.schedule(s, &self.cfg);
+    }
+
+    /// A packet travelling toward the wired network: the mobile's ACKs (snoop_ack), or its data.
+    fn toward_wired(&mut self, now: Time, seg: parse::Segment, packet: Bytes, out: &mut Vec<Action>) {
+        let key = FlowKey { src: seg.dst, src_port: seg.dst_port, dst: seg.src, dst_port: seg.src_port };
+        let Some(s) = self.table.find(&key) else {
+            self.stats.unknown_forwarded += 1;
+            out.push(Action::Forward(Side::ToWired, packet));
+            return;
+        };
+        if seg.rst() {
+            self.table.remove(s);
+            self.stats.connections_closed += 1;
+            out.push(Action::Forward(Side::ToWired, packet));
+            return;
+        }
+        self.table.touch(s);
+        if seg.syn() {
+            self.table.conn_mut(s).on_syn_from_mobile(now, &seg);
+            out.push(Action::Forward(Side::ToWired, packet));
+        } else if self.table.conn_mut(s).on_ack(now, &seg, packet, &self.cfg, out, &mut self.stats) == After::Remove {
+            self.table.remove(s);
+            self.stats.connections_closed += 1;
+            return;
+        }
+        self.table.schedule(s, &self.cfg);
+    }
+}
+
+impl Agent for Snoop {
+    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        match parse::classify(&packet) {
+            Class::Malformed => {
+                self.stats.malformed_dropped += 1;
+                out.push(Action::Drop(DropReason::Malformed));
+            }
+            Class::NotTcp => {
+                self.stats.not_tcp_forwarded += 1;
+                out.push(Action::Forward(side, packet));
+            }
+            Class::Fragment => {
+                self.stats.fragments_forwarded += 1;
+                out.push(Action::Forward(side, packet));
+            }
+            Class::Tcp(seg) => match side {
+                Side::ToMobile => self.toward_mobile(now, seg, packet, out),
+                Side::ToWired => self.toward_wired(now, seg, packet, out),
+            },
+        }
+        self.table.tidy(&self.cfg);
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+        while let Some(s) = self.table.pop_due(now) {
+            self.table.conn_mut(s).on_timer(now, &self.cfg, out, &mut self.stats);
+            self.table.schedule(s, &self.cfg);
+        }
+        self.table.tidy(&self.cfg);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.table.next_deadline()
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.stats;
+        vec![
+            ("packets_cached", s.packets_cached),
+            ("packets_uncached_high_water", s.packets_uncached_high_water),
+            ("cache_evictions", s.cache_evictions),
+            ("local_retransmissions", s.local_retransmissions.total()),
+            ("local_retransmissions_dupack", s.local_retransmissions.dupack),
+            ("local_retransmissions_rtx_timer", s.local_retransmissions.rtx_timer),
+            ("local_retransmissions_persist_timer", s.local_retransmissions.persist_timer),
+            ("dupacks_suppressed", s.dupacks_suppressed),
+            ("dupacks_forwarded", s.dupacks_forwarded),
+            ("acks_regenerated", s.acks_regenerated),
+            ("spurious_acks_dropped", s.spurious_acks_dropped),
+            ("sender_retransmissions_seen", s.sender_retransmissions_seen),
+            ("rtt_samples", s.rtt_samples),
+            ("malformed_dropped", s.malformed_dropped),
+            ("not_tcp_forwarded", s.not_tcp_forwarded),
+            ("fragments_forwarded", s.fragments_forwarded),
+            ("unknown_forwarded", s.unknown_forwarded),
+            ("connections_created", s.connections_created),
+            ("connections_evicted", s.connections_evicted),
+            ("connections_closed", s.connections_closed),
+        ]
+    }
+}

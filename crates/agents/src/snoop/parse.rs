@@ -1,0 +1,130 @@
+//! The one parse Snoop does per packet: validate the IPv4 and TCP headers (so nothing downstream can
+//! panic on untrusted bytes) and copy out the handful of fields the state machine reads.
+//!
+//! TCP options are *walked* for validity (kind and length) and only one is read on the way: the timestamps,
+//! which Snoop repeats in a regenerated ACK (§3.1.1 case 2). Keeping the two numbers is cheaper than keeping
+//! a reference to the mobile's last packet (two atomic operations per ACK).
+
+use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::tcp::{option_kind, HEADER_LEN as TCP_HEADER_LEN};
+use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket};
+use std::net::Ipv4Addr;
+
+/// The fields of a TCP segment that Snoop's state machine reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Segment {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: SeqNum,
+    /// Meaningful only when `flags` has ACK.
+    pub ack: SeqNum,
+    pub flags: TcpFlags,
+    pub window: u16,
+    pub payload_len: u32,
+    /// The timestamps option (TSval, TSecr), if present.
+    pub timestamps: Option<(u32, u32)>,
+}
+
+impl Segment {
+    pub fn syn(&self) -> bool {
+        self.flags.contains(TcpFlags::SYN)
+    }
+    pub fn fin(&self) -> bool {
+        self.flags.contains(TcpFlags::FIN)
+    }
+    pub fn rst(&self) -> bool {
+        self.flags.contains(TcpFlags::RST)
+    }
+    pub fn has_ack(&self) -> bool {
+        self.flags.contains(TcpFlags::ACK)
+    }
+    /// Sequence space occupied: payload plus one each for SYN and FIN.
+    pub fn seg_len(&self) -> u32 {
+        self.payload_len + u32::from(self.syn()) + u32::from(self.fin())
+    }
+}
+
+/// What a packet is, as far as Snoop cares.
+#[derive(Debug)]
+pub(super) enum Class {
+    Tcp(Segment),
+    /// A well-formed IPv4 packet that is not TCP (UDP, ICMP, IP-in-IP, ...).
+    NotTcp,
+    /// An IPv4 fragment: its TCP header, if any, cannot be trusted to be whole, so it passes untouched.
+    Fragment,
+    /// Truncated IPv4 or TCP header, a bad header length, or a bad TCP option.
+    Malformed,
+}
+
+pub(super) fn classify(bytes: &[u8]) -> Class {
+    let Ok(ip) = Ipv4Packet::new_checked(bytes) else { return Class::Malformed };
+    // Fragments first: a non-first fragment of a TCP packet has protocol 6 but no TCP header.
+    if ip.is_fragment() {
+        return Class::Fragment;
+    }
+    if ip.protocol() != PROTO_TCP {
+        return Class::NotTcp;
+    }
+    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return Class::Malformed };
+    let hl = tcp.header_len();
+    let mut timestamps = None;
+    if hl > TCP_HEADER_LEN {
+        match walk_options(&ip.payload()[TCP_HEADER_LEN..hl]) {
+            Ok(ts) => timestamps = ts,
+            Err(()) => return Class::Malformed,
+        }
+    }
+    Class::Tcp(Segment {
+        src: ip.src_addr(),
+        dst: ip.dst_addr(),
+        src_port: tcp.src_port(),
+        dst_port: tcp.dst_port(),
+        seq: tcp.seq_number(),
+        ack: tcp.ack_number(),
+        flags: tcp.flags(),
+        window: tcp.window_len(),
+        payload_len: (ip.payload().len() - hl) as u32,
+        timestamps,
+    })
+}
+
+/// Walks the option list checking kinds and lengths (the same rules as `lasthop_wire::TcpOption::parse`,
+/// without building values): every option fits, has length >= 2, and the known kinds have their fixed
+/// lengths. Returns the timestamps option if there is one.
+fn walk_options(mut opts: &[u8]) -> Result<Option<(u32, u32)>, ()> {
+    let mut ts = None;
+    while let Some(&kind) = opts.first() {
+        match kind {
+            option_kind::END => break,
+            option_kind::NOP => opts = &opts[1..],
+            _ => {
+                let Some(&len) = opts.get(1) else { return Err(()) };
+                let len = usize::from(len);
+                if len < 2 || len > opts.len() {
+                    return Err(());
+                }
+                let ok = match kind {
+                    option_kind::MSS => len == 4,
+                    option_kind::WINDOW_SCALE => len == 3,
+                    option_kind::SACK_PERMITTED => len == 2,
+                    option_kind::TIMESTAMPS => {
+                        if len == 10 {
+                            let v = |i: usize| u32::from_be_bytes([opts[i], opts[i + 1], opts[i + 2], opts[i + 3]]);
+                            ts = Some((v(2), v(6)));
+                        }
+                        len == 10
+                    }
+                    option_kind::SACK => len > 2 && (len - 2) % 8 == 0 && (len - 2) / 8 <= 4,
+                    _ => true,
+                };
+                if !ok {
+                    return Err(());
+                }
+                opts = &opts[len..];
+            }
+        }
+    }
+    Ok(ts)
+}
