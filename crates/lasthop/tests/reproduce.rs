@@ -48,6 +48,7 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
             received: pts.clone(),
             acked: pts,
             cwnd: vec![(0.0, 2920)],
+            handoffs: vec![],
         }]
     });
     Ok(RunResult {
@@ -72,11 +73,13 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
             local_retransmissions: if agent == "snoop" { (ber * 1e7) as u64 } else { 0 },
             dupacks_suppressed: 0,
             corrupt_bytes: 0,
+            longest_pause_s: 0.0,
         }],
         links: vec![],
         agents: BTreeMap::new(),
         undeliverable_packets: 0,
         series,
+        handoffs: vec![],
     })
 }
 

@@ -11,11 +11,12 @@ pub mod engine;
 pub mod error_model;
 pub mod link;
 pub mod metrics;
+pub mod mobility;
 pub mod rng;
 pub mod scenario;
 mod world;
 
-pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+pub use metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult};
 pub use scenario::{Scenario, ScenarioError};
 
 use std::path::PathBuf;
