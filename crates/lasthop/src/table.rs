@@ -60,7 +60,8 @@ impl Cell {
             (Cell::Empty, Cell::Empty) => true,
             (a, b) => match (a.as_f64(), b.as_f64()) {
                 (Some(x), Some(y)) if !matches!(a, Cell::Bool(_)) && !matches!(b, Cell::Bool(_)) => {
-                    x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
+                    // Infinities (e.g. `inf` = no handoffs) equal only themselves: inf − x ≤ 1e-9·inf would hold.
+                    x == y || (x.is_finite() && y.is_finite() && (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))
                 }
                 _ => false,
             },
