@@ -75,6 +75,184 @@ pub trait Agent {
 
     /// Named counters for reports (`local_retransmissions`, `dupacks_suppressed`, ...).
     fn counters(&self) -> Vec<(&'static str, u64)>;
+
+    /// The link below has just started to transmit `packet`, one the agent passed on toward `side`.
+    ///
+    /// A packet an agent forwards may wait in the interface queue for a long time (a 64 KB window queued
+    /// at a 2 Mb/s hop is a quarter of a second). Hosts that can tell when a frame really leaves (the
+    /// simulator, the hop emulator of `lasthop bs`) call this so that an agent can time round trips and
+    /// reason about ordering from the moment of transmission, not of queueing. Agents must work without it.
+    fn on_transmit(&mut self, _now: Time, _side: Side, _packet: &Bytes) {}
+
+    /// How full (0.0 empty – 1.0 full) the host's transmit queue toward `side` is now. Hosts call it before
+    /// `on_packet` whenever it may have changed (ELN classifies losses by it: seed 002 §3).
+    fn on_queue_occupancy(&mut self, _side: Side, _fraction: f64) {}
+}
+
+/// Agents run one after another on the same packet, as configured at a node (e.g. Snoop then ELN).
+///
+/// A packet handed in goes to the first agent; every packet an agent passes on (`Forward` or
+/// `ForwardPriority`) goes to the next, and what the last one passes on is the chain's output. Packets an
+/// agent makes itself (`Inject`) and its `Drop`s leave the chain at once: an agent's own packets are not
+/// second-guessed by the agents after it.
+pub struct Chain {
+    agents: Vec<Box<dyn Agent + Send>>,
+    scratch: Vec<Action>,
+    next: Vec<Action>,
+}
+
+impl Chain {
+    pub fn new(agents: Vec<Box<dyn Agent + Send>>) -> Chain {
+        Chain { agents, scratch: Vec::new(), next: Vec::new() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+
+    /// Runs the actions of agent `from` through the agents after it.
+    fn pass_on(&mut self, now: Time, from: usize, out: &mut Vec<Action>) {
+        let mut pending = std::mem::take(&mut self.scratch);
+        for i in from + 1..self.agents.len() {
+            let mut next = std::mem::take(&mut self.next);
+            for action in pending.drain(..) {
+                match action {
+                    Action::Forward(side, p) => self.agents[i].on_packet(now, side, p, &mut next),
+                    Action::ForwardPriority(side, p) => {
+                        let start = next.len();
+                        self.agents[i].on_packet(now, side, p, &mut next);
+                        // Keep the priority an earlier agent asked for.
+                        for a in &mut next[start..] {
+                            if let Action::Forward(s, p) = a {
+                                *a = Action::ForwardPriority(*s, p.clone());
+                            }
+                        }
+                    }
+                    other => out.push(other),
+                }
+            }
+            self.next = std::mem::replace(&mut pending, next);
+        }
+        out.append(&mut pending);
+        self.scratch = pending;
+    }
+}
+
+impl Agent for Chain {
+    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        if self.agents.is_empty() {
+            out.push(Action::Forward(side, packet));
+            return;
+        }
+        let mut first = std::mem::take(&mut self.scratch);
+        self.agents[0].on_packet(now, side, packet, &mut first);
+        self.scratch = first;
+        self.pass_on(now, 0, out);
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+        for i in 0..self.agents.len() {
+            if self.agents[i].poll_timeout().is_some_and(|t| t <= now) {
+                let mut mine = std::mem::take(&mut self.scratch);
+                self.agents[i].on_timeout(now, &mut mine);
+                self.scratch = mine;
+                self.pass_on(now, i, out);
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.agents.iter().filter_map(|a| a.poll_timeout()).min()
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.agents.iter().flat_map(|a| a.counters()).collect()
+    }
+
+    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+        for a in &mut self.agents {
+            a.on_transmit(now, side, packet);
+        }
+    }
+
+    fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
+        for a in &mut self.agents {
+            a.on_queue_occupancy(side, fraction);
+        }
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    /// Tags every packet it forwards by appending one byte; drops packets that start with 0xff.
+    struct Tagger(u8);
+    impl Agent for Tagger {
+        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+            if packet.first() == Some(&0xff) {
+                out.push(Action::Drop(DropReason::Malformed));
+                return;
+            }
+            let mut v = packet.to_vec();
+            v.push(self.0);
+            out.push(Action::Forward(side, Bytes::from(v)));
+            out.push(Action::Inject(side.reverse(), Bytes::from(vec![self.0])));
+        }
+        fn on_timeout(&mut self, _now: Time, out: &mut Vec<Action>) {
+            out.push(Action::ForwardPriority(Side::ToMobile, Bytes::from(vec![0x10 + self.0])));
+        }
+        fn poll_timeout(&self) -> Option<Time> {
+            Some(Time(u64::from(self.0)))
+        }
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            vec![("tagger", u64::from(self.0))]
+        }
+    }
+
+    fn chain() -> Chain {
+        Chain::new(vec![Box::new(Tagger(1)), Box::new(Tagger(2))])
+    }
+
+    #[test]
+    fn forwarded_packets_pass_through_every_agent_injections_leave_at_once() {
+        let mut out = Vec::new();
+        chain().on_packet(Time(0), Side::ToMobile, Bytes::from_static(&[7]), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Action::Inject(Side::ToWired, Bytes::from_static(&[1])),
+                Action::Forward(Side::ToMobile, Bytes::from_static(&[7, 1, 2])),
+                Action::Inject(Side::ToWired, Bytes::from_static(&[2])),
+            ]
+        );
+    }
+
+    #[test]
+    fn drops_stop_the_packet_and_priority_survives_later_agents() {
+        let mut c = chain();
+        let mut out = Vec::new();
+        c.on_packet(Time(0), Side::ToMobile, Bytes::from_static(&[0xff]), &mut out);
+        assert_eq!(out, vec![Action::Drop(DropReason::Malformed)]);
+        out.clear();
+        assert_eq!(c.poll_timeout(), Some(Time(1)));
+        c.on_timeout(Time(1), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Action::ForwardPriority(Side::ToMobile, Bytes::from_static(&[0x11, 2])),
+                Action::Inject(Side::ToWired, Bytes::from_static(&[2])),
+            ]
+        );
+        assert_eq!(c.counters(), vec![("tagger", 1), ("tagger", 2)]);
+    }
+
+    #[test]
+    fn empty_chain_forwards() {
+        let mut out = Vec::new();
+        Chain::new(Vec::new()).on_packet(Time(0), Side::ToWired, Bytes::from_static(&[1]), &mut out);
+        assert_eq!(out, vec![Action::Forward(Side::ToWired, Bytes::from_static(&[1]))]);
+    }
 }
 pub mod eln;
 pub mod nack;

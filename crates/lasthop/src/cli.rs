@@ -8,11 +8,11 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
-#[command(name = "lasthop", version, about = "TCP over wireless last hops: simulator and experiments")]
+#[command(name = "lasthop", version, about = "TCP over wireless last hops: simulator, experiments and a real base station")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -25,6 +25,15 @@ pub enum Command {
     /// Run experiments (parameter grids × seeds) on all cores; write results, figures, reports and check
     /// the papers' claims.
     Reproduce(ReproduceArgs),
+    /// Run a real base station (Linux, root): forward between two interfaces through the agents and an
+    /// emulated wireless hop. SIGUSR1 prints the counters; SIGINT/SIGTERM stop and print them.
+    Bs(crate::net::BsArgs),
+    /// One kernel-TCP transfer through a real base station on a network-namespace testbed (Linux, root):
+    /// goodput, hash check, counters.
+    Testbed(crate::net::TestbedArgs),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(crate::net::BenchCommand),
     /// List the experiments: id, default flag, paper, title.
     Experiments {
         /// Directory of experiment files [default: ./experiments, else the repository's]
@@ -65,7 +74,8 @@ pub struct ReproduceArgs {
     /// Fewer seeds and smaller runs (each experiment's [quick] section)
     #[arg(long)]
     pub quick: bool,
-    /// Worker threads [default: available cores]
+    /// Worker threads [default: available cores]; testbed runs (`runner = "testbed"`) always run one at a
+    /// time, alone
     #[arg(long, short)]
     pub jobs: Option<usize>,
     /// Output directory
@@ -110,11 +120,16 @@ where
     match cli.command {
         Command::Run(a) => run(a, runner),
         Command::Reproduce(a) => reproduce_cmd(a, runner),
+        Command::Bs(a) => crate::net::bs(a),
+        Command::Testbed(a) => crate::net::testbed(a),
+        Command::Bench(b) => crate::net::bench(b),
         Command::Experiments { experiments } => {
             let dir = experiments_dir(experiments.as_deref());
             let all = load_dir(&dir).with_context(|| format!("loading experiments from {}", dir.display()))?;
             for e in all {
-                println!("{:<20} {:<8} {:<18} {}", e.id, if e.default { "default" } else { "-" }, e.paper, e.title);
+                let default = if e.default { "default" } else { "-" };
+                let runner = if e.runner == crate::experiment::RunnerKind::Testbed { " (testbed, root)" } else { "" };
+                println!("{:<20} {:<8} {:<18} {}{runner}", e.id, default, e.paper, e.title);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -134,7 +149,7 @@ fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
             apply_override(&mut d, p, v).map_err(|e| anyhow!("--set {p}: {e}"))?;
         }
         doc = d;
-        ScenarioSource::Value { value: &doc, origin: &origin }
+        ScenarioSource::Value { value: &doc, origin: &origin, base_dir: a.scenario.parent().unwrap_or(Path::new("")) }
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let req =

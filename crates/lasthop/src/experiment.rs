@@ -18,6 +18,11 @@ use toml::Spanned;
 /// paper = "seed 000 Fig. 7"         # which figure or table of which paper this reproduces
 /// description = "..."               # optional, shown in the report
 /// default = true                    # run by `lasthop reproduce` without ids (default false)
+/// runner = "sim"                    # "sim" (default) | "testbed": the base "scenario" is then a TOML of
+///                                   # `lasthop_net::TestbedConfig` fields (examples/testbed.toml), every run a
+///                                   # real transfer on the namespace testbed (root), one at a time; results
+///                                   # columns: grid, seed, agent/cc/sack/ber (unless grid columns) and
+///                                   # [`table::TESTBED_COLUMNS`]; `flow` and sequence figures do not apply
 /// scenario = "../examples/snoop.toml"   # base scenario, relative to this file
 /// seeds = 10                        # runs per grid point with seeds 1..=10 (default 1)
 /// flow = "bulk"                     # whose metrics go into results.csv (default: the run's first flow)
@@ -29,7 +34,12 @@ use toml::Spanned;
 /// [quick]                           # with --quick: fewer seeds and more overrides
 /// seeds = 2
 /// set = { "flows.bulk.bytes" = 2_000_000 }
+/// grid = { agent = ["snoop"] }      # optional: narrow an axis to some of its values
 ///
+/// [grid.scheme]                     # an axis of named variants: each value sets several fields
+/// values = ["reno", "eln"]          # (`path` may be given too; it receives the value itself)
+/// variants.reno = { "nodes.bs.agent" = "none", "tcp.eln" = false }
+/// variants.eln = { "nodes.bs.agent" = "eln", "tcp.eln" = true }
 /// [grid.agent]                      # one grid axis; the table name is the results column
 /// path = "nodes.bs.agent"           # the scenario field it sets
 /// values = ["none", "snoop"]        # axes are crossed, in file order (first axis outermost)
@@ -40,7 +50,8 @@ use toml::Spanned;
 ///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`)
 /// x = "ber"                         # line: a grid column
 /// y = "goodput_mbps"                # line: a metric (see below)
-/// series = "agent"                  # optional grid column, one curve per value
+/// series = "agent"                  # optional grid column, one curve per value; or a list of columns
+///                                   # (["agent", "cc"]), one curve per combination (labels keyed "snoop/reno")
 /// series_labels = { none = "Reno", snoop = "Reno + Snoop" }   # optional legend text per value
 /// x_scale = "log2"                  # "linear" (default) | "log2" | "log10"
 /// x_ticks = "reciprocal"            # "value" (default) | "reciprocal": label 1/x with binary prefixes
@@ -91,20 +102,71 @@ pub struct Experiment {
     pub claims: Vec<Claim>,
     /// Metrics in the report's aggregate table.
     pub table: Vec<Metric>,
+    /// What carries out a run: the simulator, or the namespace testbed.
+    pub runner: RunnerKind,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Quick {
     pub seeds: Option<u64>,
     pub set: Vec<(String, toml::Value)>,
+    /// Axes whose values `--quick` narrows to a subset: (column, values).
+    pub grid: Vec<(String, Vec<toml::Value>)>,
 }
 
-/// One grid axis: a results column and the scenario field its values go to.
+/// `runner = "sim"` (the default): the base scenario is a simulator scenario; `runner = "testbed"`: it is a
+/// TOML of `lasthop_net::TestbedConfig` fields and every run is a real kernel-TCP transfer through the real
+/// base station on network namespaces (needs root; runs one at a time whatever `--jobs` says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunnerKind {
+    #[default]
+    Sim,
+    Testbed,
+}
+
+/// `series = "agent"` or `series = ["agent", "cc"]` (one curve per combination).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawSeries {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// One grid axis: a results column, the scenario field its values go to, and for named variants the other
+/// fields each value sets (`[grid.scheme.variants.eln] "tcp.eln" = true`).
 #[derive(Debug, Clone)]
 pub struct Axis {
     pub column: String,
-    pub path: String,
+    /// The field the value itself goes to; `None` for an axis of named variants only.
+    pub path: Option<String>,
     pub values: Vec<toml::Value>,
+    /// For a value (as text), the overrides it applies besides `path`.
+    pub variants: Vec<(String, Vec<(String, toml::Value)>)>,
+}
+
+impl Axis {
+    /// Every override that grid value `v` applies to the scenario.
+    pub fn overrides<'a>(&'a self, v: &'a toml::Value) -> impl Iterator<Item = (&'a str, &'a toml::Value)> + 'a {
+        let key = variant_key(v);
+        let extra = self.variants.iter().find(|(k, _)| *k == key).map(|(_, o)| o.as_slice()).unwrap_or(&[]);
+        self.path.as_deref().map(|p| (p, v)).into_iter().chain(extra.iter().map(|(p, x)| (p.as_str(), x)))
+    }
+
+    /// "`path`" or "variants of …" for reports.
+    pub fn describe(&self) -> String {
+        match &self.path {
+            Some(p) => format!("`{p}`"),
+            None => "named variants".to_string(),
+        }
+    }
+}
+
+fn variant_key(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -133,7 +195,8 @@ pub enum FigureKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {
     pub kind: FigureKind,
-    pub series: Option<String>,
+    /// Grid columns: one curve per combination of their values (empty: one curve).
+    pub series: Vec<String>,
     pub series_labels: BTreeMap<String, String>,
     pub x_label: Option<String>,
     pub y_label: Option<String>,
@@ -201,6 +264,8 @@ struct RawExperiment {
     figure: Spanned<RawFigure>,
     #[serde(default)]
     claims: Vec<Spanned<RawClaim>>,
+    #[serde(default)]
+    runner: RunnerKind,
 }
 
 #[derive(Deserialize)]
@@ -210,13 +275,20 @@ struct RawQuick {
     seeds: Option<Spanned<u64>>,
     #[serde(default)]
     set: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    /// column = [values]: a subset of a grid axis's values, for `--quick`.
+    #[serde(default)]
+    grid: BTreeMap<Spanned<String>, Spanned<Vec<Spanned<toml::Value>>>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAxis {
-    path: Spanned<String>,
+    #[serde(default)]
+    path: Option<Spanned<String>>,
     values: Spanned<Vec<Spanned<toml::Value>>>,
+    /// value -> { "dotted.path" = value, ... }: several fields set together for one axis value.
+    #[serde(default)]
+    variants: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
 }
 
 #[derive(Deserialize)]
@@ -228,7 +300,7 @@ struct RawFigure {
     #[serde(default)]
     y: Option<Spanned<String>>,
     #[serde(default)]
-    series: Option<Spanned<String>>,
+    series: Option<Spanned<RawSeries>>,
     #[serde(default)]
     series_labels: BTreeMap<String, String>,
     #[serde(default)]
@@ -399,7 +471,7 @@ impl Experiment {
                 }
                 let mut qd = doc.clone();
                 let qs = check_set(&q.set, "quick.set", &mut qd)?;
-                (Quick { seeds: q.seeds.as_ref().map(|s| *s.get_ref()), set: qs }, qd)
+                (Quick { seeds: q.seeds.as_ref().map(|s| *s.get_ref()), set: qs, grid: Vec::new() }, qd)
             }
         };
 
@@ -407,7 +479,16 @@ impl Experiment {
         let mut axes: Vec<(&Spanned<String>, &Spanned<RawAxis>)> = raw.grid.iter().collect();
         axes.sort_by_key(|(_, a)| a.span().start);
         let mut grid = Vec::new();
-        let reserved: Vec<String> = table::columns(&[]);
+        let runner = raw.runner;
+        let columns_for = |grid_cols: &[String]| match runner {
+            RunnerKind::Sim => table::columns(grid_cols),
+            RunnerKind::Testbed => table::testbed_columns(grid_cols),
+        };
+        // testbed runs add agent/cc/sack/ber themselves unless they are grid columns
+        let reserved: Vec<String> = columns_for(&[])
+            .into_iter()
+            .filter(|c| runner == RunnerKind::Sim || !table::TESTBED_CONFIG_COLUMNS.contains(&c.as_str()))
+            .collect();
         for (name, axis) in axes {
             let col = name.get_ref();
             let field = format!("grid.{col}");
@@ -422,11 +503,37 @@ impl Experiment {
             if a.values.get_ref().is_empty() {
                 return Err(cx.err(a.values.span(), format!("{field}.values"), "expected at least one value"));
             }
+            if a.path.is_none() && a.variants.is_empty() {
+                return Err(cx.err(name.span(), field, "expected `path`, `variants`, or both"));
+            }
+            let mut variants = Vec::new();
+            for (key, sets) in &a.variants {
+                let vfield = format!("{field}.variants.{}", key.get_ref());
+                if !a.values.get_ref().iter().any(|v| variant_key(v.get_ref()) == *key.get_ref()) {
+                    return Err(cx.err(key.span(), vfield, "not one of the axis's values"));
+                }
+                let mut overrides = Vec::new();
+                for (p, v) in sets {
+                    for d in [&mut doc.clone(), &mut quick_doc.clone()] {
+                        apply_override(d, p.get_ref(), v.get_ref())
+                            .map_err(|m| cx.err(p.span(), format!("{vfield}.{}", p.get_ref()), m))?;
+                    }
+                    overrides.push((p.get_ref().clone(), v.get_ref().clone()));
+                }
+                variants.push((key.get_ref().clone(), overrides));
+            }
+            if a.path.is_none() {
+                if let Some(v) = a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| *k == variant_key(v.get_ref()))) {
+                    return Err(cx.err(v.span(), format!("{field}.values"), "a value without `path` needs a table under `variants`"));
+                }
+            }
             let mut values = Vec::new();
             for v in a.values.get_ref() {
-                for d in [&mut doc.clone(), &mut quick_doc] {
-                    apply_override(d, a.path.get_ref(), v.get_ref())
-                        .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
+                if let Some(path) = &a.path {
+                    for d in [&mut doc.clone(), &mut quick_doc] {
+                        apply_override(d, path.get_ref(), v.get_ref())
+                            .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
+                    }
                 }
                 if values.iter().any(|w: &toml::Value| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
                     return Err(cx.err(
@@ -438,19 +545,73 @@ impl Experiment {
                 values.push(v.get_ref().clone());
             }
             // check the path on the base too (the value loop above already did, this names the path line)
-            let mut probe = doc.clone();
-            apply_override(&mut probe, a.path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
-                .map_err(|m| cx.err(a.path.span(), format!("{field}.path"), m))?;
-            grid.push(Axis { column: col.clone(), path: a.path.get_ref().clone(), values });
+            if let Some(path) = &a.path {
+                let mut probe = doc.clone();
+                apply_override(&mut probe, path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
+                    .map_err(|m| cx.err(path.span(), format!("{field}.path"), m))?;
+            }
+            grid.push(Axis { column: col.clone(), path: a.path.as_ref().map(|p| p.get_ref().clone()), values, variants });
         }
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
-        let columns = table::columns(&grid_cols);
+        let columns = columns_for(&grid_cols);
+        let own_text_cols: &[&str] = match runner {
+            RunnerKind::Sim => &["flow", "tcp"],
+            RunnerKind::Testbed => &["agent", "cc", "cc_used"],
+        };
         let text_cols: Vec<String> = grid
             .iter()
             .filter(|a| a.values.iter().all(|v| v.is_str()))
             .map(|a| a.column.clone())
-            .chain(["flow".to_string(), "tcp".to_string()])
+            .chain(own_text_cols.iter().map(|s| s.to_string()))
             .collect();
+
+        // quick grid: a subset of an axis's values
+        let mut quick = quick;
+        if let Some(q) = &raw.quick {
+            for (name, vals) in &q.grid {
+                let field = format!("quick.grid.{}", name.get_ref());
+                let Some(axis) = grid.iter().find(|a| &a.column == name.get_ref()) else {
+                    return Err(cx.err(
+                        name.span(),
+                        field,
+                        format!("not a grid axis; expected one of: {}", grid_cols.join(", ")),
+                    ));
+                };
+                if vals.get_ref().is_empty() {
+                    return Err(cx.err(vals.span(), field, "expected at least one value"));
+                }
+                let mut out = Vec::new();
+                for v in vals.get_ref() {
+                    if !axis.values.iter().any(|w| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
+                        let have: Vec<String> = axis.values.iter().map(|w| Cell::from_toml(w).to_string()).collect();
+                        return Err(cx.err(
+                            v.span(),
+                            field,
+                            format!("{} is not a value of grid.{} ({})", v.get_ref(), name.get_ref(), have.join(", ")),
+                        ));
+                    }
+                    out.push(v.get_ref().clone());
+                }
+                quick.grid.push((name.get_ref().clone(), out));
+            }
+        }
+
+        // a testbed experiment's base "scenario" is a testbed configuration
+        if runner == RunnerKind::Testbed {
+            for (d, what) in [(&doc, "set"), (&quick_doc, "quick.set")] {
+                d.clone().try_into::<lasthop_net::TestbedConfig>().map_err(|e| {
+                    cx.err(
+                        raw.scenario.span(),
+                        "scenario",
+                        format!(
+                            "{} (with [{what}]) is not a testbed configuration (lasthop_net::TestbedConfig): {}",
+                            scenario_file.display(),
+                            e.message()
+                        ),
+                    )
+                })?;
+            }
+        }
         let check_col = |s: &Spanned<String>, field: &str| -> Result<(), ExperimentError> {
             if columns.contains(s.get_ref()) {
                 Ok(())
@@ -482,6 +643,9 @@ impl Experiment {
         // flow
         let flow = match &raw.flow {
             None => None,
+            Some(f) if runner == RunnerKind::Testbed => {
+                return Err(cx.err(f.span(), "flow", "a testbed experiment has one transfer; remove `flow`"))
+            }
             Some(f) => {
                 let exists = base.get("flows").and_then(|t| t.get(f.get_ref())).is_some();
                 if !exists {
@@ -498,13 +662,24 @@ impl Experiment {
 
         // figure
         let rf = raw.figure.get_ref();
+        let mut series = Vec::new();
         if let Some(s) = &rf.series {
-            if !grid_cols.contains(s.get_ref()) {
-                return Err(cx.err(
-                    s.span(),
-                    "figure.series",
-                    format!("expected a grid column ({})", grid_cols.join(", ")),
-                ));
+            let names = match s.get_ref() {
+                RawSeries::One(c) => vec![c.clone()],
+                RawSeries::Many(cs) => cs.clone(),
+            };
+            if names.is_empty() {
+                return Err(cx.err(s.span(), "figure.series", "expected at least one grid column"));
+            }
+            for n in names {
+                if !grid_cols.contains(&n) || series.contains(&n) {
+                    return Err(cx.err(
+                        s.span(),
+                        "figure.series",
+                        format!("expected distinct grid columns ({}), got `{n}`", grid_cols.join(", ")),
+                    ));
+                }
+                series.push(n);
             }
         }
         let kind = match rf.kind {
@@ -535,6 +710,9 @@ impl Experiment {
                 let y = check_metric(y, "figure.y")?;
                 FigureKind::Line { x: x.get_ref().clone(), y, x_scale: rf.x_scale, x_ticks: rf.x_ticks }
             }
+            RawFigureKind::Sequence if runner == RunnerKind::Testbed => {
+                return Err(cx.err(raw.figure.span(), "figure.kind", "a testbed experiment has no traces; use \"line\""));
+            }
             RawFigureKind::Sequence => {
                 for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
                     if let Some(f) = f {
@@ -550,7 +728,7 @@ impl Experiment {
         };
         let figure = Figure {
             kind,
-            series: rf.series.as_ref().map(|s| s.get_ref().clone()),
+            series,
             series_labels: rf.series_labels.clone(),
             x_label: rf.x_label.clone(),
             y_label: rf.y_label.clone(),
@@ -737,7 +915,24 @@ impl Experiment {
             figure,
             claims,
             table: table_metrics,
+            runner,
         })
+    }
+
+    /// Every column of this experiment's results table.
+    pub fn columns(&self) -> Vec<String> {
+        match self.runner {
+            RunnerKind::Sim => table::columns(&self.grid_columns()),
+            RunnerKind::Testbed => table::testbed_columns(&self.grid_columns()),
+        }
+    }
+
+    /// The values an axis takes (with `quick`, the `[quick.grid]` subset when there is one).
+    pub fn axis_values<'a>(&'a self, axis: &'a Axis, quick: bool) -> &'a [toml::Value] {
+        match self.quick.grid.iter().find(|(c, _)| c == &axis.column).filter(|_| quick) {
+            Some((_, v)) => v,
+            None => &axis.values,
+        }
     }
 
     pub fn grid_columns(&self) -> Vec<String> {
@@ -762,9 +957,11 @@ impl Experiment {
         for axis in &self.grid {
             let mut next = Vec::with_capacity(points.len() * axis.values.len());
             for p in &points {
-                for v in &axis.values {
+                for v in self.axis_values(axis, quick) {
                     let mut q = p.clone();
-                    apply_override(&mut q.scenario, &axis.path, v).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                    for (path, value) in axis.overrides(v) {
+                        apply_override(&mut q.scenario, path, value).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                    }
                     q.values.push(Cell::from_toml(v));
                     next.push(q);
                 }
@@ -1084,6 +1281,28 @@ value = 0.9
         assert_eq!(q[0].scenario["flows"]["bulk"]["bytes"].as_integer(), Some(1000));
         // the base is untouched
         assert_eq!(e.base["flows"]["bulk"]["bytes"].as_integer(), Some(10_000_000));
+    }
+
+    #[test]
+    fn named_variants_set_several_fields() {
+        let text = GOOD.replace(
+            "[grid.agent]\npath = \"nodes.bs.agent\"\nvalues = [\"none\", \"snoop\"]",
+            "[grid.agent]\nvalues = [\"none\", \"snoop\"]\nvariants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\nvariants.snoop = { \"nodes.bs.agent\" = \"snoop\", \"tcp.variant\" = \"sack\" }",
+        );
+        assert_ne!(text, GOOD, "the test must rewrite the agent axis");
+        let e = load(&text).unwrap();
+        let pts = e.points(false).unwrap();
+        assert_eq!(pts[0].scenario["tcp"]["variant"].as_str(), Some("reno"));
+        assert_eq!(pts[3].scenario["nodes"]["bs"]["agent"].as_str(), Some("snoop"));
+        assert_eq!(pts[3].scenario["tcp"]["variant"].as_str(), Some("sack"));
+        assert_eq!(e.point_label(&pts[3]), "agent=snoop, ber=1e-7");
+
+        let missing = text.replace("variants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\n", "");
+        let err = load(&missing).unwrap_err().to_string();
+        assert!(err.contains("grid.agent.values") && err.contains("variants"), "{err}");
+        let bad_path = text.replace("\"tcp.variant\" = \"sack\"", "\"tcp.varient\" = \"sack\"");
+        let err = load(&bad_path).unwrap_err().to_string();
+        assert!(err.contains("grid.agent.variants.snoop.tcp.varient"), "{err}");
     }
 
     #[test]

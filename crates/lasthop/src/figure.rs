@@ -55,27 +55,36 @@ pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
     let FigureKind::Line { x, y, x_scale, x_ticks } = &exp.figure.kind else {
         return Err(anyhow!("not a line figure"));
     };
-    let series_values: Vec<Option<Cell>> = match &exp.figure.series {
-        Some(s) => exp
-            .grid
-            .iter()
-            .find(|a| &a.column == s)
-            .map(|a| a.values.iter().map(|v| Some(Cell::from_toml(v))).collect())
-            .unwrap_or_default(),
-        None => vec![None],
-    };
+    // one curve per combination of the series columns' values, in grid order (first column outermost)
+    let mut combos: Vec<Vec<(String, Cell)>> = vec![vec![]];
+    for col in &exp.figure.series {
+        let Some(axis) = exp.grid.iter().find(|a| &a.column == col) else { continue };
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                axis.values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((col.clone(), Cell::from_toml(v)));
+                    c
+                })
+            })
+            .collect();
+    }
     let xa = exp.grid.iter().find(|a| &a.column == x).context("x is a grid column")?;
     let mut xs: Vec<Cell> = xa.values.iter().map(Cell::from_toml).collect();
     xs.sort_by(|a, b| a.sort_cmp(b));
     let mut curves = Vec::new();
-    for sv in series_values {
-        let mut filters = Vec::new();
-        let label = match (&sv, &exp.figure.series) {
-            (Some(v), Some(col)) => {
-                filters.push(Filter { column: col.clone(), cond: Cond::Eq(v.clone()) });
-                exp.figure.series_labels.get(&v.to_string()).cloned().unwrap_or_else(|| format!("{col} = {v}"))
-            }
-            _ => y.name(),
+    for combo in combos {
+        let filters: Vec<Filter> =
+            combo.iter().map(|(col, v)| Filter { column: col.clone(), cond: Cond::Eq(v.clone()) }).collect();
+        let label = if combo.is_empty() {
+            y.name()
+        } else {
+            // series_labels keys: the value, or the values joined by "/" (e.g. "snoop/reno")
+            let key = combo.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>().join("/");
+            exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
+                combo.iter().map(|(col, v)| format!("{col} = {v}")).collect::<Vec<_>>().join(", ")
+            })
         };
         let mut points = Vec::new();
         for xv in &xs {
@@ -90,7 +99,10 @@ pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
             let (m, s) = mean_std(&vals);
             points.push((xv.as_f64().unwrap_or(f64::NAN), m, s));
         }
-        curves.push(Curve { label, points });
+        // a combination with no rows (e.g. an axis narrowed by --quick) draws no curve
+        if !points.is_empty() || curves.is_empty() {
+            curves.push(Curve { label, points });
+        }
     }
     Ok(Plot::Line {
         curves,

@@ -6,6 +6,7 @@ pub mod claims;
 pub mod cli;
 pub mod experiment;
 pub mod figure;
+pub mod net;
 pub mod report;
 pub mod reproduce;
 pub mod runner;

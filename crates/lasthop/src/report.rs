@@ -49,7 +49,17 @@ pub fn experiment_md(
     let _ = writeln!(md, "## Parameters\n");
     let file = exp.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let _ = writeln!(md, "- experiment: `experiments/{file}`; base scenario: `{}`", exp.scenario);
-    let _ = writeln!(md, "- flow measured: `{}`", exp.flow.as_deref().unwrap_or("(the first flow)"));
+    let testbed = exp.runner == crate::experiment::RunnerKind::Testbed;
+    // the column that says a run went right: the flow completed (simulator), the bytes arrived intact (testbed)
+    let ok_col = if testbed { "hash_ok" } else { "completed" };
+    if testbed {
+        let _ = writeln!(
+            md,
+            "- runs: real kernel-TCP transfers through the real base station on network namespaces, one at a time"
+        );
+    } else {
+        let _ = writeln!(md, "- flow measured: `{}`", exp.flow.as_deref().unwrap_or("(the first flow)"));
+    }
     for (p, v) in &exp.set {
         match exp.quick.set.iter().find(|(q, _)| q == p).filter(|_| quick) {
             Some((_, qv)) => {
@@ -66,8 +76,8 @@ pub fn experiment_md(
         }
     }
     for a in &exp.grid {
-        let vals: Vec<String> = a.values.iter().map(|v| Cell::from_toml(v).to_string()).collect();
-        let _ = writeln!(md, "- grid `{}` (`{}`): {}", a.column, a.path, vals.join(", "));
+        let vals: Vec<String> = exp.axis_values(a, quick).iter().map(|v| Cell::from_toml(v).to_string()).collect();
+        let _ = writeln!(md, "- grid `{}` ({}): {}", a.column, a.describe(), vals.join(", "));
     }
     let _ = writeln!(
         md,
@@ -123,7 +133,7 @@ pub fn experiment_md(
     let mut header: Vec<String> = grid_cols.clone();
     header.push("runs".into());
     header.extend(exp.table.iter().map(|m| m.name()));
-    header.push("completed".into());
+    header.push(ok_col.into());
     let _ = writeln!(md, "| {} |", header.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
     let _ = writeln!(md, "|{}", "---|".repeat(header.len()));
     for p in points {
@@ -146,7 +156,7 @@ pub fn experiment_md(
                 format!("{} ± {}{missing}", fmt_num(mean), fmt_num(std))
             });
         }
-        let done = rows.iter().filter(|r| matches!(table.get(r, "completed"), Cell::Bool(true))).count();
+        let done = rows.iter().filter(|r| matches!(table.get(r, ok_col), Cell::Bool(true))).count();
         cells.push(format!("{done}/{}", rows.len()));
         let _ = writeln!(md, "| {} |", cells.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
     }

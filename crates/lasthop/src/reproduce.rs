@@ -1,17 +1,17 @@
 //! `lasthop reproduce`: run experiments' grids on a pool of threads, then write results, figures, reports.
 
 use crate::claims::Outcome;
-use crate::experiment::{load_dir, Experiment, FigureKind, Point};
+use crate::experiment::{load_dir, Experiment, FigureKind, Point, RunnerKind};
 use crate::figure::{self, Plot};
 use crate::report;
-use crate::runner::{series_csv, write_file, RunRequest, Runner, ScenarioSource};
+use crate::runner::{series_csv, write_file, RunOutput, RunRequest, Runner, ScenarioSource};
 use crate::table::{self, Cell, Table};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use lasthop_sim::RunResult;
+use lasthop_net::TestbedConfig;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, RwLock};
 use std::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -156,28 +156,46 @@ pub fn run_experiments(chosen: Vec<Experiment>, opts: &ReproduceOptions, runner:
     };
 
     let started = Instant::now();
-    let mut results: Vec<Option<Result<RunResult, String>>> = (0..jobs.len()).map(|_| None).collect();
+    let mut results: Vec<Option<Result<RunOutput, String>>> = (0..jobs.len()).map(|_| None).collect();
     let mut outcomes: Vec<Option<ExperimentOutcome>> = (0..plans.len()).map(|_| None).collect();
     let mut write_errors = Vec::new();
     let mut done = vec![0usize; plans.len()];
     let next = AtomicUsize::new(0);
+    // Testbed runs measure real time: each holds this exclusively (no other run of any kind beside it),
+    // simulator runs share it.
+    let exclusive = RwLock::new(());
     let workers = opts.jobs.max(1).min(jobs.len().max(1));
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(usize, Result<RunResult, String>)>();
+        let (tx, rx) = mpsc::channel::<(usize, Result<RunOutput, String>)>();
         for _ in 0..workers {
             let tx = tx.clone();
-            let (jobs, plans, next) = (&jobs, &plans, &next);
+            let (jobs, plans, next, exclusive) = (&jobs, &plans, &next, &exclusive);
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let plan = &plans[job.exp];
-                let req = RunRequest {
-                    scenario: ScenarioSource::Value { value: &plan.points[job.point].scenario, origin: &job.origin },
-                    seed: Some(job.seed),
-                    trace: job.trace,
-                    pcap_dir: None,
-                };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run(&req)));
+                let point = &plan.points[job.point];
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match plan.exp.runner {
+                    RunnerKind::Sim => {
+                        let _shared = exclusive.read().unwrap_or_else(|e| e.into_inner());
+                        let req = RunRequest {
+                            scenario: ScenarioSource::Value {
+                                value: &point.scenario,
+                                origin: &job.origin,
+                                base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
+                            },
+                            seed: Some(job.seed),
+                            trace: job.trace,
+                            pcap_dir: None,
+                        };
+                        runner.run(&req).map(RunOutput::Sim)
+                    }
+                    RunnerKind::Testbed => {
+                        let cfg = testbed_config(point, job.seed).map_err(|e| anyhow!("{}: {e}", job.origin))?;
+                        let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
+                        runner.run_testbed(&cfg).map(RunOutput::Testbed)
+                    }
+                }));
                 let r = match r {
                     Ok(Ok(res)) => Ok(res),
                     Ok(Err(e)) => Err(format!("{e:#}")),
@@ -190,13 +208,28 @@ pub fn run_experiments(chosen: Vec<Experiment>, opts: &ReproduceOptions, runner:
         }
         drop(tx);
         for (i, r) in rx {
+            let e = jobs[i].exp;
+            if plans[e].exp.runner == RunnerKind::Testbed {
+                // a testbed run takes seconds: show each
+                let what = match &r {
+                    Ok(RunOutput::Testbed(t)) => format!(
+                        "{:.3} Mb/s, {} B in {:.1} s, hash {}",
+                        t.goodput_mbps,
+                        t.bytes,
+                        t.duration_s,
+                        if t.hash_ok { "ok" } else { "MISMATCH" }
+                    ),
+                    Ok(RunOutput::Sim(_)) => "?".into(),
+                    Err(err) => format!("FAILED: {err}"),
+                };
+                say(format!("  {} seed {}: {what}", jobs[i].origin, jobs[i].seed));
+            }
             results[i] = Some(r);
             bar.inc(1);
-            let e = jobs[i].exp;
             done[e] += 1;
             if done[e] == plans[e].jobs.len() {
                 let plan = &plans[e];
-                let rs: Vec<Result<RunResult, String>> =
+                let rs: Vec<Result<RunOutput, String>> =
                     plan.jobs.clone().map(|j| results[j].take().unwrap_or_else(|| Err("no result".into()))).collect();
                 match finish(plan, &rs, opts) {
                     Ok(o) => {
@@ -249,15 +282,23 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// The testbed configuration of a grid point of a `runner = "testbed"` experiment, with this seed.
+pub fn testbed_config(point: &Point, seed: u64) -> Result<TestbedConfig, String> {
+    let mut cfg: TestbedConfig =
+        point.scenario.clone().try_into().map_err(|e: toml::de::Error| format!("not a testbed configuration: {}", e.message()))?;
+    cfg.seed = seed;
+    Ok(cfg)
+}
+
 /// The results table of an experiment from its runs in job order (grid point, then seed); failed runs are
 /// returned as messages.
 pub fn build_table(
     exp: &Experiment,
     points: &[Point],
     seeds: &[u64],
-    results: &[Result<RunResult, String>],
+    results: &[Result<RunOutput, String>],
 ) -> (Table, Vec<String>) {
-    let mut t = Table::new(table::columns(&exp.grid_columns()));
+    let mut t = Table::new(exp.columns());
     let mut failed = Vec::new();
     let mut k = 0;
     for p in points {
@@ -265,8 +306,19 @@ pub fn build_table(
             let label = format!("[{}] seed {seed}", exp.point_label(p));
             match results.get(k) {
                 Some(Ok(r)) => {
-                    if let Err(e) = t.push_run(&p.values, seed, exp.flow.as_deref(), r) {
+                    let pushed = match r {
+                        RunOutput::Sim(r) => t.push_run(&p.values, seed, exp.flow.as_deref(), r),
+                        RunOutput::Testbed(r) => {
+                            testbed_config(p, seed).and_then(|cfg| t.push_testbed(&p.values, seed, &cfg, r))
+                        }
+                    };
+                    if let Err(e) = pushed {
                         failed.push(format!("{label}: {e}"));
+                    }
+                    if let RunOutput::Testbed(r) = r {
+                        if !r.hash_ok {
+                            failed.push(format!("{label}: the received bytes differ from the sent ones (hash mismatch)"));
+                        }
                     }
                 }
                 Some(Err(e)) => failed.push(format!("{label}: {e}")),
@@ -278,7 +330,7 @@ pub fn build_table(
     (t, failed)
 }
 
-fn finish(plan: &Planned, results: &[Result<RunResult, String>], opts: &ReproduceOptions) -> Result<ExperimentOutcome> {
+fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &ReproduceOptions) -> Result<ExperimentOutcome> {
     let exp = &plan.exp;
     let dir = opts.out.join(&exp.id);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -292,7 +344,7 @@ fn finish(plan: &Planned, results: &[Result<RunResult, String>], opts: &Reproduc
             let mut curves = Vec::new();
             for (p, point) in plan.points.iter().enumerate() {
                 let Some(j) = plan.seeds.iter().position(|&s| s == 1) else { continue };
-                let Some(Ok(r)) = results.get(p * plan.seeds.len() + j) else { continue };
+                let Some(Ok(RunOutput::Sim(r))) = results.get(p * plan.seeds.len() + j) else { continue };
                 let Ok(fm) = table::pick_flow(r, exp.flow.as_deref()) else { continue };
                 let Some(series) = r.series.as_ref().and_then(|s| s.iter().find(|s| s.name == fm.name)) else {
                     continue;
@@ -337,11 +389,17 @@ fn series_name(exp: &Experiment, p: &Point) -> String {
 }
 
 fn series_label(exp: &Experiment, p: &Point) -> String {
-    if let Some(col) = &exp.figure.series {
+    let mut values = Vec::new();
+    for col in &exp.figure.series {
         if let Some(i) = exp.grid.iter().position(|a| &a.column == col) {
-            let v = p.values[i].to_string();
-            return exp.figure.series_labels.get(&v).cloned().unwrap_or_else(|| format!("{col} = {v}"));
+            values.push((col, p.values[i].to_string()));
         }
     }
-    exp.point_label(p)
+    if values.is_empty() {
+        return exp.point_label(p);
+    }
+    let key = values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("/");
+    exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
+        values.iter().map(|(c, v)| format!("{c} = {v}")).collect::<Vec<_>>().join(", ")
+    })
 }

@@ -1,7 +1,9 @@
 //! What carries out one run: the simulator, or (in tests) anything else that turns a scenario into a
-//! [`RunResult`].
+//! [`RunResult`]; for `runner = "testbed"` experiments, a real kernel-TCP transfer on the namespace testbed
+//! ([`Runner::run_testbed`]).
 
 use anyhow::{Context, Result};
+use lasthop_net::{TestbedConfig, TestbedResult};
 use lasthop_sim::{FlowSeries, RunOptions, RunResult, Scenario};
 use std::path::Path;
 
@@ -10,8 +12,9 @@ use std::path::Path;
 pub enum ScenarioSource<'a> {
     /// A scenario file as it is (errors point at its lines).
     File(&'a Path),
-    /// A scenario document after overrides; `origin` names it in errors.
-    Value { value: &'a toml::Value, origin: &'a str },
+    /// A scenario document after overrides; `origin` names it in errors, and relative file names in it
+    /// (an empirical channel's CDFs) are taken from `base_dir`, the base scenario file's folder.
+    Value { value: &'a toml::Value, origin: &'a str, base_dir: &'a Path },
 }
 
 /// One run to carry out.
@@ -27,6 +30,19 @@ pub struct RunRequest<'a> {
 /// Turns a scenario into results. Implemented by [`SimRunner`] and by any `Fn(&RunRequest) -> Result<RunResult>`.
 pub trait Runner: Sync {
     fn run(&self, req: &RunRequest<'_>) -> Result<RunResult>;
+
+    /// One run of a `runner = "testbed"` experiment: by default the real thing
+    /// ([`lasthop_net::run_testbed_transfer`]: root, network namespaces, real time). Tests override it.
+    fn run_testbed(&self, cfg: &TestbedConfig) -> Result<TestbedResult> {
+        Ok(lasthop_net::run_testbed_transfer(cfg)?)
+    }
+}
+
+/// What one run of an experiment produced: simulator metrics, or a testbed transfer's result.
+#[derive(Debug, Clone)]
+pub enum RunOutput {
+    Sim(RunResult),
+    Testbed(TestbedResult),
 }
 
 impl<F> Runner for F
@@ -46,7 +62,7 @@ impl Runner for SimRunner {
     fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
         let mut scenario = match req.scenario {
             ScenarioSource::File(p) => Scenario::load(p)?,
-            ScenarioSource::Value { value, origin } => Scenario::from_toml(value.clone(), origin)?,
+            ScenarioSource::Value { value, origin, base_dir } => Scenario::from_toml_in(value.clone(), origin, base_dir)?,
         };
         if let Some(seed) = req.seed {
             scenario.set_seed(seed);

@@ -1,6 +1,7 @@
 //! The results table of an experiment: one row per run (grid columns, `seed`, the chosen flow's metrics and a
 //! few run-wide numbers), written as `results.csv`, filtered and aggregated by claims, figures and reports.
 
+use lasthop_net::{TestbedConfig, TestbedResult};
 use lasthop_sim::{FlowMetrics, RunResult};
 use std::cmp::Ordering;
 use std::fmt;
@@ -181,6 +182,36 @@ pub fn columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
+/// Columns of a testbed experiment that describe the run, added after `seed` unless they are grid columns.
+pub const TESTBED_CONFIG_COLUMNS: &[&str] = &["agent", "cc", "sack", "ber"];
+
+/// What a testbed run measured: goodput at the receiver, whether the received bytes hash like the sent ones,
+/// bytes received, transfer time, the congestion control the sender's socket really used, Snoop's local
+/// retransmissions and suppressed DUPACKs, frames the emulated hop lost to errors and dropped from full
+/// queues (both directions), and the CPU seconds of the base station's loop.
+pub const TESTBED_COLUMNS: &[&str] = &[
+    "goodput_mbps",
+    "hash_ok",
+    "bytes_delivered",
+    "duration_s",
+    "cc_used",
+    "local_retransmissions",
+    "dupacks_suppressed",
+    "hop_frames_lost",
+    "hop_queue_drops",
+    "bs_cpu_s",
+];
+
+/// Every column of a testbed experiment's table: grid columns, `seed`, [`TESTBED_CONFIG_COLUMNS`] not in the
+/// grid, [`TESTBED_COLUMNS`].
+pub fn testbed_columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols: Vec<String> = grid_columns.to_vec();
+    cols.push("seed".into());
+    cols.extend(TESTBED_CONFIG_COLUMNS.iter().filter(|c| !grid_columns.iter().any(|g| g == *c)).map(|s| s.to_string()));
+    cols.extend(TESTBED_COLUMNS.iter().map(|s| s.to_string()));
+    cols
+}
+
 /// A results table: named columns, rows in run order (grid order, then seed).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
@@ -235,6 +266,46 @@ impl Table {
         row.push(sum(|x| x.duplicates));
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+
+    /// Appends the row of one testbed run (a table made with [`testbed_columns`]): `grid` values in column
+    /// order, the seed, the configuration run and what it measured.
+    pub fn push_testbed(
+        &mut self,
+        grid: &[Cell],
+        seed: u64,
+        cfg: &TestbedConfig,
+        r: &TestbedResult,
+    ) -> Result<(), String> {
+        let c = &r.counters;
+        let mut row = Vec::with_capacity(self.columns.len());
+        for (i, name) in self.columns.iter().enumerate() {
+            let cell = if i < grid.len() {
+                grid[i].clone()
+            } else {
+                match name.as_str() {
+                    "seed" => Cell::Int(seed as i64),
+                    "agent" => Cell::Str(cfg.agent.to_string()),
+                    "cc" => Cell::Str(cfg.cc.clone()),
+                    "sack" => Cell::Bool(cfg.sack),
+                    "ber" => Cell::Float(cfg.ber),
+                    "goodput_mbps" => Cell::Float(r.goodput_mbps),
+                    "hash_ok" => Cell::Bool(r.hash_ok),
+                    "bytes_delivered" => Cell::Int(r.bytes as i64),
+                    "duration_s" => Cell::Float(r.duration_s),
+                    "cc_used" => Cell::Str(r.cc.clone()),
+                    "local_retransmissions" => Cell::Int(c.agent_counter("local_retransmissions") as i64),
+                    "dupacks_suppressed" => Cell::Int(c.agent_counter("dupacks_suppressed") as i64),
+                    "hop_frames_lost" => Cell::Int((c.hop_down.frames_lost + c.hop_up.frames_lost) as i64),
+                    "hop_queue_drops" => Cell::Int((c.hop_down.queue_drops + c.hop_up.queue_drops) as i64),
+                    "bs_cpu_s" => Cell::Float(c.cpu_s),
+                    other => return Err(format!("internal: no testbed column `{other}`")),
+                }
+            };
+            row.push(cell);
         }
         self.rows.push(row);
         Ok(())

@@ -73,7 +73,7 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
             local_retransmissions: if agent == "snoop" { (ber * 1e7) as u64 } else { 0 },
             dupacks_suppressed: 0,
             corrupt_bytes: 0,
-            longest_pause_s: 0.0,
+            ..FlowMetrics::default()
         }],
         links: vec![],
         agents: BTreeMap::new(),

@@ -1,9 +1,11 @@
 //! Builds the agents a scenario names at its nodes, mapping the scenario's `[snoop]` table onto
 //! `lasthop_agents::snoop::SnoopConfig` (times in the file are milliseconds).
 
-use crate::scenario::AgentKind;
+use crate::scenario::{AgentKind, AgentSpec, Scenario};
+use lasthop_agents::eln::{Eln, ElnConfig, ElnRole};
+use lasthop_agents::nack::{Nack, NackConfig};
 use lasthop_agents::snoop::{Snoop, SnoopConfig};
-use lasthop_agents::Agent;
+use lasthop_agents::{Agent, Chain};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -62,9 +64,80 @@ impl SnoopSettings {
     }
 }
 
-pub fn build_agent(kind: AgentKind, snoop: &SnoopSettings) -> Option<Box<dyn Agent>> {
-    match kind {
-        AgentKind::None => None,
-        AgentKind::Snoop => Some(Box::new(Snoop::new(snoop.config()))),
+/// The scenario's `[eln]` table (seed 002 §3). Absent fields keep `ElnConfig::default()`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ElnSettings {
+    /// Fraction of a queue's capacity above which a new hole is taken for congestion, not corruption (0.75).
+    pub congestion_threshold: Option<f64>,
+    pub max_connections: Option<usize>,
+    pub max_blocks: Option<usize>,
+}
+
+/// The scenario's `[nack]` table (seed 000 §3.2). Absent fields keep `NackConfig::default()`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NackSettings {
+    /// Packets past a gap, from one window, before a NACK goes out (3).
+    pub threshold_packets: Option<u32>,
+    /// Silence from the mobile after which a NACK goes out, ms (50).
+    pub timeout_ms: Option<f64>,
+    /// NACK even when the SYNs were not seen to negotiate SACK.
+    pub assume_sack_permitted: Option<bool>,
+}
+
+impl ElnSettings {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.congestion_threshold.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
+            return Err(("congestion_threshold".into(), "expected a fraction in [0, 1]".into()));
+        }
+        Ok(())
+    }
+    fn config(&self, role: ElnRole) -> ElnConfig {
+        let d = ElnConfig::default();
+        ElnConfig {
+            role,
+            congestion_threshold: self.congestion_threshold.unwrap_or(d.congestion_threshold),
+            max_connections: self.max_connections.unwrap_or(d.max_connections),
+            max_blocks: self.max_blocks.unwrap_or(d.max_blocks),
+        }
+    }
+}
+
+impl NackSettings {
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if self.timeout_ms.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+            return Err(("timeout_ms".into(), "expected a positive number of milliseconds".into()));
+        }
+        if self.threshold_packets == Some(0) {
+            return Err(("threshold_packets".into(), "expected at least 1".into()));
+        }
+        Ok(())
+    }
+    fn config(&self) -> NackConfig {
+        let d = NackConfig::default();
+        NackConfig {
+            threshold_packets: self.threshold_packets.unwrap_or(d.threshold_packets),
+            timeout: self.timeout_ms.map_or(d.timeout, |ms| Duration::from_nanos((ms * 1e6).round() as u64)),
+            assume_sack_permitted: self.assume_sack_permitted.unwrap_or(d.assume_sack_permitted),
+            ..d
+        }
+    }
+}
+
+/// The agents of a node: none, one, or a [`Chain`] of several in the order the spec names them.
+pub fn build_agent(spec: &AgentSpec, s: &Scenario) -> Option<Box<dyn Agent>> {
+    let one = |kind: AgentKind| -> Box<dyn Agent + Send> {
+        match kind {
+            AgentKind::Snoop => Box::new(Snoop::new(s.snoop.config())),
+            AgentKind::Eln => Box::new(Eln::new(s.eln.config(ElnRole::Mark))),
+            AgentKind::ElnFilter => Box::new(Eln::new(s.eln.config(ElnRole::Filter))),
+            AgentKind::Nack => Box::new(Nack::new(s.nack.config())),
+        }
+    };
+    match spec.0.as_slice() {
+        [] => None,
+        [kind] => Some(one(*kind)),
+        kinds => Some(Box::new(Chain::new(kinds.iter().map(|k| one(*k)).collect()))),
     }
 }

@@ -7,12 +7,12 @@
 //! is seeded from (scenario seed, component, stream name).
 
 pub mod agents;
+/// The channel models, from `lasthop-channel` (shared with the real base station).
+pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;
-pub mod error_model;
 pub mod link;
 pub mod metrics;
 pub mod mobility;
-pub mod rng;
 pub mod scenario;
 mod world;
 

@@ -179,8 +179,9 @@ impl Link {
         self.duplex == Duplex::Half
     }
 
-    pub fn queued(&self, dir: usize) -> usize {
-        self.dirs[dir].high.len() + self.dirs[dir].normal.len()
+    /// How full the normal transmit queue of `dir` is, 0.0–1.0 (what a host reports as its queue length).
+    pub fn occupancy(&self, dir: usize) -> f64 {
+        self.dirs[dir].normal.len() as f64 / self.capacity as f64
     }
 }
 

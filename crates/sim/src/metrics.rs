@@ -74,6 +74,8 @@ pub struct FlowMetrics {
     pub fast_retransmits: u64,
     pub segments_sent: u64,
     pub segments_retransmitted: u64,
+    /// Retransmissions an ELN-aware sender made on ELN ACKs, without congestion response (seed 002 §3).
+    pub eln_retransmits: u64,
     /// Local retransmissions by agents on this flow's path (Snoop).
     pub local_retransmissions: u64,
     /// Duplicate ACKs agents kept from the sender.

@@ -29,12 +29,18 @@ pub struct Scenario {
     /// TCP defaults for every flow (see `lasthop_tcp::TcpConfig`); a flow's own `tcp` table overrides them.
     #[serde(default)]
     pub tcp: toml::Table,
-    /// Settings of the Snoop agent at every node with `agent = "snoop"`.
+    /// Settings of the Snoop agent at every node that runs it.
     #[serde(default)]
     pub snoop: crate::agents::SnoopSettings,
     /// Cells, motion and handoff (see `crate::mobility`); absent: a static topology.
     #[serde(default)]
     pub mobility: Option<crate::mobility::MobilityConfig>,
+    /// Settings of the ELN agents.
+    #[serde(default)]
+    pub eln: crate::agents::ElnSettings,
+    /// Settings of the NACK agent.
+    #[serde(default)]
+    pub nack: crate::agents::NackSettings,
     #[serde(skip)]
     origin: String,
 }
@@ -43,17 +49,63 @@ pub struct Scenario {
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
     pub addr: Ipv4Addr,
-    /// The agent the node runs on packets it forwards: "none" (default) or "snoop".
+    /// The agents the node runs on packets it forwards: "none" (default), "snoop", "eln", "eln-filter",
+    /// "nack", or several joined by `+`.
     #[serde(default)]
-    pub agent: AgentKind,
+    pub agent: AgentSpec,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+/// One agent a node can run on the packets it forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentKind {
-    #[default]
-    None,
+    /// Snoop (seed 000 §3.1): caches data toward the mobile, retransmits locally, hides DUPACKs.
     Snoop,
+    /// ELN marking (seed 002 §3): records corruption holes in data from the mobile, marks ACKs.
+    Eln,
+    /// ELN filtering at A of a wireless transit link (seed 002 "Cellular Wireless Transit Links").
+    ElnFilter,
+    /// SACK-based NACKs to a mobile sender (seed 000 §3.2).
+    Nack,
+}
+
+impl AgentKind {
+    const NAMES: [(&'static str, AgentKind); 4] =
+        [("snoop", AgentKind::Snoop), ("eln", AgentKind::Eln), ("eln-filter", AgentKind::ElnFilter), ("nack", AgentKind::Nack)];
+}
+
+/// The agents of a node, in the order packets pass through them: `"none"`, one name, or names joined by
+/// `+` (e.g. `"snoop+eln"`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentSpec(pub Vec<AgentKind>);
+
+impl AgentSpec {
+    pub fn is_none(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::str::FromStr for AgentSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<AgentSpec, String> {
+        if s == "none" {
+            return Ok(AgentSpec(Vec::new()));
+        }
+        s.split('+')
+            .map(|name| {
+                AgentKind::NAMES.iter().find(|(n, _)| *n == name.trim()).map(|(_, k)| *k).ok_or_else(|| {
+                    format!("unknown agent `{name}`, expected \"none\" or names from snoop, eln, eln-filter, nack joined by +")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(AgentSpec)
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AgentSpec, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -155,14 +207,20 @@ impl Scenario {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError { origin: origin.clone(), message: format!("cannot read: {e}") })?;
-        Scenario::from_str(&text, &origin)
+        Scenario::parse(&text, &origin, path.parent().unwrap_or(Path::new("")))
     }
 
     /// Parses and validates scenario text; `origin` names it in errors.
+    /// Relative file names in it (an empirical channel's CDFs) are taken from the current directory.
     pub fn from_str(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(text, origin, Path::new(""))
+    }
+
+    fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
         let mut s: Scenario =
             toml::from_str(text).map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
+        s.resolve_paths(base_dir);
         s.validate().map_err(|(path, message)| {
             let line = line_of(text, &path).map(|l| format!(" (line {l})")).unwrap_or_default();
             ScenarioError { origin: origin.to_string(), message: format!("`{path}`{line}: {message}") }
@@ -171,13 +229,29 @@ impl Scenario {
     }
 
     /// Builds a scenario from an already-parsed TOML value (experiments apply overrides this way).
+    /// Relative file names in it are taken from the current directory; see [`Scenario::from_toml_in`].
     pub fn from_toml(value: toml::Value, origin: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_in(value, origin, Path::new(""))
+    }
+
+    /// As [`Scenario::from_toml`], with relative file names taken from `base_dir` (the scenario file's folder).
+    pub fn from_toml_in(value: toml::Value, origin: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
         let mut s = Scenario::deserialize(value)
             .map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
+        s.resolve_paths(base_dir);
         s.validate()
             .map_err(|(path, message)| ScenarioError { origin: origin.to_string(), message: format!("`{path}`: {message}") })?;
         Ok(s)
+    }
+
+    fn resolve_paths(&mut self, base_dir: &Path) {
+        for l in self.links.values_mut() {
+            l.error.resolve_paths(base_dir);
+            if let Some(e) = l.error_reverse.as_mut() {
+                e.resolve_paths(base_dir);
+            }
+        }
     }
 
     pub fn seed(&self) -> u64 {
@@ -280,6 +354,8 @@ impl Scenario {
                 }
             }
         }
+        self.eln.validate().map_err(|(f, m)| (format!("eln.{f}"), m))?;
+        self.nack.validate().map_err(|(f, m)| (format!("nack.{f}"), m))?;
         Ok(())
     }
 
@@ -313,7 +389,9 @@ mod tests {
     #[test]
     fn example_parses_with_defaults() {
         let s = Scenario::from_str(&example(), "snoop.toml").unwrap();
-        assert_eq!(s.nodes["bs"].agent, AgentKind::Snoop);
+        assert_eq!(s.nodes["bs"].agent, AgentSpec(vec![AgentKind::Snoop]));
+        assert_eq!("snoop+eln".parse::<AgentSpec>().unwrap().0, vec![AgentKind::Snoop, AgentKind::Eln]);
+        assert!("none".parse::<AgentSpec>().unwrap().is_none());
         assert_eq!(s.links["wavelan"].duplex(), Duplex::Half);
         assert_eq!(s.links["ether"].duplex(), Duplex::Full);
         assert_eq!(s.flow_tcp("bulk").unwrap().mss, 1460);

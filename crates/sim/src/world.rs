@@ -106,7 +106,7 @@ impl World {
                 name: name.clone(),
                 addr: n.addr,
                 routes: Vec::new(),
-                agent: build_agent(n.agent, &s.snoop),
+                agent: build_agent(&n.agent, s),
                 agent_timer: None,
                 endpoints: Vec::new(),
             })
@@ -317,7 +317,9 @@ impl World {
         };
         if self.nodes[node].agent.is_some() {
             let side = if self.links[out.0].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+            let occupancy = self.links[out.0].occupancy(out.1);
             let agent = self.nodes[node].agent.as_mut().expect("checked");
+            agent.on_queue_occupancy(side, occupancy);
             agent.on_packet(now, side, packet, &mut self.actions);
             self.apply_actions(now, node);
         } else {
@@ -381,6 +383,11 @@ impl World {
             if let Some(p) = self.links[link].pcap[dir].as_mut() {
                 let _ = p.write(now, &packet);
             }
+            let from = self.links[link].ends[dir];
+            if let Some(agent) = self.nodes[from].agent.as_mut() {
+                let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+                agent.on_transmit(now, side, &packet);
+            }
             self.sched.schedule(done_at, Event::TxDone { link, dir });
             if self.mob.as_deref().is_some_and(|m| m.detached[link]) {
                 self.lost_out_of_range(&packet);
@@ -433,9 +440,14 @@ impl World {
         let flow = self.endpoints[ep].flow;
         let node = self.endpoints[ep].node;
         let dst = *self.endpoints[ep].remote.ip();
+        let out_link = self.next_hop(node, dst);
         loop {
             let packet = match &mut self.endpoints[ep].role {
                 Role::Sender(s) => {
+                    // The mobile's output-queue length that an ELN sender piggybacks (seed 002 §3).
+                    if let Some((link, dir)) = out_link {
+                        s.set_output_queue(self.links[link].occupancy(dir));
+                    }
                     let p = s.poll_transmit(now);
                     if let (Some(_), Some(series)) = (&p, self.flows[flow].series.as_mut()) {
                         if let Some((offset, _)) = s.last_sent() {
@@ -527,6 +539,7 @@ impl World {
                 fast_retransmits: sstats.fast_retransmits,
                 segments_sent: sstats.segments_sent,
                 segments_retransmitted: sstats.segments_retransmitted,
+                eln_retransmits: sstats.eln_retransmits,
                 local_retransmissions: counter("local_retransmissions"),
                 dupacks_suppressed: counter("dupacks_suppressed"),
                 corrupt_bytes: f.corrupt,
@@ -639,7 +652,7 @@ impl World {
             let mut c = BsConfig::new(addr(b), addr(ha));
             c.buffer_packets = cfg.buffer_packets;
             c.mirror_packets = cfg.mirror_packets;
-            if s.nodes[&self.nodes[b].name].agent == crate::scenario::AgentKind::Snoop {
+            if s.nodes[&self.nodes[b].name].agent.0.contains(&crate::scenario::AgentKind::Snoop) {
                 c.snoop = Some(s.snoop.config());
             }
             let mut agent = BaseStation::new(c);

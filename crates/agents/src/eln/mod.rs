@@ -407,6 +407,14 @@ impl Agent for Eln {
         None
     }
 
+    /// The host's queue toward the data's next hop is the BS's "input queue" of seed 002 §3: the one that
+    /// overflows when the wired side is congested. Only the queue on the data's side counts.
+    fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
+        if side == self.data_side() {
+            self.set_input_queue(fraction);
+        }
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
         vec![

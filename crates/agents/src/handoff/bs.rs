@@ -381,6 +381,12 @@ impl Agent for BaseStation {
         }
     }
 
+    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+        if let Some(s) = self.snoop_for(side, packet) {
+            s.on_transmit(now, side, packet);
+        }
+    }
+
     fn poll_timeout(&self) -> Option<Time> {
         self.mobiles.values().filter_map(|m| m.snoop.as_ref()?.poll_timeout()).min()
     }

@@ -1,0 +1,364 @@
+//! The real base station from the command line: `lasthop bs`, `lasthop testbed` and `lasthop bench forward`,
+//! thin wrappers over `lasthop_net` (Linux only).
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::ValueEnum;
+use lasthop_net::channel::ErrorModelConfig;
+use lasthop_net::{AgentKind, BsConfig, Duplex, HopConfig, NetError, TestbedConfig, TestbedResult};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `--agent`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentArg {
+    /// plain forwarding
+    None,
+    /// Berkeley Snoop
+    Snoop,
+}
+
+impl From<AgentArg> for AgentKind {
+    fn from(a: AgentArg) -> AgentKind {
+        match a {
+            AgentArg::None => AgentKind::None,
+            AgentArg::Snoop => AgentKind::Snoop,
+        }
+    }
+}
+
+/// `--sack`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// `--duplex`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DuplexArg {
+    Half,
+    Full,
+}
+
+impl From<DuplexArg> for Duplex {
+    fn from(d: DuplexArg) -> Duplex {
+        match d {
+            DuplexArg::Half => Duplex::Half,
+            DuplexArg::Full => Duplex::Full,
+        }
+    }
+}
+
+/// The emulated wireless hop, shared by `bs` and `testbed`.
+#[derive(Debug, clap::Args)]
+pub struct HopArgs {
+    /// Emulated hop rate, Mb/s (bs: 0 = unlimited, no emulation)
+    #[arg(long, value_name = "R")]
+    pub rate_mbps: Option<f64>,
+    /// One-way propagation delay of the emulated hop, ms
+    #[arg(long, value_name = "D")]
+    pub delay_ms: Option<f64>,
+    /// Bit error rate of the emulated hop, both directions (0: no errors)
+    #[arg(long, value_name = "B")]
+    pub ber: Option<f64>,
+    /// Drop-tail capacity of each of the hop's queues, frames
+    #[arg(long, value_name = "N")]
+    pub queue_packets: Option<usize>,
+    /// Shared half-duplex medium (data and ACKs contend) or one transmitter per direction
+    #[arg(long, value_enum)]
+    pub duplex: Option<DuplexArg>,
+    /// Seeds the error model (testbed: also the payload)
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BsArgs {
+    /// Interface toward the fixed host (the wired network)
+    #[arg(long, value_name = "IF")]
+    pub wired: String,
+    /// Interface toward the mobile host (behind the emulated hop)
+    #[arg(long, value_name = "IF")]
+    pub wireless: String,
+    /// Agent run on every TCP packet
+    #[arg(long, value_enum, default_value = "none")]
+    pub agent: AgentArg,
+    #[command(flatten)]
+    pub hop: HopArgs,
+    /// Per-frame MAC overhead of the emulated hop, µs
+    #[arg(long, value_name = "US", default_value_t = 0.0)]
+    pub mac_overhead_us: f64,
+    /// Each frame lost with this probability (instead of --ber)
+    #[arg(long, value_name = "P", conflicts_with = "ber")]
+    pub loss: Option<f64>,
+    /// Leave GRO on the two interfaces as it is (by default it is switched off so frames arrive wire-sized)
+    #[arg(long)]
+    pub keep_gro: bool,
+    /// Print the counters as JSON (on SIGUSR1 to stderr, at exit to stdout)
+    #[arg(long)]
+    pub json: bool,
+    /// Write wired.pcap and wireless.pcap (the IPv4 packets of each interface) into this directory
+    #[arg(long, value_name = "DIR")]
+    pub pcap_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TestbedArgs {
+    /// Agent at the base station
+    #[arg(long, value_enum, default_value = "none")]
+    pub agent: AgentArg,
+    /// Congestion control of the sender (kernel TCP)
+    #[arg(long, default_value = "reno", value_parser = ["reno", "cubic", "bbr"])]
+    pub cc: String,
+    /// SACK on both hosts
+    #[arg(long, value_enum, default_value = "off")]
+    pub sack: OnOff,
+    /// Application bytes to transfer
+    #[arg(long, value_name = "N")]
+    pub bytes: Option<u64>,
+    #[command(flatten)]
+    pub hop: HopArgs,
+    /// Give up after this many seconds
+    #[arg(long, value_name = "S")]
+    pub timeout_s: Option<f64>,
+    /// Write wired.pcap and wireless.pcap of the base station's interfaces into this directory
+    #[arg(long, value_name = "DIR")]
+    pub pcap_dir: Option<PathBuf>,
+    /// Print the result (configuration, goodput, hash check, counters) as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// The base station's forwarding core in memory (no sockets, no rate limit, no errors): plain against
+    /// Snoop on a synthetic bulk flow, in one process
+    Forward {
+        /// Full-size data segments per measurement (each second one followed by an ACK)
+        #[arg(long, value_name = "N", default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..))]
+        packets: u64,
+        /// Repetitions (each measures plain, then Snoop); medians are reported
+        #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
+        repetitions: u64,
+    },
+}
+
+fn hop_error(ber: Option<f64>, loss: Option<f64>) -> ErrorModelConfig {
+    match (ber, loss) {
+        (Some(b), _) if b > 0.0 => ErrorModelConfig::Ber { ber: b },
+        (_, Some(l)) if l > 0.0 => ErrorModelConfig::Packet { loss: l },
+        _ => ErrorModelConfig::None,
+    }
+}
+
+/// A clear error for an interface that does not exist here.
+fn check_interface(flag: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name.len() >= libc_ifnamsiz() || name.contains(['/', ' ', '\0']) {
+        bail!("{flag} {name:?}: not a valid interface name");
+    }
+    if lasthop_net::sys::if_index(name).is_err() {
+        let have: Vec<String> = std::fs::read_dir("/sys/class/net")
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let mut have = have;
+        have.sort();
+        bail!("{flag} {name}: no such network interface here (have: {})", if have.is_empty() { "?".into() } else { have.join(", ") });
+    }
+    Ok(())
+}
+
+const fn libc_ifnamsiz() -> usize {
+    16
+}
+
+pub fn bs(a: BsArgs) -> Result<ExitCode> {
+    if a.wired == a.wireless {
+        bail!("--wired and --wireless are both {}; the base station forwards between two interfaces", a.wired);
+    }
+    let hop = HopConfig {
+        rate_mbps: a.hop.rate_mbps.unwrap_or(0.0),
+        delay_ms: a.hop.delay_ms.unwrap_or(0.0),
+        mac_overhead_us: a.mac_overhead_us,
+        queue_packets: a.hop.queue_packets.unwrap_or(100),
+        duplex: a.hop.duplex.map(Duplex::from).unwrap_or_default(),
+        down: hop_error(a.hop.ber, a.loss),
+        up: hop_error(a.hop.ber, a.loss),
+        seed: a.hop.seed.unwrap_or(1),
+    };
+    hop.validate().map_err(|e| anyhow!("emulated hop: {e}"))?;
+    check_interface("--wired", &a.wired)?;
+    check_interface("--wireless", &a.wireless)?;
+    if let Some(d) = &a.pcap_dir {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let cfg = BsConfig {
+        wired_if: a.wired,
+        wireless_if: a.wireless,
+        agent: a.agent.into(),
+        hop,
+        disable_gro: !a.keep_gro,
+        pcap_wired: a.pcap_dir.as_ref().map(|d| d.join("wired.pcap")),
+        pcap_wireless: a.pcap_dir.as_ref().map(|d| d.join("wireless.pcap")),
+    };
+    lasthop_net::serve(&cfg, a.json).map_err(net_error)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The testbed configuration `lasthop testbed` runs (defaults: [`TestbedConfig::default`]).
+pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
+    let d = TestbedConfig::default();
+    TestbedConfig {
+        agent: a.agent.into(),
+        cc: a.cc.clone(),
+        sack: a.sack == OnOff::On,
+        ber: a.hop.ber.unwrap_or(d.ber),
+        seed: a.hop.seed.unwrap_or(d.seed),
+        bytes: a.bytes.unwrap_or(d.bytes),
+        rate_mbps: a.hop.rate_mbps.unwrap_or(d.rate_mbps),
+        delay_ms: a.hop.delay_ms.unwrap_or(d.delay_ms),
+        queue_packets: a.hop.queue_packets.unwrap_or(d.queue_packets),
+        duplex: a.hop.duplex.map(Duplex::from).unwrap_or(d.duplex),
+        timeout_s: a.timeout_s.unwrap_or(d.timeout_s),
+        pcap_dir: a.pcap_dir.clone(),
+    }
+}
+
+pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
+    let cfg = testbed_config(&a);
+    cfg.validate().map_err(net_error)?;
+    if let Some(d) = &cfg.pcap_dir {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    if !a.json {
+        eprintln!("lasthop testbed: {} (building namespaces FH, BS, MH)", describe(&cfg));
+    }
+    let r = lasthop_net::run_testbed_transfer(&cfg).map_err(net_error)?;
+    if a.json {
+        let v = serde_json::json!({ "config": cfg, "result": r });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{}", result_line(&r, cfg.bytes));
+        print!("{}", r.counters);
+    }
+    if !r.hash_ok {
+        eprintln!("error: the received bytes differ from the sent ones (hash mismatch)");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agent snoop, cc reno, SACK off, BER 3.9e-6, 2 Mb/s half-duplex hop, 1 ms, queue 100, 2097152 B, seed 1`
+pub fn describe(c: &TestbedConfig) -> String {
+    format!(
+        "agent {}, cc {}, SACK {}, BER {:e}, {} hop, {} ms, queue {}, {} B, seed {}",
+        c.agent,
+        c.cc,
+        if c.sack { "on" } else { "off" },
+        c.ber,
+        if c.rate_mbps > 0.0 {
+            format!("{} Mb/s {}-duplex", c.rate_mbps, if c.duplex == Duplex::Half { "half" } else { "full" })
+        } else {
+            "unlimited".into()
+        },
+        c.delay_ms,
+        c.queue_packets,
+        c.bytes,
+        c.seed
+    )
+}
+
+/// `goodput 1.613 Mb/s (2097152 of 2097152 B in 10.40 s, cc reno), hash ok`
+pub fn result_line(r: &TestbedResult, asked: u64) -> String {
+    format!(
+        "goodput {:.3} Mb/s ({} of {asked} B in {:.2} s, cc {}), hash {}",
+        r.goodput_mbps,
+        r.bytes,
+        r.duration_s,
+        r.cc,
+        if r.hash_ok { "ok" } else { "MISMATCH" }
+    )
+}
+
+/// Keeps the library's own wording ("must run as root ...", "network namespaces are not available ...").
+fn net_error(e: NetError) -> anyhow::Error {
+    anyhow::Error::new(e)
+}
+
+/// Median of a non-empty list.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn bench(cmd: BenchCommand) -> Result<ExitCode> {
+    let BenchCommand::Forward { packets, repetitions } = cmd;
+    use lasthop_net::bench::bench_forward;
+    eprintln!(
+        "lasthop bench forward: {packets} segments (+ ACKs) per measurement, {repetitions} repetitions of plain then Snoop"
+    );
+    let (mut ns, mut gbps, mut ratio) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()], Vec::new());
+    // one untimed warm-up of each, so the first repetition does not pay for page faults
+    for agent in [AgentKind::None, AgentKind::Snoop] {
+        bench_forward(agent, (packets as usize / 10).max(1));
+    }
+    for rep in 0..repetitions {
+        let mut this = [0.0; 2];
+        for (i, agent) in [AgentKind::None, AgentKind::Snoop].into_iter().enumerate() {
+            let r = bench_forward(agent, packets as usize);
+            ns[i].push(r.ns_per_frame);
+            gbps[i].push(r.goodput_gbps);
+            this[i] = r.ns_per_frame;
+        }
+        ratio.push(this[1] / this[0]);
+        eprintln!("  repetition {}: plain {:.0} ns/frame, snoop {:.0} ns/frame", rep + 1, this[0], this[1]);
+    }
+    for (i, name) in ["plain", "snoop"].into_iter().enumerate() {
+        println!(
+            "{name:<6} median {:>6.0} ns/frame, {:>6.2} Gb/s of TCP payload",
+            median(&ns[i]),
+            median(&gbps[i])
+        );
+    }
+    println!(
+        "snoop overhead: {:+.1} % time per frame (median over repetitions of the ratio snoop/plain, both measured back to back in one repetition)",
+        (median(&ratio) - 1.0) * 100.0
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn error_model_choice() {
+        assert_eq!(hop_error(None, None), ErrorModelConfig::None);
+        assert_eq!(hop_error(Some(0.0), None), ErrorModelConfig::None);
+        assert_eq!(hop_error(Some(1e-6), None), ErrorModelConfig::Ber { ber: 1e-6 });
+        assert_eq!(hop_error(None, Some(0.1)), ErrorModelConfig::Packet { loss: 0.1 });
+    }
+
+    #[test]
+    fn unknown_interfaces_are_named() {
+        let e = check_interface("--wired", "nosuchif0").unwrap_err().to_string();
+        assert!(e.contains("--wired nosuchif0: no such network interface"), "{e}");
+        let e = check_interface("--wired", "a/b").unwrap_err().to_string();
+        assert!(e.contains("not a valid interface name"), "{e}");
+    }
+}

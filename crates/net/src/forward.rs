@@ -1,0 +1,783 @@
+//! The base station's forwarding core, sans-IO: Ethernet frames in, Ethernet frames out.
+//!
+//! [`Forwarder`] is everything `lasthop bs` does to a frame except reading and writing sockets, so the
+//! same code runs under the I/O loop ([`crate::bs`]), the unit tests and the forwarding benchmark.
+//!
+//! The base station is a *transparent bridge that understands IPv4*: the fixed and the mobile host sit
+//! in one IP subnet and see each other's MAC addresses, as they would across a WaveLAN access point.
+//!
+//! - Non-IPv4 frames (ARP above all, also IPv6 and VLAN-tagged frames) are bridged unchanged, so the
+//!   kernels on both sides resolve each other with ordinary ARP and no configuration at the base station.
+//! - IPv4 frames lose their Ethernet header; the IPv4 packet goes to the agent chain (TCP only) and to the
+//!   wireless-hop emulator ([`crate::hop`]), and every packet that comes out gets a fresh Ethernet header:
+//!   the destination MAC learned for its destination IP on the outgoing side, the source MAC learned for
+//!   its source IP on the other side (so the receiving host sees the same neighbour as ARP told it).
+//!   Agent-made packets (Snoop's regenerated ACKs) are addressed the same way.
+//! - Frames from the wired side pass the agents first and the hop second (`Side::ToMobile`); frames from
+//!   the wireless side cross the hop first, then the agents (`Side::ToWired`). Non-IPv4 frames cross the
+//!   hop too: the hop is a link, and a link carries ARP.
+//!
+//! Rules for bad input, each counted in [`Counters`]: frames shorter than an Ethernet header, IPv4 whose
+//! header does not parse, and IPv4-claiming-TCP whose TCP header does not parse are dropped (a router
+//! would drop them and an agent must never see them); well-formed non-TCP IPv4 and IP fragments bypass
+//! the agents, which only read TCP, and are forwarded. Ethernet padding after the IPv4 total length is
+//! cut off before a packet reaches an agent.
+
+use crate::agents::{build_chain, AgentKind};
+use crate::counters::{Counters, PortCounters};
+use crate::hop::{Dir, Hop, HopConfig};
+use bytes::{BufMut, Bytes, BytesMut};
+use lasthop_agents::{Action, Agent, DropReason, Side};
+use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::{Ipv4Packet, TcpPacket, Time};
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub const ETH_HEADER_LEN: usize = 14;
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+pub type Mac = [u8; 6];
+pub const BROADCAST: Mac = [0xff; 6];
+
+/// One of the base station's two interfaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Port {
+    /// Toward the fixed host and the Internet.
+    Wired = 0,
+    /// Toward the mobile host, over the emulated wireless hop.
+    Wireless = 1,
+}
+
+impl Port {
+    pub fn other(self) -> Port {
+        match self {
+            Port::Wired => Port::Wireless,
+            Port::Wireless => Port::Wired,
+        }
+    }
+}
+
+/// What a frame is, decided once from its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Shorter than an Ethernet header.
+    Runt,
+    /// Not IPv4 (ARP, IPv6, VLAN, ...): bridged unchanged.
+    NonIpv4,
+    /// Ethertype IPv4 but the header does not parse.
+    MalformedIpv4,
+    /// IPv4 protocol 6 but the TCP header does not parse.
+    MalformedTcp,
+    /// A TCP segment in an unfragmented IPv4 packet of `ip_len` bytes: for the agents.
+    Tcp { ip_len: usize },
+    /// Well-formed IPv4 that is not a whole TCP segment (UDP, ICMP, fragments).
+    OtherIpv4 { ip_len: usize },
+}
+
+/// Classifies an Ethernet frame. Never panics, whatever the bytes.
+pub fn classify(frame: &[u8]) -> Class {
+    if frame.len() < ETH_HEADER_LEN {
+        return Class::Runt;
+    }
+    if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
+        return Class::NonIpv4;
+    }
+    let ip = match Ipv4Packet::new_checked(&frame[ETH_HEADER_LEN..]) {
+        Ok(ip) => ip,
+        Err(_) => return Class::MalformedIpv4,
+    };
+    let ip_len = ip.total_len() as usize;
+    if ip.protocol() != PROTO_TCP || ip.is_fragment() {
+        return Class::OtherIpv4 { ip_len };
+    }
+    match TcpPacket::new_checked(ip.payload()) {
+        Ok(_) => Class::Tcp { ip_len },
+        Err(_) => Class::MalformedTcp,
+    }
+}
+
+/// A copy of a TCP/IPv4 packet with its TCP checksum computed afresh (the caller checked the headers).
+fn finish_tcp_checksum(ip: &[u8], src: Ipv4Addr) -> Bytes {
+    let mut b = BytesMut::from(ip);
+    let hl = ((b[0] & 0x0f) as usize) * 4;
+    let dst = Ipv4Addr::new(b[16], b[17], b[18], b[19]);
+    TcpPacket::new_unchecked(&mut b[hl..]).fill_checksum(src, dst);
+    b.freeze()
+}
+
+/// IP → MAC for the hosts seen on one side, learned from the frames they send.
+#[derive(Default)]
+struct MacTable {
+    by_ip: HashMap<Ipv4Addr, Mac>,
+    /// The last source MAC seen on this side: the answer on a point-to-point link when the IP is unknown.
+    last_peer: Option<Mac>,
+}
+
+impl MacTable {
+    /// A flood of spoofed source addresses must not grow the table without bound; past this many
+    /// entries it starts over (the hosts' next frames teach it again).
+    const MAX_ENTRIES: usize = 4096;
+
+    fn learn(&mut self, ip: Ipv4Addr, mac: Mac) {
+        if mac[0] & 1 != 0 {
+            return; // a multicast source MAC is bogus; never send to it
+        }
+        self.last_peer = Some(mac);
+        if ip.is_unspecified() || ip.is_broadcast() || ip.is_multicast() {
+            return;
+        }
+        if self.by_ip.get(&ip) != Some(&mac) {
+            if self.by_ip.len() >= Self::MAX_ENTRIES {
+                self.by_ip.clear();
+            }
+            self.by_ip.insert(ip, mac);
+        }
+    }
+
+    fn lookup(&self, ip: Ipv4Addr) -> Option<Mac> {
+        self.by_ip.get(&ip).copied().or(self.last_peer)
+    }
+}
+
+/// What crosses the emulated hop: an IPv4 packet (whose Ethernet header is made on the far side) or a
+/// bridged non-IPv4 frame.
+enum HopItem {
+    Ip { packet: Bytes, tcp: bool },
+    Raw(Bytes),
+}
+
+/// The forwarding core. Create one per base station; feed it frames, timeouts and the time.
+pub struct Forwarder {
+    agents: Vec<Box<dyn Agent + Send>>,
+    hop: Hop<HopItem>,
+    macs: [MacTable; 2],
+    /// Our own interfaces' MACs: the source address of last resort.
+    own_mac: [Mac; 2],
+    ports: [PortCounters; 2],
+    counters: Counters,
+    agent_drops: HashMap<DropReason, u64>,
+    /// Reused action buffers, one per depth of the agent chain (no allocation per packet).
+    pool: Vec<Vec<Action>>,
+    delivered: Vec<(Dir, HopItem)>,
+    started: Option<Time>,
+    /// When each port last sent an ARP probe (they are rate-limited).
+    last_probe: [Option<Time>; 2],
+    /// What the chain was built from, to rebuild an agent that panicked.
+    kind: Option<AgentKind>,
+}
+
+impl Forwarder {
+    pub fn new(agent: AgentKind, hop: &HopConfig, own_mac: [Mac; 2]) -> Forwarder {
+        let mut f = Self::with_agents(build_chain(agent), hop, own_mac);
+        f.kind = Some(agent);
+        f
+    }
+
+    /// A forwarder running `agents` in order (an empty chain forwards plainly).
+    pub fn with_agents(agents: Vec<Box<dyn Agent + Send>>, hop: &HopConfig, own_mac: [Mac; 2]) -> Forwarder {
+        Forwarder {
+            agents,
+            hop: Hop::new(hop),
+            macs: [MacTable::default(), MacTable::default()],
+            own_mac,
+            ports: [PortCounters::default(); 2],
+            counters: Counters::default(),
+            agent_drops: HashMap::new(),
+            pool: Vec::new(),
+            delivered: Vec::new(),
+            started: None,
+            last_probe: [None, None],
+            kind: None,
+        }
+    }
+
+    /// A frame arrived on `port`. Frames to send are appended to `out`.
+    pub fn on_frame(&mut self, now: Time, port: Port, frame: &[u8], out: &mut Vec<(Port, Bytes)>) {
+        self.on_frame_meta(now, port, frame, false, out)
+    }
+
+    /// [`on_frame`](Self::on_frame) for a frame whose transport checksum the kernel reports unfinished
+    /// (left to an offload by a sender on this machine): a TCP checksum is completed before anything
+    /// reads the packet.
+    pub fn on_frame_meta(
+        &mut self,
+        now: Time,
+        port: Port,
+        frame: &[u8],
+        checksum_unfinished: bool,
+        out: &mut Vec<(Port, Bytes)>,
+    ) {
+        self.started.get_or_insert(now);
+        let pc = &mut self.ports[port as usize];
+        pc.frames_in += 1;
+        pc.bytes_in += frame.len() as u64;
+        match classify(frame) {
+            Class::Runt => self.counters.runt_frames += 1,
+            Class::MalformedIpv4 => self.counters.malformed_ipv4 += 1,
+            Class::MalformedTcp => self.counters.malformed_tcp += 1,
+            Class::NonIpv4 => {
+                self.counters.non_ipv4 += 1;
+                self.learn_arp(port, frame);
+                if frame[0..6] == self.own_mac[port as usize] {
+                    // The answer to one of our ARP probes: for us, not for the other side.
+                    return;
+                }
+                let len = frame.len() - ETH_HEADER_LEN;
+                let item = HopItem::Raw(Bytes::copy_from_slice(frame));
+                match port {
+                    Port::Wired => self.enqueue(now, Dir::Down, item, len, false),
+                    Port::Wireless => self.enqueue(now, Dir::Up, item, len, false),
+                }
+            }
+            cls @ (Class::Tcp { ip_len } | Class::OtherIpv4 { ip_len }) => {
+                let tcp = matches!(cls, Class::Tcp { .. });
+                if tcp {
+                    self.counters.tcp_packets += 1;
+                } else {
+                    self.counters.ipv4_other += 1;
+                }
+                let ip = &frame[ETH_HEADER_LEN..ETH_HEADER_LEN + ip_len];
+                let src = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+                let mut mac = [0u8; 6];
+                mac.copy_from_slice(&frame[6..12]);
+                self.macs[port as usize].learn(src, mac);
+                let packet = if checksum_unfinished && tcp {
+                    self.counters.checksums_completed += 1;
+                    finish_tcp_checksum(ip, src)
+                } else {
+                    Bytes::copy_from_slice(ip)
+                };
+                match port {
+                    Port::Wired => self.deliver(now, Side::ToMobile, packet, tcp, out),
+                    Port::Wireless => self.enqueue(now, Dir::Up, HopItem::Ip { packet, tcp }, ip_len, false),
+                }
+            }
+        }
+        self.service_hop(now, out);
+    }
+
+    /// Runs agent timers and the hop up to `now`. Call at (or after) [`poll_timeout`](Self::poll_timeout).
+    pub fn on_timeout(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
+        self.started.get_or_insert(now);
+        for i in 0..self.agents.len() {
+            if self.agents[i].poll_timeout().is_some_and(|t| t <= now) {
+                let mut acts = self.pool.pop().unwrap_or_default();
+                let agent = &mut self.agents[i];
+                let ok = catch_unwind(AssertUnwindSafe(|| agent.on_timeout(now, &mut acts))).is_ok();
+                if ok {
+                    self.apply(i, now, &mut acts, out);
+                } else {
+                    acts.clear();
+                    self.agent_failed(i);
+                }
+                self.pool.push(acts);
+                if !ok {
+                    // The chain changed under the loop's indices; the rest fire at the next call.
+                    break;
+                }
+            }
+        }
+        self.service_hop(now, out);
+    }
+
+    /// The earliest time anything (an agent timer, the hop) needs [`on_timeout`](Self::on_timeout).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.agents.iter().filter_map(|a| a.poll_timeout()).chain(self.hop.next_event()).min()
+    }
+
+    /// Counts a frame the I/O layer failed to send.
+    pub fn count_send_error(&mut self, port: Port) {
+        let pc = &mut self.ports[port as usize];
+        pc.send_errors += 1;
+        pc.frames_out = pc.frames_out.saturating_sub(1);
+    }
+
+    /// A snapshot of all counters, the agents' included (summed by name over the chain).
+    pub fn counters(&self, now: Time) -> Counters {
+        let mut c = self.counters.clone();
+        c.wired = self.ports[0];
+        c.wireless = self.ports[1];
+        c.hop_down = self.hop.counters(Dir::Down);
+        c.hop_up = self.hop.counters(Dir::Up);
+        c.agent_drops = self.agent_drops.iter().map(|(r, n)| (format!("{r:?}"), *n)).collect();
+        for a in &self.agents {
+            for (k, v) in a.counters() {
+                *c.agent.entry(k.to_string()).or_default() += v;
+            }
+        }
+        // Snoop reports connection events, not a gauge; derive the table size the operator wants to see.
+        if let Some(&created) = c.agent.get("connections_created") {
+            let gone = c.agent_counter("connections_evicted") + c.agent_counter("connections_closed");
+            c.agent.insert("connections_active".into(), created.saturating_sub(gone));
+        }
+        c.uptime_s = self.started.map_or(0.0, |s| (now - s).as_secs_f64());
+        c
+    }
+
+    fn learn_arp(&mut self, port: Port, frame: &[u8]) {
+        // Ethernet/IPv4 ARP: htype 1, ptype 0x0800, hlen 6, plen 4; sender MAC at 8, sender IP at 14.
+        let arp = &frame[ETH_HEADER_LEN..];
+        if u16::from_be_bytes([frame[12], frame[13]]) == ETHERTYPE_ARP
+            && arp.len() >= 28
+            && arp[0..6] == [0, 1, 0x08, 0x00, 6, 4]
+        {
+            let mut mac = [0u8; 6];
+            mac.copy_from_slice(&arp[8..14]);
+            self.macs[port as usize].learn(Ipv4Addr::new(arp[14], arp[15], arp[16], arp[17]), mac);
+        }
+    }
+
+    fn enqueue(&mut self, now: Time, dir: Dir, item: HopItem, len: usize, priority: bool) {
+        // A full queue drops the frame (drop-tail); the hop counts it.
+        let _ = self.hop.enqueue(now, dir, item, len, priority);
+    }
+
+    /// An IPv4 packet travelling toward `side` at the base station: through the agents if it is TCP.
+    fn deliver(&mut self, now: Time, side: Side, packet: Bytes, tcp: bool, out: &mut Vec<(Port, Bytes)>) {
+        if tcp && !self.agents.is_empty() {
+            self.run_chain(0, now, side, packet, out);
+        } else {
+            self.dispatch(now, side, packet, false, out);
+        }
+    }
+
+    fn run_chain(&mut self, i: usize, now: Time, side: Side, packet: Bytes, out: &mut Vec<(Port, Bytes)>) {
+        let mut acts = self.pool.pop().unwrap_or_default();
+        // A clone is a reference count, not a copy: it lets the packet go on if the agent panics.
+        let keep = packet.clone();
+        let agent = &mut self.agents[i];
+        if catch_unwind(AssertUnwindSafe(|| agent.on_packet(now, side, packet, &mut acts))).is_ok() {
+            self.apply(i, now, &mut acts, out);
+        } else {
+            acts.clear();
+            self.agent_failed(i);
+            self.dispatch(now, side, keep, false, out);
+        }
+        self.pool.push(acts);
+    }
+
+    /// An agent panicked (a bug, but the base station must go on forwarding): its state may be
+    /// half-updated, so it is replaced by a fresh one. Agent state is soft, so this costs performance
+    /// for the connections it held, never data. A chain of unknown make loses the agent instead.
+    fn agent_failed(&mut self, i: usize) {
+        self.counters.agent_panics += 1;
+        match self.kind.map(build_chain) {
+            Some(mut fresh) if fresh.len() == self.agents.len() => self.agents[i] = fresh.swap_remove(i),
+            _ => {
+                self.agents.remove(i);
+            }
+        }
+    }
+
+    /// Carries out agent `i`'s actions: plain forwards go on down the chain; priority forwards, injections
+    /// and drops are final (a local retransmission must not be re-inspected as new data).
+    fn apply(&mut self, i: usize, now: Time, acts: &mut Vec<Action>, out: &mut Vec<(Port, Bytes)>) {
+        for a in acts.drain(..) {
+            match a {
+                Action::Forward(side, p) => {
+                    if i + 1 < self.agents.len() {
+                        self.run_chain(i + 1, now, side, p, out);
+                    } else {
+                        self.dispatch(now, side, p, false, out);
+                    }
+                }
+                Action::ForwardPriority(side, p) => {
+                    self.counters.agent_priority += 1;
+                    self.dispatch(now, side, p, true, out);
+                }
+                Action::Inject(side, p) => {
+                    self.counters.agent_injected += 1;
+                    self.dispatch(now, side, p, false, out);
+                }
+                Action::Drop(reason) => *self.agent_drops.entry(reason).or_default() += 1,
+            }
+        }
+    }
+
+    fn dispatch(&mut self, now: Time, side: Side, packet: Bytes, priority: bool, out: &mut Vec<(Port, Bytes)>) {
+        match side {
+            Side::ToMobile => {
+                let len = packet.len();
+                self.enqueue(now, Dir::Down, HopItem::Ip { packet, tcp: true }, len, priority);
+            }
+            Side::ToWired => self.emit_ip(now, Port::Wired, &packet, out),
+        }
+    }
+
+    /// Delivers what the hop has carried to its far end by `now`. Frames reaching the base station go on
+    /// through the agents, which may queue more on the hop (possibly deliverable at once), so repeat.
+    fn service_hop(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
+        loop {
+            let mut delivered = std::mem::take(&mut self.delivered);
+            self.hop.poll(now, &mut delivered);
+            if delivered.is_empty() {
+                self.delivered = delivered;
+                return;
+            }
+            for (dir, item) in delivered.drain(..) {
+                match (dir, item) {
+                    (Dir::Down, HopItem::Ip { packet, .. }) => self.emit_ip(now, Port::Wireless, &packet, out),
+                    (Dir::Down, HopItem::Raw(f)) => self.emit_raw(Port::Wireless, f, out),
+                    (Dir::Up, HopItem::Ip { packet, tcp }) => self.deliver(now, Side::ToWired, packet, tcp, out),
+                    (Dir::Up, HopItem::Raw(f)) => self.emit_raw(Port::Wired, f, out),
+                }
+            }
+            self.delivered = delivered;
+        }
+    }
+
+    fn emit_raw(&mut self, port: Port, frame: Bytes, out: &mut Vec<(Port, Bytes)>) {
+        let pc = &mut self.ports[port as usize];
+        pc.frames_out += 1;
+        pc.bytes_out += frame.len() as u64;
+        out.push((port, frame));
+    }
+
+    /// Minimum spacing of ARP probes on one port.
+    const PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(20);
+
+    /// Asks who has `target` on `port`, as an RFC 5227 probe (sender IP 0.0.0.0) from our own MAC, so the
+    /// host answers us alone and changes none of its neighbour entries. Needed after a restart: the
+    /// mobile host may stay silent until it gets data, and it gets none until we know its MAC.
+    fn arp_probe(&mut self, now: Time, port: Port, target: Ipv4Addr, out: &mut Vec<(Port, Bytes)>) {
+        if self.last_probe[port as usize].is_some_and(|t| now - t < Self::PROBE_INTERVAL) {
+            return;
+        }
+        self.last_probe[port as usize] = Some(now);
+        self.counters.arp_probes += 1;
+        let f = frames::arp_request(self.own_mac[port as usize], Ipv4Addr::UNSPECIFIED, target);
+        self.emit_raw(port, Bytes::from(f), out);
+    }
+
+    fn emit_ip(&mut self, now: Time, port: Port, packet: &[u8], out: &mut Vec<(Port, Bytes)>) {
+        if packet.len() < 20 {
+            // Only an agent could hand us this; count it rather than index past the end.
+            self.counters.malformed_ipv4 += 1;
+            return;
+        }
+        let src = Ipv4Addr::new(packet[12], packet[13], packet[14], packet[15]);
+        let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
+        let dst_mac = if dst.is_broadcast() || dst.is_multicast() {
+            Some(BROADCAST)
+        } else {
+            self.macs[port as usize].lookup(dst)
+        };
+        let Some(dst_mac) = dst_mac else {
+            // Dropped, not held: TCP resends it, by which time the probe has been answered.
+            self.counters.no_destination_mac += 1;
+            self.arp_probe(now, port, dst, out);
+            return;
+        };
+        let src_mac = self.macs[port.other() as usize].by_ip.get(&src).copied().unwrap_or(self.own_mac[port as usize]);
+        let mut f = BytesMut::with_capacity(ETH_HEADER_LEN + packet.len());
+        f.put_slice(&dst_mac);
+        f.put_slice(&src_mac);
+        f.put_u16(ETHERTYPE_IPV4);
+        f.put_slice(packet);
+        self.emit_raw(port, f.freeze(), out);
+    }
+}
+
+/// Test and benchmark helpers: hand-built frames.
+pub mod frames {
+    use super::*;
+    use lasthop_wire::{SeqNum, TcpFlags, TcpRepr};
+
+    pub fn ethernet(dst: Mac, src: Mac, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+        let mut f = Vec::with_capacity(ETH_HEADER_LEN + payload.len());
+        f.extend_from_slice(&dst);
+        f.extend_from_slice(&src);
+        f.extend_from_slice(&ethertype.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// An Ethernet/IPv4/TCP frame.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tcp(
+        dst_mac: Mac,
+        src_mac: Mac,
+        src: (Ipv4Addr, u16),
+        dst: (Ipv4Addr, u16),
+        seq: u32,
+        ack: Option<u32>,
+        flags: TcpFlags,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        let repr = TcpRepr {
+            src_port: src.1,
+            dst_port: dst.1,
+            seq: SeqNum(seq),
+            ack: ack.map(SeqNum),
+            flags,
+            window: 65535,
+            ..TcpRepr::default()
+        };
+        ethernet(dst_mac, src_mac, ETHERTYPE_IPV4, &repr.emit_ipv4(src.0, dst.0, 1, 64, payload))
+    }
+
+    /// An Ethernet/ARP request from (`mac`, `ip`) for `target`.
+    pub fn arp_request(mac: Mac, ip: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
+        let mut a = vec![0, 1, 0x08, 0x00, 6, 4, 0, 1];
+        a.extend_from_slice(&mac);
+        a.extend_from_slice(&ip.octets());
+        a.extend_from_slice(&[0; 6]);
+        a.extend_from_slice(&target.octets());
+        ethernet(BROADCAST, mac, ETHERTYPE_ARP, &a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frames::*;
+    use super::*;
+    use lasthop_wire::TcpFlags;
+
+    const FH_MAC: Mac = [2, 0, 0, 0, 0, 1];
+    const MH_MAC: Mac = [2, 0, 0, 0, 0, 2];
+    const FH: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const MH: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    fn fwd() -> Forwarder {
+        Forwarder::new(AgentKind::None, &HopConfig::default(), [[2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]])
+    }
+
+    fn data(seq: u32) -> Vec<u8> {
+        tcp(MH_MAC, FH_MAC, (FH, 5000), (MH, 6000), seq, Some(1), TcpFlags::PSH, &[7u8; 100])
+    }
+
+    /// Teaches the forwarder both hosts with an ARP exchange, as the kernels would.
+    fn learned() -> Forwarder {
+        let mut f = fwd();
+        let mut out = Vec::new();
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        assert_eq!(out.len(), 2, "ARP is bridged both ways");
+        assert_eq!(out[0].0, Port::Wireless);
+        assert_eq!(out[1].0, Port::Wired);
+        f
+    }
+
+    #[test]
+    fn classification() {
+        assert_eq!(classify(&[0u8; 5]), Class::Runt);
+        assert_eq!(classify(&arp_request(FH_MAC, FH, MH)), Class::NonIpv4);
+        assert!(matches!(classify(&data(1)), Class::Tcp { ip_len: 140 }));
+        let mut udp = data(1);
+        udp[ETH_HEADER_LEN + 9] = 17;
+        assert!(matches!(classify(&udp), Class::OtherIpv4 { .. }));
+        let mut frag = data(1);
+        frag[ETH_HEADER_LEN + 7] = 8; // fragment offset 64
+        assert!(matches!(classify(&frag), Class::OtherIpv4 { .. }));
+        let mut bad_ver = data(1);
+        bad_ver[ETH_HEADER_LEN] = 0x65;
+        assert_eq!(classify(&bad_ver), Class::MalformedIpv4);
+        let mut bad_tcp_off = data(1);
+        bad_tcp_off[ETH_HEADER_LEN + 20 + 12] = 0xf0; // data offset 60 > segment
+        bad_tcp_off.truncate(ETH_HEADER_LEN + 20 + 40);
+        bad_tcp_off[ETH_HEADER_LEN + 2..ETH_HEADER_LEN + 4].copy_from_slice(&60u16.to_be_bytes());
+        assert_eq!(classify(&bad_tcp_off), Class::MalformedTcp);
+    }
+
+    #[test]
+    fn ipv4_is_readdressed_and_padding_cut() {
+        let mut f = learned();
+        let mut out = Vec::new();
+        // A bare ACK arrives padded to the 60-byte Ethernet minimum.
+        let mut ack = tcp(FH_MAC, MH_MAC, (MH, 6000), (FH, 5000), 1, Some(101), TcpFlags::default(), &[]);
+        assert_eq!(ack.len(), 54);
+        ack.resize(60, 0);
+        f.on_frame(Time::ZERO, Port::Wireless, &ack, &mut out);
+        assert_eq!(out.len(), 1);
+        let (port, frame) = &out[0];
+        assert_eq!(*port, Port::Wired);
+        assert_eq!(frame.len(), 54, "padding removed");
+        assert_eq!(&frame[0..6], &FH_MAC);
+        assert_eq!(&frame[6..12], &MH_MAC, "source MAC is the mobile's, as ARP said");
+        let c = f.counters(Time::ZERO);
+        assert_eq!((c.wireless.frames_in, c.wired.frames_out, c.tcp_packets), (2, 2, 1));
+    }
+
+    #[test]
+    fn malformed_and_truncated_frames_are_counted_never_crash() {
+        let mut f = learned();
+        let mut out = Vec::new();
+        let good = data(1);
+        // Every prefix of a good frame, and every single-byte corruption of its headers.
+        for n in 0..good.len() {
+            f.on_frame(Time::ZERO, Port::Wired, &good[..n], &mut out);
+        }
+        for i in 0..ETH_HEADER_LEN + 40 {
+            for v in [0u8, 0xff, 0x45, 0x0f] {
+                let mut g = good.clone();
+                g[i] = v;
+                f.on_frame(Time::ZERO, Port::Wireless, &g, &mut out);
+            }
+        }
+        let c = f.counters(Time::ZERO);
+        assert_eq!(c.runt_frames, ETH_HEADER_LEN as u64);
+        assert!(c.malformed_ipv4 > 0 && c.malformed_tcp > 0, "{c}");
+        assert_eq!(
+            c.wired.frames_in + c.wireless.frames_in,
+            c.runt_frames + c.malformed_ipv4 + c.malformed_tcp + c.tcp_packets + c.ipv4_other + c.non_ipv4,
+            "every frame is classified exactly once"
+        );
+    }
+
+    #[test]
+    fn non_tcp_ipv4_bypasses_the_agents_but_is_forwarded() {
+        let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]);
+        let mut out = Vec::new();
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        out.clear();
+        let mut udp = data(1);
+        udp[ETH_HEADER_LEN + 9] = 17;
+        f.on_frame(Time::ZERO, Port::Wired, &udp, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(f.counters(Time::ZERO).ipv4_other, 1);
+    }
+
+    #[test]
+    fn unknown_destination_is_probed_and_learned_from_the_answer() {
+        let mut f = fwd();
+        let mut out = Vec::new();
+        f.on_frame(Time::ZERO, Port::Wired, &data(1), &mut out);
+        f.on_frame(Time::from_millis(1), Port::Wired, &data(101), &mut out);
+        assert_eq!(f.counters(Time::ZERO).no_destination_mac, 2);
+        assert_eq!(out.len(), 1, "one probe, rate-limited");
+        let (port, probe) = out.pop().unwrap();
+        assert_eq!(port, Port::Wireless);
+        assert_eq!(&probe[6..12], &f.own_mac[1]);
+        assert_eq!(&probe[ETH_HEADER_LEN + 14..ETH_HEADER_LEN + 18], &[0, 0, 0, 0], "sender IP 0.0.0.0");
+        assert_eq!(&probe[ETH_HEADER_LEN + 24..ETH_HEADER_LEN + 28], &MH.octets());
+        // The mobile answers to our MAC: learned, and not bridged to the wired side.
+        let mut reply = arp_request(MH_MAC, MH, FH);
+        reply[0..6].copy_from_slice(&f.own_mac[1]);
+        reply[ETH_HEADER_LEN + 7] = 2;
+        f.on_frame(Time::from_millis(2), Port::Wireless, &reply, &mut out);
+        assert!(out.is_empty());
+        f.on_frame(Time::from_millis(3), Port::Wired, &data(201), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0].1[0..6], &MH_MAC);
+    }
+
+    #[test]
+    fn wireless_side_is_emulated_in_both_directions() {
+        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, ..HopConfig::default() };
+        let mut f = Forwarder::new(AgentKind::None, &hop, [[2; 6], [3; 6]]);
+        let mut out = Vec::new();
+        // ARP crosses the hop too: 28 bytes at 1 Mb/s = 224 µs, plus 2 ms.
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(f.poll_timeout(), Some(Time::from_micros(2_224)));
+        f.on_timeout(Time::from_micros(2_223), &mut out);
+        assert!(out.is_empty());
+        f.on_timeout(Time::from_micros(2_224), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, Port::Wireless);
+    }
+
+    #[test]
+    fn unfinished_checksums_are_completed() {
+        let mut f = learned();
+        let mut out = Vec::new();
+        let good = data(1);
+        let mut partial = good.clone();
+        // What a CHECKSUM_PARTIAL frame carries: some other value (the pseudo-header sum) in the field.
+        partial[ETH_HEADER_LEN + 20 + 16] ^= 0x5a;
+        f.on_frame_meta(Time::ZERO, Port::Wired, &partial, true, &mut out);
+        assert_eq!(&out[0].1[..], &good[..]);
+        assert_eq!(f.counters(Time::ZERO).checksums_completed, 1);
+    }
+
+    /// Panics on every packet whose first byte after the IPv4 header is odd (a stand-in for an agent bug).
+    struct Fragile(u64);
+    impl Agent for Fragile {
+        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+            self.0 += 1;
+            if packet[20] % 2 == 1 {
+                panic!("fragile agent: test panic");
+            }
+            out.push(Action::Forward(side, packet));
+        }
+        fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+        fn poll_timeout(&self) -> Option<Time> {
+            None
+        }
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            vec![("fragile_seen", self.0)]
+        }
+    }
+
+    #[test]
+    fn a_panicking_agent_costs_its_state_never_the_packet() {
+        let mut f = Forwarder::with_agents(vec![Box::new(Fragile(0))], &HopConfig::default(), [[2; 6], [3; 6]]);
+        let mut out = Vec::new();
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        out.clear();
+        // Source port 5000 = 0x1388: first TCP byte 0x13 is odd, so the agent panics.
+        f.on_frame(Time::ZERO, Port::Wired, &data(1), &mut out);
+        assert_eq!(out.len(), 1, "the packet went on without the agent");
+        let c = f.counters(Time::ZERO);
+        assert_eq!(c.agent_panics, 1);
+        assert!(c.agent.is_empty(), "a chain of unknown make loses the agent");
+    }
+
+    /// Random bytes, and random mutations of real TCP frames, through Snoop: nothing panics, and every
+    /// frame is classified exactly once.
+    #[test]
+    fn random_frames_through_snoop_never_crash() {
+        let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]);
+        let mut out = Vec::new();
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for k in 0..50_000u32 {
+            let now = Time::from_micros(k as u64 * 10);
+            let port = if rnd() % 2 == 0 { Port::Wired } else { Port::Wireless };
+            let mut fr = if port == Port::Wired {
+                tcp(MH_MAC, FH_MAC, (FH, 5000), (MH, 6000), k * 100, Some(1), TcpFlags::PSH, &[1u8; 100])
+            } else {
+                tcp(FH_MAC, MH_MAC, (MH, 6000), (FH, 5000), 1, Some(k * 100), TcpFlags::default(), &[])
+            };
+            match rnd() % 4 {
+                0 => {} // intact
+                1 => {
+                    let i = ETH_HEADER_LEN + (rnd() as usize % (fr.len() - ETH_HEADER_LEN));
+                    fr[i] = rnd() as u8;
+                }
+                2 => fr.truncate(rnd() as usize % fr.len()),
+                _ => fr = (0..rnd() % 200).map(|_| rnd() as u8).collect(),
+            }
+            f.on_frame(now, port, &fr, &mut out);
+            if f.poll_timeout().is_some_and(|t| t <= now) {
+                f.on_timeout(now, &mut out);
+            }
+            out.clear();
+        }
+        let c = f.counters(Time::ZERO);
+        assert_eq!(c.agent_panics, 0, "{c}");
+        assert_eq!(
+            c.wired.frames_in + c.wireless.frames_in,
+            c.runt_frames + c.malformed_ipv4 + c.malformed_tcp + c.tcp_packets + c.ipv4_other + c.non_ipv4
+        );
+    }
+
+    #[test]
+    fn mac_table_is_bounded_under_spoofed_sources() {
+        let mut t = MacTable::default();
+        for i in 0..100_000u32 {
+            t.learn(Ipv4Addr::from(i + 1), [2, 0, 0, 0, 0, 1]);
+        }
+        assert!(t.by_ip.len() <= MacTable::MAX_ENTRIES);
+    }
+}

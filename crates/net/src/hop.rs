@@ -1,0 +1,434 @@
+//! The wireless-hop emulator for real packets: a sans-IO scheduler of (time, frame).
+//!
+//! The kernel on the testbed machines has no netem, and even where it has, netem cannot give Snoop its
+//! second, high-priority transmit queue (seed 000 §3.1.2). So the base station emulates the hop between
+//! itself and the mobile host in userspace, with the same discipline as the simulator's wireless link
+//! (`lasthop-sim::link`): per direction two drop-tail queues (high priority for local retransmissions,
+//! then normal), a transmitter that sends one frame at a time at `rate_mbps` plus a per-frame MAC
+//! overhead, a propagation delay, and an error model drawn once per frame when it starts on the air.
+//! The medium is shared (half duplex, data and ACKs contend, as on WaveLAN) or full duplex by option.
+//!
+//! Like the agents, the emulator never reads a clock: [`Hop::enqueue`] and [`Hop::poll`] take `now`, and
+//! [`Hop::next_event`] says when to call again. Transmissions start at the *virtual* time the transmitter
+//! became free, not at the (later) time the I/O loop happened to poll, so a late wake-up delays delivery
+//! of a frame but never stretches the emulated link's timing.
+//!
+//! Same-time order: transmitter completions are handled before arrivals at the same instant, and frames
+//! arriving at the same instant are delivered in the order they were put on the air.
+
+use crate::channel::{stream, ErrorModel, ErrorModelConfig};
+use lasthop_wire::Time;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Direction over the hop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Dir {
+    /// Base station → mobile host (packets travelling `Side::ToMobile`).
+    Down = 0,
+    /// Mobile host → base station (packets travelling `Side::ToWired`).
+    Up = 1,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Duplex {
+    /// One shared medium: at most one frame on the air in either direction (WaveLAN).
+    #[default]
+    Half,
+    /// Each direction has its own transmitter.
+    Full,
+}
+
+/// The emulated hop. `rate_mbps = 0` means no rate limit (frames take no air time).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HopConfig {
+    pub rate_mbps: f64,
+    pub delay_ms: f64,
+    pub mac_overhead_us: f64,
+    /// Capacity of each of the four queues (two per direction), in frames.
+    pub queue_packets: usize,
+    pub duplex: Duplex,
+    /// Error model toward the mobile host.
+    pub down: ErrorModelConfig,
+    /// Error model toward the base station.
+    pub up: ErrorModelConfig,
+    pub seed: u64,
+}
+
+impl Default for HopConfig {
+    /// No emulation at all: infinite rate, no delay, no errors. The base station then only forwards.
+    fn default() -> Self {
+        HopConfig {
+            rate_mbps: 0.0,
+            delay_ms: 0.0,
+            mac_overhead_us: 0.0,
+            queue_packets: 100,
+            duplex: Duplex::Half,
+            down: ErrorModelConfig::None,
+            up: ErrorModelConfig::None,
+            seed: 1,
+        }
+    }
+}
+
+impl HopConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.rate_mbps.is_finite() && self.rate_mbps >= 0.0) {
+            return Err(format!("rate_mbps must be ≥ 0 (0 = unlimited), got {}", self.rate_mbps));
+        }
+        for (name, v) in [("delay_ms", self.delay_ms), ("mac_overhead_us", self.mac_overhead_us)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{name} must be ≥ 0, got {v}"));
+            }
+        }
+        if self.queue_packets == 0 {
+            return Err("queue_packets must be at least 1".into());
+        }
+        self.down.validate().map_err(|e| format!("down error model: {e}"))?;
+        self.up.validate().map_err(|e| format!("up error model: {e}"))
+    }
+}
+
+/// Per-direction counters of the emulated hop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HopCounters {
+    pub frames_sent: u64,
+    pub bytes_sent: u64,
+    /// Frames the error model corrupted (sent, never delivered).
+    pub frames_lost: u64,
+    /// Frames refused by a full queue (drop-tail).
+    pub queue_drops: u64,
+    pub delivered: u64,
+}
+
+struct Queued<T> {
+    item: T,
+    len: usize,
+    order: u64,
+}
+
+struct Direction<T> {
+    high: VecDeque<Queued<T>>,
+    normal: VecDeque<Queued<T>>,
+    /// Full duplex: when this direction's transmitter is free again (None: idle).
+    busy_until: Option<Time>,
+    /// Frames on the air or propagating, in arrival order (monotone: one transmitter, one delay).
+    flight: VecDeque<(Time, T)>,
+    error: Box<dyn ErrorModel>,
+    counters: HopCounters,
+}
+
+impl<T> Direction<T> {
+    fn has_frame(&self) -> bool {
+        !self.high.is_empty() || !self.normal.is_empty()
+    }
+}
+
+/// The scheduler. `T` is whatever the host moves over the hop (the base station uses Ethernet frames).
+pub struct Hop<T> {
+    dirs: [Direction<T>; 2],
+    duplex: Duplex,
+    /// Half duplex: when the shared medium is free again.
+    medium_busy_until: Option<Time>,
+    rate_mbps: f64,
+    delay_ns: u64,
+    overhead_ns: u64,
+    capacity: usize,
+    next_order: u64,
+}
+
+impl<T> Hop<T> {
+    pub fn new(cfg: &HopConfig) -> Hop<T> {
+        let dir = |e: &ErrorModelConfig, name: &str| Direction {
+            high: VecDeque::new(),
+            normal: VecDeque::new(),
+            busy_until: None,
+            flight: VecDeque::new(),
+            error: e.build(stream(cfg.seed, "hop", name)),
+            counters: HopCounters::default(),
+        };
+        Hop {
+            dirs: [dir(&cfg.down, "down"), dir(&cfg.up, "up")],
+            duplex: cfg.duplex,
+            medium_busy_until: None,
+            rate_mbps: cfg.rate_mbps,
+            delay_ns: (cfg.delay_ms * 1e6).round() as u64,
+            overhead_ns: (cfg.mac_overhead_us * 1e3).round() as u64,
+            capacity: cfg.queue_packets.max(1),
+            next_order: 0,
+        }
+    }
+
+    /// Air time of a frame of `len` bytes (the IP packet, as in the simulator), MAC overhead included.
+    pub fn airtime_ns(&self, len: usize) -> u64 {
+        if self.rate_mbps <= 0.0 {
+            return self.overhead_ns;
+        }
+        // bits / (Mb/s) = µs; integer ns with one rounding, as the simulator does.
+        (len as f64 * 8.0 * 1e3 / self.rate_mbps).round() as u64 + self.overhead_ns
+    }
+
+    /// Queues a frame of `len` bytes; false when its queue is full and the frame was dropped.
+    pub fn enqueue(&mut self, now: Time, dir: Dir, item: T, len: usize, priority: bool) -> bool {
+        // Bring the transmitters up to `now` first, so a frame that became free earlier is not
+        // handed a transmitter in the past ahead of frames it should follow.
+        self.advance_transmitters(now);
+        let order = self.next_order;
+        self.next_order += 1;
+        let d = &mut self.dirs[dir as usize];
+        let q = if priority { &mut d.high } else { &mut d.normal };
+        if q.len() >= self.capacity {
+            d.counters.queue_drops += 1;
+            return false;
+        }
+        q.push_back(Queued { item, len, order });
+        self.start_transmissions(now);
+        true
+    }
+
+    /// Delivers every frame that has reached the far end by `now`, in arrival order.
+    pub fn poll(&mut self, now: Time, out: &mut Vec<(Dir, T)>) {
+        loop {
+            self.advance_transmitters(now);
+            // The earliest arrival across both directions.
+            let next = (0..2)
+                .filter_map(|d| self.dirs[d].flight.front().map(|(t, _)| (*t, d)))
+                .min();
+            match next {
+                Some((t, d)) if t <= now => {
+                    let (_, item) = self.dirs[d].flight.pop_front().expect("front checked");
+                    self.dirs[d].counters.delivered += 1;
+                    out.push((if d == 0 { Dir::Down } else { Dir::Up }, item));
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The next instant at which something happens (a transmitter frees up or a frame arrives).
+    pub fn next_event(&self) -> Option<Time> {
+        let mut t: Option<Time> = None;
+        let mut consider = |x: Option<Time>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        for d in &self.dirs {
+            consider(d.flight.front().map(|(t, _)| *t));
+            // A busy transmitter matters only when a frame waits for it.
+            if d.has_frame() {
+                consider(d.busy_until);
+            }
+        }
+        if self.dirs.iter().any(|d| d.has_frame()) {
+            consider(self.medium_busy_until);
+        }
+        t
+    }
+
+    pub fn counters(&self, dir: Dir) -> HopCounters {
+        self.dirs[dir as usize].counters
+    }
+
+    /// Frames waiting in `dir`'s two queues.
+    pub fn queued(&self, dir: Dir) -> usize {
+        let d = &self.dirs[dir as usize];
+        d.high.len() + d.normal.len()
+    }
+
+    /// Frees transmitters whose frame ended by `now` and starts the next frames at the instant each
+    /// became free, repeating until nothing more can start before `now`.
+    fn advance_transmitters(&mut self, now: Time) {
+        loop {
+            let mut progressed = false;
+            match self.duplex {
+                Duplex::Half => {
+                    if let Some(t) = self.medium_busy_until {
+                        if t <= now {
+                            self.medium_busy_until = None;
+                            progressed |= self.start_half(t);
+                        }
+                    }
+                }
+                Duplex::Full => {
+                    for d in 0..2 {
+                        if let Some(t) = self.dirs[d].busy_until {
+                            if t <= now {
+                                self.dirs[d].busy_until = None;
+                                progressed |= self.start_on(d, t);
+                            }
+                        }
+                    }
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn start_transmissions(&mut self, now: Time) {
+        match self.duplex {
+            Duplex::Half => {
+                if self.medium_busy_until.is_none() {
+                    self.start_half(now);
+                }
+            }
+            Duplex::Full => {
+                for d in 0..2 {
+                    if self.dirs[d].busy_until.is_none() {
+                        self.start_on(d, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Shared medium: local retransmissions first, then first come first served across directions.
+    fn start_half(&mut self, at: Time) -> bool {
+        let head = |q: &VecDeque<Queued<T>>| q.front().map(|f| f.order);
+        let earliest = |sel: &dyn Fn(&Direction<T>) -> Option<u64>| {
+            (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
+        };
+        let Some(d) = earliest(&|d| head(&d.high)).or_else(|| earliest(&|d| head(&d.normal))) else {
+            return false;
+        };
+        let done = self.transmit(d, at);
+        self.medium_busy_until = Some(done);
+        true
+    }
+
+    fn start_on(&mut self, d: usize, at: Time) -> bool {
+        if !self.dirs[d].has_frame() {
+            return false;
+        }
+        let done = self.transmit(d, at);
+        self.dirs[d].busy_until = Some(done);
+        true
+    }
+
+    /// Puts the head frame of direction `d` on the air at `at`; returns when the transmitter is free.
+    fn transmit(&mut self, d: usize, at: Time) -> Time {
+        let delay = self.delay_ns;
+        let q = {
+            let dir = &mut self.dirs[d];
+            dir.high.pop_front().or_else(|| dir.normal.pop_front()).expect("caller checked a frame waits")
+        };
+        let air = self.airtime_ns(q.len);
+        let done = Time(at.0.saturating_add(air));
+        let dir = &mut self.dirs[d];
+        let corrupted = dir.error.corrupts(at, done, q.len as u64 * 8);
+        dir.counters.frames_sent += 1;
+        dir.counters.bytes_sent += q.len as u64;
+        if corrupted {
+            dir.counters.frames_lost += 1;
+        } else {
+            dir.flight.push_back((Time(done.0.saturating_add(delay)), q.item));
+        }
+        done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hop(duplex: Duplex, rate: f64, delay_ms: f64, queue: usize) -> Hop<u32> {
+        Hop::new(&HopConfig {
+            rate_mbps: rate,
+            delay_ms,
+            mac_overhead_us: 0.0,
+            queue_packets: queue,
+            duplex,
+            ..HopConfig::default()
+        })
+    }
+
+    fn drain(h: &mut Hop<u32>, now: Time) -> Vec<(Dir, u32)> {
+        let mut v = Vec::new();
+        h.poll(now, &mut v);
+        v
+    }
+
+    #[test]
+    fn timing_is_airtime_plus_delay_back_to_back() {
+        // 1000 bytes at 2 Mb/s = 4 ms on the air, 1 ms propagation.
+        let mut h = hop(Duplex::Half, 2.0, 1.0, 10);
+        assert!(h.enqueue(Time::ZERO, Dir::Down, 1, 1000, false));
+        assert!(h.enqueue(Time::ZERO, Dir::Down, 2, 1000, false));
+        assert_eq!(h.next_event(), Some(Time::from_millis(4)));
+        assert!(drain(&mut h, Time::from_micros(4_999)).is_empty());
+        assert_eq!(drain(&mut h, Time::from_millis(5)), vec![(Dir::Down, 1)]);
+        // The second frame started at 4 ms (when the medium freed), not at the 5 ms poll.
+        assert_eq!(h.next_event(), Some(Time::from_millis(9)));
+        assert_eq!(drain(&mut h, Time::from_millis(9)), vec![(Dir::Down, 2)]);
+        assert_eq!(h.next_event(), None);
+    }
+
+    #[test]
+    fn late_poll_does_not_stretch_the_link() {
+        let mut h = hop(Duplex::Half, 2.0, 0.0, 10);
+        for i in 0..3 {
+            h.enqueue(Time::ZERO, Dir::Down, i, 1000, false);
+        }
+        // One poll long after: all three delivered, in order.
+        assert_eq!(drain(&mut h, Time::from_millis(100)).len(), 3);
+        assert_eq!(h.counters(Dir::Down).delivered, 3);
+    }
+
+    #[test]
+    fn priority_queue_goes_first_and_queues_are_drop_tail() {
+        let mut h = hop(Duplex::Half, 1.0, 0.0, 2);
+        // Frame 0 goes on the air at once; 1 and 2 fill the normal queue; 3 is dropped.
+        for i in 0..4 {
+            h.enqueue(Time::ZERO, Dir::Down, i, 125, false);
+        }
+        assert_eq!(h.counters(Dir::Down).queue_drops, 1);
+        assert!(h.enqueue(Time::ZERO, Dir::Down, 9, 125, true), "the high queue has its own room");
+        // 125 bytes at 1 Mb/s = 1 ms each.
+        let got: Vec<u32> = drain(&mut h, Time::from_millis(10)).into_iter().map(|(_, x)| x).collect();
+        assert_eq!(got, vec![0, 9, 1, 2]);
+    }
+
+    #[test]
+    fn half_duplex_shares_the_medium_first_come_first_served() {
+        let mut h = hop(Duplex::Half, 1.0, 0.0, 10);
+        h.enqueue(Time::ZERO, Dir::Up, 100, 125, false); // on the air 0..1 ms
+        h.enqueue(Time::ZERO, Dir::Down, 1, 125, false); // waits: 1..2 ms
+        h.enqueue(Time::ZERO, Dir::Up, 101, 125, false); // 2..3 ms
+        assert_eq!(drain(&mut h, Time::from_millis(1)), vec![(Dir::Up, 100)]);
+        assert_eq!(drain(&mut h, Time::from_millis(2)), vec![(Dir::Down, 1)]);
+        assert_eq!(drain(&mut h, Time::from_millis(3)), vec![(Dir::Up, 101)]);
+    }
+
+    #[test]
+    fn full_duplex_sends_both_ways_at_once() {
+        let mut h = hop(Duplex::Full, 1.0, 0.0, 10);
+        h.enqueue(Time::ZERO, Dir::Up, 100, 125, false);
+        h.enqueue(Time::ZERO, Dir::Down, 1, 125, false);
+        assert_eq!(drain(&mut h, Time::from_millis(1)).len(), 2);
+    }
+
+    #[test]
+    fn unlimited_rate_and_no_delay_passes_through_immediately() {
+        let mut h = hop(Duplex::Half, 0.0, 0.0, 10);
+        h.enqueue(Time::from_millis(3), Dir::Down, 7, 1500, false);
+        assert_eq!(drain(&mut h, Time::from_millis(3)), vec![(Dir::Down, 7)]);
+    }
+
+    #[test]
+    fn corrupted_frames_use_air_time_but_are_not_delivered() {
+        let mut h: Hop<u32> = Hop::new(&HopConfig {
+            rate_mbps: 1.0,
+            down: ErrorModelConfig::Packet { loss: 1.0 },
+            ..HopConfig::default()
+        });
+        h.enqueue(Time::ZERO, Dir::Down, 1, 125, false);
+        h.enqueue(Time::ZERO, Dir::Up, 2, 125, false);
+        assert!(drain(&mut h, Time::from_micros(1_500)).is_empty(), "the lost frame still held the medium");
+        assert_eq!(drain(&mut h, Time::from_millis(2)), vec![(Dir::Up, 2)]);
+        assert_eq!(h.counters(Dir::Down).frames_lost, 1);
+    }
+}

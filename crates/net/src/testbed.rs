@@ -1,0 +1,703 @@
+//! The network-namespace testbed: a fixed host (FH), a base station (BS) and a mobile host (MH), each a
+//! Linux network namespace, joined by veth pairs:
+//!
+//! ```text
+//!   FH: fh0 10.77.0.1/24 ── w0 :BS: m0 ── mh0 10.77.0.2/24 :MH
+//!                          (no addresses, ip_forward = 0; the base station bridges in userspace)
+//! ```
+//!
+//! The base station runs in-process, on a thread that has entered the BS namespace (`setns` moves only
+//! the calling thread), so a test can stop and restart it mid-transfer. The bulk transfer is built in:
+//! a sender thread in FH and a receiver thread in MH using ordinary std sockets, with the congestion
+//! control set per socket (`TCP_CONGESTION`) and SACK per namespace (`net.ipv4.tcp_sack`, written
+//! through `/proc/sys` by a thread inside the namespace). The payload is a seeded ChaCha8 stream; both
+//! ends hash what they sent and received, so any corruption or loss the base station caused shows.
+//!
+//! Namespace names carry the process id and a counter (`lh<pid>n<k>-fh`), so parallel tests and runs do
+//! not collide, and namespaces left by a killed run are recognised (dead pid) and removed by the next
+//! one. A [`Testbed`] removes its namespaces when dropped — on success, on error, on panic — and the
+//! transfer loops watch SIGINT/SIGTERM ([`crate::sys::STOP_REQUESTED`]) so Ctrl-C ends in the same drop.
+
+use crate::agents::AgentKind;
+use crate::bs::{run_bs_with, BsConfig};
+use crate::channel::ErrorModelConfig;
+use crate::counters::Counters;
+use crate::hop::{Duplex, HopConfig};
+use crate::sys::{self, Offload};
+use crate::NetError;
+use rand::RngCore;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub const FH_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+pub const MH_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+pub const FH_IF: &str = "fh0";
+pub const MH_IF: &str = "mh0";
+pub const BS_WIRED_IF: &str = "w0";
+pub const BS_WIRELESS_IF: &str = "m0";
+
+/// One of the three namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    Fh,
+    Bs,
+    Mh,
+}
+
+/// One run of the testbed, as the CLI's `lasthop testbed` and the `testbed-ber` experiment describe it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TestbedConfig {
+    pub agent: AgentKind,
+    /// Congestion control of the sender: "reno", "cubic", "bbr" (any the kernel offers).
+    pub cc: String,
+    /// SACK on both hosts (`net.ipv4.tcp_sack`).
+    pub sack: bool,
+    /// Bit error rate of the wireless hop, both directions (0: no errors).
+    pub ber: f64,
+    /// Seeds the error model and the payload.
+    pub seed: u64,
+    pub bytes: u64,
+    /// Wireless hop rate, Mb/s (0: unlimited).
+    pub rate_mbps: f64,
+    /// Wireless hop one-way propagation delay, ms.
+    pub delay_ms: f64,
+    pub queue_packets: usize,
+    pub duplex: Duplex,
+    /// Give up on the transfer after this many seconds.
+    pub timeout_s: f64,
+    /// Where to write `wired.pcap` and `wireless.pcap` of the base station's interfaces (none: no capture).
+    pub pcap_dir: Option<PathBuf>,
+}
+
+impl Default for TestbedConfig {
+    fn default() -> Self {
+        TestbedConfig {
+            agent: AgentKind::None,
+            cc: "reno".into(),
+            sack: false,
+            ber: 0.0,
+            seed: 1,
+            bytes: 2 << 20,
+            rate_mbps: 2.0,
+            delay_ms: 1.0,
+            queue_packets: 100,
+            duplex: Duplex::Half,
+            timeout_s: 120.0,
+            pcap_dir: None,
+        }
+    }
+}
+
+impl TestbedConfig {
+    pub fn hop(&self) -> HopConfig {
+        let err = if self.ber > 0.0 { ErrorModelConfig::Ber { ber: self.ber } } else { ErrorModelConfig::None };
+        HopConfig {
+            rate_mbps: self.rate_mbps,
+            delay_ms: self.delay_ms,
+            mac_overhead_us: 0.0,
+            queue_packets: self.queue_packets,
+            duplex: self.duplex,
+            down: err,
+            up: err,
+            seed: self.seed,
+        }
+    }
+
+    pub fn transfer(&self) -> TransferConfig {
+        TransferConfig {
+            bytes: self.bytes,
+            cc: self.cc.clone(),
+            seed: self.seed,
+            timeout: Duration::from_secs_f64(self.timeout_s.max(1.0)),
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), NetError> {
+        if self.bytes == 0 {
+            return Err(NetError::Config("bytes must be at least 1".into()));
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err(NetError::Config(format!("timeout_s must be positive, got {}", self.timeout_s)));
+        }
+        if self.cc.is_empty() || self.cc.len() >= 16 || !self.cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(NetError::Config(format!("bad congestion control name {:?}", self.cc)));
+        }
+        self.hop().validate().map_err(NetError::Config)
+    }
+}
+
+/// What one testbed run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestbedResult {
+    pub goodput_mbps: f64,
+    pub hash_ok: bool,
+    pub bytes: u64,
+    pub duration_s: f64,
+    /// The congestion control the sender's socket really used.
+    pub cc: String,
+    pub sack: bool,
+    pub agent: AgentKind,
+    pub counters: Counters,
+}
+
+/// Builds the testbed, runs one transfer through a base station and tears everything down.
+pub fn run_testbed_transfer(cfg: &TestbedConfig) -> Result<TestbedResult, NetError> {
+    cfg.validate()?;
+    sys::install_signal_handlers().map_err(|e| NetError::io("installing signal handlers", e))?;
+    let tb = Testbed::create()?;
+    tb.set_sack(cfg.sack)?;
+    let bs = tb.start_bs_with(BsConfig {
+        agent: cfg.agent,
+        hop: cfg.hop(),
+        pcap_wired: cfg.pcap_dir.as_ref().map(|d| d.join("wired.pcap")),
+        pcap_wireless: cfg.pcap_dir.as_ref().map(|d| d.join("wireless.pcap")),
+        ..BsConfig::default()
+    })?;
+    let transfer = tb.transfer(&cfg.transfer(), &AtomicBool::new(false));
+    let counters = bs.stop();
+    let t = transfer?;
+    let counters = counters?;
+    Ok(TestbedResult {
+        goodput_mbps: t.goodput_mbps(),
+        hash_ok: t.hash_ok(),
+        bytes: t.bytes_received,
+        duration_s: t.duration.as_secs_f64(),
+        cc: t.cc,
+        sack: cfg.sack,
+        agent: cfg.agent,
+        counters,
+    })
+}
+
+/// Three namespaces and two veth pairs; removed on drop.
+pub struct Testbed {
+    names: [String; 3],
+    torn_down: bool,
+}
+
+static SERIAL: AtomicU32 = AtomicU32::new(0);
+
+fn ip(args: &[&str]) -> Result<String, NetError> {
+    let out = Command::new("ip").args(args).output().map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            NetError::NamespacesUnavailable("the `ip` command (iproute2) is not installed".into())
+        } else {
+            NetError::io("running `ip`", e)
+        }
+    })?;
+    if !out.status.success() {
+        return Err(NetError::Command {
+            command: format!("ip {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Removes namespaces a killed earlier run left behind (their pid no longer exists).
+pub fn remove_stale_namespaces() {
+    let Ok(list) = ip(&["netns", "list"]) else { return };
+    for line in list.lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        let Some(rest) = name.strip_prefix("lh") else { continue };
+        let Some((pid, _)) = rest.split_once('n') else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = ip(&["netns", "del", name]);
+        }
+    }
+}
+
+impl Testbed {
+    /// Builds FH, BS and MH. Refuses clearly when not root or when namespaces cannot be made.
+    pub fn create() -> Result<Testbed, NetError> {
+        if !sys::is_root() {
+            return Err(NetError::NotRoot("building network namespaces"));
+        }
+        remove_stale_namespaces();
+        let k = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let base = format!("lh{}n{}", std::process::id(), k);
+        let names = [format!("{base}-fh"), format!("{base}-bs"), format!("{base}-mh")];
+        let mut tb = Testbed { names, torn_down: false };
+        for n in &tb.names {
+            ip(&["netns", "add", n]).map_err(|e| match e {
+                NetError::Command { stderr, .. } => NetError::NamespacesUnavailable(stderr),
+                e => e,
+            })?;
+        }
+        // From here on, an error drops `tb`, which removes whatever was made.
+        tb.build()?;
+        Ok(tb)
+    }
+
+    pub fn name(&self, node: Node) -> &str {
+        &self.names[node as usize]
+    }
+
+    fn ns_path(&self, node: Node) -> String {
+        format!("/var/run/netns/{}", self.name(node))
+    }
+
+    fn build(&mut self) -> Result<(), NetError> {
+        let [fh, bs, mh] = self.names.clone();
+        ip(&["link", "add", FH_IF, "netns", &fh, "type", "veth", "peer", "name", BS_WIRED_IF, "netns", &bs])?;
+        ip(&["link", "add", MH_IF, "netns", &mh, "type", "veth", "peer", "name", BS_WIRELESS_IF, "netns", &bs])?;
+        ip(&["-n", &fh, "addr", "add", &format!("{FH_IP}/24"), "dev", FH_IF])?;
+        ip(&["-n", &mh, "addr", "add", &format!("{MH_IP}/24"), "dev", MH_IF])?;
+        // Quiet links: no IPv6 router solicitations or DAD crossing the emulated hop.
+        for node in [Node::Fh, Node::Bs, Node::Mh] {
+            self.sysctl(node, "net/ipv6/conf/all/disable_ipv6", "1")?;
+            self.sysctl(node, "net/ipv6/conf/default/disable_ipv6", "1")?;
+        }
+        // The base station's kernel must not forward: the userspace loop is the only path.
+        self.sysctl(Node::Bs, "net/ipv4/ip_forward", "0")?;
+        for (ns, dev) in [(&fh, FH_IF), (&mh, MH_IF), (&bs, BS_WIRED_IF), (&bs, BS_WIRELESS_IF)] {
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+        }
+        for ns in [&fh, &bs, &mh] {
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        // Senders must emit wire-sized frames with complete checksums (see `crate::bs`).
+        for (node, dev) in [(Node::Fh, FH_IF), (Node::Mh, MH_IF)] {
+            self.run_in(node, move || -> io::Result<()> {
+                for o in [Offload::Tso, Offload::Gso, Offload::Gro, Offload::TxChecksum] {
+                    sys::set_offload(dev, o, false)?;
+                }
+                Ok(())
+            })?
+            .map_err(|e| NetError::io(format!("switching offloads off on {dev}"), e))?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on a new thread inside `node`'s namespace and waits for its result.
+    pub fn run_in<T: Send + 'static>(&self, node: Node, f: impl FnOnce() -> T + Send + 'static) -> Result<T, NetError> {
+        self.spawn_in(node, f)?.join().map_err(|_| NetError::Transfer("a namespace thread panicked".into()))
+    }
+
+    /// Starts `f` on a new thread inside `node`'s namespace.
+    pub fn spawn_in<T: Send + 'static>(
+        &self,
+        node: Node,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<JoinHandle<T>, NetError> {
+        let path = self.ns_path(node);
+        // Enter first, on the thread itself, and report a failure before running `f`.
+        let (tx, rx) = mpsc::channel();
+        let h = std::thread::Builder::new()
+            .name(format!("ns-{node:?}"))
+            .spawn(move || {
+                let entered = sys::enter_netns(&path);
+                let ok = entered.is_ok();
+                let _ = tx.send(entered);
+                if !ok {
+                    // The caller sees the error from the channel; `f` never runs outside the namespace.
+                    std::thread::park();
+                }
+                f()
+            })
+            .map_err(|e| NetError::io("spawning a thread", e))?;
+        match rx.recv() {
+            Ok(Ok(())) => Ok(h),
+            Ok(Err(e)) => {
+                h.thread().unpark();
+                Err(NetError::io(format!("entering namespace {}", self.name(node)), e))
+            }
+            Err(_) => Err(NetError::Transfer("namespace thread ended before entering".into())),
+        }
+    }
+
+    /// Writes `/proc/sys/<key>` inside `node`'s namespace (`key` as a path: `net/ipv4/tcp_sack`).
+    pub fn sysctl(&self, node: Node, key: &str, value: &str) -> Result<(), NetError> {
+        let path = format!("/proc/sys/{key}");
+        let v = value.to_string();
+        let p = path.clone();
+        self.run_in(node, move || std::fs::write(&p, v))?
+            .map_err(|e| NetError::io(format!("writing {path} in {}", self.name(node)), e))
+    }
+
+    /// Reads `/proc/sys/<key>` inside `node`'s namespace.
+    pub fn read_sysctl(&self, node: Node, key: &str) -> Result<String, NetError> {
+        let path = format!("/proc/sys/{key}");
+        let p = path.clone();
+        self.run_in(node, move || std::fs::read_to_string(&p))?
+            .map(|s| s.trim().to_string())
+            .map_err(|e| NetError::io(format!("reading {path}"), e))
+    }
+
+    /// SACK on or off at both hosts.
+    pub fn set_sack(&self, on: bool) -> Result<(), NetError> {
+        for node in [Node::Fh, Node::Mh] {
+            self.sysctl(node, "net/ipv4/tcp_sack", if on { "1" } else { "0" })?;
+        }
+        Ok(())
+    }
+
+    /// Starts a base station on a thread in the BS namespace; returns once its sockets are open.
+    pub fn start_bs(&self, agent: AgentKind, hop: HopConfig) -> Result<BsHandle, NetError> {
+        self.start_bs_with(BsConfig { agent, hop, ..BsConfig::default() })
+    }
+
+    /// [`start_bs`](Self::start_bs) with every knob; the interface names are the testbed's own.
+    pub fn start_bs_with(&self, cfg: BsConfig) -> Result<BsHandle, NetError> {
+        let cfg = BsConfig { wired_if: BS_WIRED_IF.into(), wireless_if: BS_WIRELESS_IF.into(), ..cfg };
+        cfg.validate()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let s = stop.clone();
+        let thread = self.spawn_in(Node::Bs, move || {
+            let never = AtomicBool::new(false);
+            let r = run_bs_with(&cfg, &s, &never, &mut |_| {}, &mut || {
+                let _ = ready_tx.send(());
+            });
+            // Wake `start_bs` also when the base station failed before it was ready.
+            drop(ready_tx);
+            r
+        })?;
+        let handle = BsHandle { stop, thread: Some(thread) };
+        match ready_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(()) => Ok(handle),
+            Err(_) => Err(handle.stop().err().unwrap_or_else(|| NetError::Transfer("base station did not start".into()))),
+        }
+    }
+
+    /// A bulk transfer FH → MH through whatever sits between them. `abort` (or SIGINT/SIGTERM) ends it.
+    pub fn transfer(&self, cfg: &TransferConfig, abort: &AtomicBool) -> Result<TransferResult, NetError> {
+        let abort_all = Arc::new(AtomicBool::new(false));
+        let deadline = Instant::now() + cfg.timeout;
+        let port = 5001;
+        let (ready_tx, ready_rx) = mpsc::channel::<()>();
+
+        let (a, total) = (abort_all.clone(), cfg.bytes);
+        let receiver = self.spawn_in(Node::Mh, move || receive(port, total, &a, deadline, ready_tx))?;
+        if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+            abort_all.store(true, Ordering::Relaxed);
+            return Err(receiver.join().ok().and_then(|r| r.err()).unwrap_or(NetError::Transfer("receiver did not start".into())));
+        }
+        let (a, c) = (abort_all.clone(), cfg.clone());
+        let sender = self.spawn_in(Node::Fh, move || {
+            let r = send(port, &c, &a, deadline);
+            if r.is_err() {
+                // The receiver would otherwise wait for an end of stream that never comes.
+                a.store(true, Ordering::Relaxed);
+            }
+            r
+        })?;
+
+        // Watch for the caller's abort and for signals while the two threads work.
+        while !(sender.is_finished() && receiver.is_finished()) {
+            if abort.load(Ordering::Relaxed) || sys::STOP_REQUESTED.load(Ordering::Relaxed) {
+                abort_all.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sent = sender.join().map_err(|_| NetError::Transfer("sender panicked".into()));
+        let received = receiver.join().map_err(|_| NetError::Transfer("receiver panicked".into()));
+        if sys::STOP_REQUESTED.load(Ordering::Relaxed) {
+            return Err(NetError::Interrupted);
+        }
+        let (sent_hash, cc) = sent??;
+        let (bytes_received, recv_hash, duration) = received??;
+        Ok(TransferResult { bytes_sent: cfg.bytes, bytes_received, sent_hash, recv_hash, duration, cc })
+    }
+
+    /// Removes the namespaces (and with them the veth pairs). Idempotent; also done on drop.
+    pub fn teardown(&mut self) {
+        if self.torn_down {
+            return;
+        }
+        self.torn_down = true;
+        for n in &self.names {
+            let _ = ip(&["netns", "del", n]);
+        }
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// A base station running on a thread in the BS namespace.
+pub struct BsHandle {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<Counters, NetError>>>,
+}
+
+impl BsHandle {
+    /// Stops the base station (its state is lost, as when the process dies) and returns its counters.
+    pub fn stop(mut self) -> Result<Counters, NetError> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t.join().map_err(|_| NetError::Transfer("base station thread panicked".into()))?,
+            None => Err(NetError::Transfer("base station already stopped".into())),
+        }
+    }
+}
+
+impl Drop for BsHandle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TransferConfig {
+    pub bytes: u64,
+    pub cc: String,
+    pub seed: u64,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct TransferResult {
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub sent_hash: u64,
+    pub recv_hash: u64,
+    /// From the receiver's accept to its end of stream.
+    pub duration: Duration,
+    /// The congestion control the sender's socket reported using.
+    pub cc: String,
+}
+
+impl TransferResult {
+    pub fn hash_ok(&self) -> bool {
+        self.bytes_received == self.bytes_sent && self.sent_hash == self.recv_hash
+    }
+    pub fn goodput_mbps(&self) -> f64 {
+        self.bytes_received as f64 * 8.0 / self.duration.as_secs_f64().max(1e-9) / 1e6
+    }
+}
+
+/// A streaming 64-bit hash, independent of how the stream is cut into reads (words are formed from a
+/// carry buffer). Not cryptographic: it detects corruption, reordering and loss, not tampering.
+#[derive(Debug, Clone)]
+pub struct StreamHash {
+    h: u64,
+    pending: [u8; 8],
+    npending: usize,
+    len: u64,
+}
+
+impl Default for StreamHash {
+    fn default() -> Self {
+        StreamHash { h: 0x9e37_79b9_7f4a_7c15, pending: [0; 8], npending: 0, len: 0 }
+    }
+}
+
+impl StreamHash {
+    fn mix(&mut self, w: u64) {
+        self.h = (self.h ^ w).wrapping_mul(0x0100_0000_01b3).rotate_left(29) ^ (self.h >> 17);
+    }
+
+    pub fn update(&mut self, mut data: &[u8]) {
+        self.len += data.len() as u64;
+        if self.npending > 0 {
+            let take = (8 - self.npending).min(data.len());
+            self.pending[self.npending..self.npending + take].copy_from_slice(&data[..take]);
+            self.npending += take;
+            data = &data[take..];
+            if self.npending < 8 {
+                return;
+            }
+            self.mix(u64::from_le_bytes(self.pending));
+            self.npending = 0;
+        }
+        let mut chunks = data.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.mix(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        self.pending[..rest.len()].copy_from_slice(rest);
+        self.npending = rest.len();
+    }
+
+    pub fn finish(mut self) -> u64 {
+        let mut w = [0u8; 8];
+        w[..self.npending].copy_from_slice(&self.pending[..self.npending]);
+        self.mix(u64::from_le_bytes(w));
+        self.mix(self.len);
+        self.h
+    }
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
+/// The receiver, in MH: accepts one connection, reads to end of stream, hashes.
+fn receive(
+    port: u16,
+    expected: u64,
+    abort: &AtomicBool,
+    deadline: Instant,
+    ready: mpsc::Sender<()>,
+) -> Result<(u64, u64, Duration), NetError> {
+    let listener = TcpListener::bind((MH_IP, port)).map_err(|e| NetError::io(format!("binding {MH_IP}:{port}"), e))?;
+    listener.set_nonblocking(true).map_err(|e| NetError::io("set_nonblocking", e))?;
+    let _ = ready.send(());
+    let mut stream = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if timed_out(&e) => {
+                if abort.load(Ordering::Relaxed) || Instant::now() > deadline {
+                    return Err(NetError::Transfer("no connection reached the receiver".into()));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => return Err(NetError::io("accept", e)),
+        }
+    };
+    let start = Instant::now();
+    stream.set_nonblocking(false).map_err(|e| NetError::io("set_nonblocking", e))?;
+    stream.set_read_timeout(Some(Duration::from_millis(100))).map_err(|e| NetError::io("set_read_timeout", e))?;
+    let mut hash = StreamHash::default();
+    let mut got = 0u64;
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                hash.update(&buf[..n]);
+                got += n as u64;
+            }
+            Err(e) if timed_out(&e) => {
+                if abort.load(Ordering::Relaxed) {
+                    return Err(NetError::Transfer(format!("aborted after {got} of {expected} bytes")));
+                }
+                if Instant::now() > deadline {
+                    abort.store(true, Ordering::Relaxed);
+                    return Err(NetError::Transfer(format!("timed out after {got} of {expected} bytes")));
+                }
+            }
+            Err(e) => return Err(NetError::io(format!("receiving (after {got} bytes)"), e)),
+        }
+    }
+    let duration = start.elapsed();
+    Ok((got, hash.finish(), duration))
+}
+
+/// The sender, in FH: connects, sets the congestion control, writes the seeded stream, closes.
+fn send(port: u16, cfg: &TransferConfig, abort: &AtomicBool, deadline: Instant) -> Result<(u64, String), NetError> {
+    let addr = SocketAddr::from((MH_IP, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+        .map_err(|e| NetError::io(format!("connecting to {addr}"), e))?;
+    let cc = set_congestion_control(&stream, &cfg.cc)?;
+    stream.set_nodelay(false).ok();
+    stream.set_write_timeout(Some(Duration::from_millis(100))).map_err(|e| NetError::io("set_write_timeout", e))?;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut hash = StreamHash::default();
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut left = cfg.bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        rng.fill_bytes(&mut chunk[..n]);
+        hash.update(&chunk[..n]);
+        let mut off = 0;
+        while off < n {
+            match stream.write(&chunk[off..n]) {
+                Ok(0) => return Err(NetError::Transfer("connection closed while sending".into())),
+                Ok(k) => off += k,
+                Err(e) if timed_out(&e) => {
+                    if abort.load(Ordering::Relaxed) || Instant::now() > deadline {
+                        return Err(NetError::Transfer(format!("sender stopped with {left} bytes left")));
+                    }
+                }
+                Err(e) => return Err(NetError::io("sending", e)),
+            }
+        }
+        left -= n as u64;
+    }
+    stream.shutdown(Shutdown::Write).map_err(|e| NetError::io("shutdown", e))?;
+    // Wait for the receiver to close, so the socket is not left lingering in a namespace being removed.
+    stream.set_read_timeout(Some(Duration::from_millis(100))).ok();
+    let mut b = [0u8; 64];
+    loop {
+        match stream.read(&mut b) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if timed_out(&e) => {
+                if abort.load(Ordering::Relaxed) || Instant::now() > deadline {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    Ok((hash.finish(), cc))
+}
+
+/// Sets TCP_CONGESTION on the socket and reads back what the kernel actually uses.
+pub fn set_congestion_control(s: &TcpStream, cc: &str) -> Result<String, NetError> {
+    let fd = s.as_raw_fd();
+    // SAFETY: the name is passed with its exact length; the kernel copies it.
+    let r = unsafe {
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t)
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+        return Err(NetError::Config(format!(
+            "congestion control {cc:?} not available ({e}); the kernel offers: {}",
+            avail.trim()
+        )));
+    }
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf has `len` bytes of room; the kernel writes at most that and updates len.
+    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    if r < 0 {
+        return Err(NetError::io("reading TCP_CONGESTION", io::Error::last_os_error()));
+    }
+    let used = &buf[..(len as usize).min(buf.len())];
+    Ok(String::from_utf8_lossy(used).trim_end_matches('\0').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_hash_ignores_how_the_stream_is_cut() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut a = StreamHash::default();
+        a.update(&data);
+        let mut b = StreamHash::default();
+        for c in data.chunks(13) {
+            b.update(c);
+        }
+        assert_eq!(a.clone().finish(), b.finish());
+        let mut c = StreamHash::default();
+        let mut d = data.clone();
+        d[5000] ^= 1;
+        c.update(&d);
+        assert_ne!(a.finish(), c.finish());
+    }
+
+    #[test]
+    fn config_is_checked() {
+        assert!(TestbedConfig::default().validate().is_ok());
+        let bad = TestbedConfig { cc: "re no".into(), ..TestbedConfig::default() };
+        assert!(bad.validate().is_err());
+        let bad = TestbedConfig { ber: 2.0, ..TestbedConfig::default() };
+        assert!(bad.validate().is_err());
+    }
+}
