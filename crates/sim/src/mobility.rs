@@ -118,7 +118,7 @@ impl MobilityConfig {
                 return Err(("base_stations".into(), format!("no node named `{b}`")));
             }
         }
-        if !(self.interval_s > 0.0) || self.interval_s.is_nan() {
+        if self.interval_s.is_nan() || self.interval_s <= 0.0 {
             return Err(("interval_s".into(), "expected a positive number of seconds (or inf)".into()));
         }
         if self.first_s.is_some_and(|f| !(f.is_finite() && f >= 0.0)) {
