@@ -39,6 +39,8 @@ pub trait Runner: Sync {
 }
 
 /// What one run of an experiment produced: simulator metrics, or a testbed transfer's result.
+// RunResult grew a `handoffs` list; one value per run is moved, never stored in bulk, so boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum RunOutput {
     Sim(RunResult),
@@ -72,14 +74,17 @@ impl Runner for SimRunner {
     }
 }
 
-/// The time series of one flow as CSV: `kind,time_s,value` with kind in sent / received / acked / cwnd
-/// (value: stream offset in bytes, or the congestion window in bytes).
+/// The time series of one flow as CSV: `kind,time_s,value` with kind in sent / received / acked / cwnd /
+/// handoff (value: stream offset in bytes, the congestion window in bytes, or 0 for a handoff decision).
 pub fn series_csv(s: &FlowSeries) -> String {
     let mut out = String::from("kind,time_s,value\n");
     for (kind, pts) in [("sent", &s.sent), ("received", &s.received), ("acked", &s.acked), ("cwnd", &s.cwnd)] {
         for (t, v) in pts.iter() {
             out.push_str(&format!("{kind},{t:?},{v}\n"));
         }
+    }
+    for t in &s.handoffs {
+        out.push_str(&format!("handoff,{t:?},0\n"));
     }
     out
 }
@@ -104,7 +109,8 @@ mod tests {
             received: vec![(0.01, 0)],
             acked: vec![],
             cwnd: vec![(0.0, 2920)],
+            handoffs: vec![1.5],
         };
-        assert_eq!(series_csv(&s), "kind,time_s,value\nsent,0.0,0\nsent,0.5,1460\nreceived,0.01,0\ncwnd,0.0,2920\n");
+        assert_eq!(series_csv(&s), "kind,time_s,value\nsent,0.0,0\nsent,0.5,1460\nreceived,0.01,0\ncwnd,0.0,2920\nhandoff,1.5,0\n");
     }
 }

@@ -61,7 +61,8 @@ impl Cell {
             (Cell::Empty, Cell::Empty) => true,
             (a, b) => match (a.as_f64(), b.as_f64()) {
                 (Some(x), Some(y)) if !matches!(a, Cell::Bool(_)) && !matches!(b, Cell::Bool(_)) => {
-                    x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
+                    // Infinities (e.g. `inf` = no handoffs) equal only themselves: inf − x ≤ 1e-9·inf would hold.
+                    x == y || (x.is_finite() && y.is_finite() && (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))
                 }
                 _ => false,
             },
@@ -152,10 +153,26 @@ pub const FLOW_COLUMNS: &[&str] = &[
     "local_retransmissions",
     "dupacks_suppressed",
     "corrupt_bytes",
+    "longest_pause_s",
 ];
 
 /// Columns after the flow's: run-wide numbers and derived ones. `ideal_ratio` = goodput / ideal goodput.
-pub const RUN_COLUMNS: &[&str] = &["ideal_ratio", "sim_time_s", "events", "hit_time_limit"];
+///
+/// Handoff columns (empty cells without `[mobility]`): `handoffs` (count), `handoff_latency_mean_ms`,
+/// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
+/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs).
+pub const RUN_COLUMNS: &[&str] = &[
+    "ideal_ratio",
+    "sim_time_s",
+    "events",
+    "hit_time_limit",
+    "handoffs",
+    "handoff_latency_mean_ms",
+    "handoff_latency_max_ms",
+    "handoff_packets_lost",
+    "handoff_resent",
+    "handoff_duplicates",
+];
 
 /// Every column a results table of an experiment with these grid columns has, in CSV order.
 pub fn columns(grid_columns: &[String]) -> Vec<String> {
@@ -237,6 +254,17 @@ impl Table {
         row.push(Cell::Float(result.sim_time_s));
         row.push(Cell::Int(result.events as i64));
         row.push(Cell::Bool(result.hit_time_limit));
+        let h = &result.handoffs;
+        let lat: Vec<f64> = h.iter().filter_map(|x| x.latency_s).map(|s| s * 1e3).collect();
+        let sum = |f: fn(&lasthop_sim::HandoffMetrics) -> u64| {
+            if h.is_empty() { Cell::Empty } else { Cell::Int(h.iter().map(f).sum::<u64>() as i64) }
+        };
+        row.push(Cell::Int(h.len() as i64));
+        row.push(if lat.is_empty() { Cell::Empty } else { Cell::Float(lat.iter().sum::<f64>() / lat.len() as f64) });
+        row.push(lat.iter().copied().reduce(f64::max).map_or(Cell::Empty, Cell::Float));
+        row.push(sum(|x| x.packets_lost));
+        row.push(sum(|x| x.resent_from_buffer));
+        row.push(sum(|x| x.duplicates));
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
         }

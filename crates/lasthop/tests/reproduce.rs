@@ -48,6 +48,7 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
             received: pts.clone(),
             acked: pts,
             cwnd: vec![(0.0, 2920)],
+            handoffs: vec![],
         }]
     });
     Ok(RunResult {
@@ -78,6 +79,7 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
         agents: BTreeMap::new(),
         undeliverable_packets: 0,
         series,
+        handoffs: vec![],
     })
 }
 

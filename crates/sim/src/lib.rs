@@ -12,10 +12,11 @@ pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;
 pub mod link;
 pub mod metrics;
+pub mod mobility;
 pub mod scenario;
 mod world;
 
-pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+pub use metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult};
 pub use scenario::{Scenario, ScenarioError};
 
 use std::path::PathBuf;

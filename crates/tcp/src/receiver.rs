@@ -58,6 +58,8 @@ pub struct Receiver {
     delayed_ack: Duration,
     ident: u16,
     stats: ReceiverStats,
+    /// Extra ACKs of `rcv_nxt` ordered by [`Receiver::send_dupacks`] (fast retransmit after handoff).
+    dupacks_pending: u32,
 }
 
 impl Receiver {
@@ -88,6 +90,17 @@ impl Receiver {
             last_ack: None,
             ident: 0,
             stats: ReceiverStats::default(),
+            dupacks_pending: 0,
+        }
+    }
+
+    /// Sends `n` ACKs of the next expected byte at once, so that the sender sees duplicate ACKs and fast
+    /// retransmits: the mobile host's network layer calls this when a handoff completes (seed 004, "Fast
+    /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). Nothing before the connection
+    /// is set up.
+    pub fn send_dupacks(&mut self, n: u32) {
+        if self.last_ack.is_some() {
+            self.dupacks_pending = self.dupacks_pending.saturating_add(n);
         }
     }
 
@@ -309,6 +322,11 @@ impl Receiver {
                 ..self.base_repr()
             };
             return Some(self.emit(&repr));
+        }
+        if !self.ack_now && self.dupacks_pending > 0 {
+            // One of the ACKs ordered by send_dupacks; it repeats the last ACK, so it is a DUPACK.
+            self.dupacks_pending -= 1;
+            self.ack_now = true;
         }
         if !self.ack_now {
             return None;

@@ -469,6 +469,25 @@ impl Sender {
         }
     }
 
+    /// Retransmits the oldest unacknowledged segment now, as a fast retransmit (ssthresh halved, the variant's
+    /// recovery entered): the mobile host's network layer calls this when a handoff completes, so that a
+    /// mobile sender does not wait for a coarse timeout (seed 004, "Fast Retransmissions"). Nothing happens
+    /// when nothing is outstanding; in recovery already, the oldest segment is simply resent.
+    pub fn retransmit_now(&mut self, now: Time) {
+        if self.state != State::Established || self.una >= self.max {
+            return;
+        }
+        if self.in_recovery {
+            self.rexmit_pending = Some(self.una);
+            self.timing = None;
+        } else {
+            // A timeout may have rewound `nxt`; fast retransmit resends from `una` in either case.
+            self.nxt = self.nxt.max(self.una);
+            let kind = self.recovery_kind();
+            self.enter_recovery(now, kind);
+        }
+    }
+
     /// All data and the FIN are acknowledged.
     pub fn is_finished(&self) -> bool {
         self.state == State::Established && self.una > self.fin_offset()
