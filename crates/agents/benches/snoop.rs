@@ -5,7 +5,9 @@
 //!
 //! Packets are built outside the timed region (sequence numbers must keep increasing, so they cannot be a
 //! fixed ring), in batches of `BATCH` data packets and their `BATCH` ACKs. `data_path` times only the data
-//! packets of each batch, `ack_path` only the ACKs, so each reports nanoseconds per packet. The output
+//! packets of each batch, `transmit` only the link's report that each data packet started transmitting
+//! (`Agent::on_transmit`, made between the data and the ACKs, as the simulator does), `ack_path` only the
+//! ACKs, so each reports nanoseconds per packet. The output
 //! vector is reused; clearing it (dropping the forwarded `Bytes`) is inside the timed region. The harness
 //! keeps its own reference to every packet, so the cache dropping a packet never frees memory in the timed
 //! region (the last holder of a packet pays for freeing it, whoever that is).
@@ -111,14 +113,27 @@ impl Bench {
         start.elapsed()
     }
 
-    /// Runs `iters` data packets and `iters` ACKs, returning the time spent in the chosen path.
-    fn run(&mut self, iters: u64, time_acks: bool) -> Duration {
+    /// The link reports the transmission of the first `n` data packets of the batch (`Agent::on_transmit`).
+    fn transmit(&mut self, n: usize) -> Duration {
+        let pkts: Vec<Bytes> = self.data[..n].to_vec();
+        let start = Instant::now();
+        for p in &pkts {
+            self.now = Time(self.now.0 + 10_000);
+            self.snoop.on_transmit(self.now, Side::ToMobile, black_box(p));
+        }
+        start.elapsed()
+    }
+
+    /// Runs `iters` data packets, their transmissions and `iters` ACKs, returning the time spent in the
+    /// chosen path.
+    fn run(&mut self, iters: u64, path: Path) -> Duration {
         let mut total = Duration::ZERO;
         let mut done = 0u64;
         while done < iters {
             let n = (iters - done).min(BATCH as u64) as usize;
             self.prepare();
             let d = self.feed(Side::ToMobile, |b| &b.data, n);
+            let t = self.transmit(n);
             // ACK the n packets just sent (the last of the n ACKs acknowledges all of them).
             let a = self.feed(Side::ToWired, |b| &b.acks, n);
             // Keep the unused tail of the batch from leaving a gap: rebuild the sequence state for next time.
@@ -127,11 +142,22 @@ impl Bench {
                 let c = self.rr;
                 self.next_seq[c] = self.next_seq[c].wrapping_sub(MSS);
             }
-            total += if time_acks { a } else { d };
+            total += match path {
+                Path::Data => d,
+                Path::Transmit => t,
+                Path::Ack => a,
+            };
             done += n as u64;
         }
         total
     }
+}
+
+#[derive(Clone, Copy)]
+enum Path {
+    Data,
+    Transmit,
+    Ack,
 }
 
 fn steady_state(c: &mut Criterion) {
@@ -142,11 +168,15 @@ fn steady_state(c: &mut Criterion) {
     for conns in [1usize, 4] {
         g.bench_function(format!("data_path/{conns}conn"), |bch| {
             let mut b = Bench::new(conns);
-            bch.iter_custom(|iters| b.run(iters, false));
+            bch.iter_custom(|iters| b.run(iters, Path::Data));
+        });
+        g.bench_function(format!("transmit/{conns}conn"), |bch| {
+            let mut b = Bench::new(conns);
+            bch.iter_custom(|iters| b.run(iters, Path::Transmit));
         });
         g.bench_function(format!("ack_path/{conns}conn"), |bch| {
             let mut b = Bench::new(conns);
-            bch.iter_custom(|iters| b.run(iters, true));
+            bch.iter_custom(|iters| b.run(iters, Path::Ack));
         });
     }
     g.finish();

@@ -7,6 +7,7 @@
 //! performance, never data, and it never acknowledges data the receiver has not acknowledged.
 
 pub mod flow;
+pub mod handoff;
 pub mod snoop;
 
 use bytes::Bytes;
@@ -41,6 +42,9 @@ pub enum DropReason {
     SpuriousAck,
     /// Data the receiver has already acknowledged; the agent answered with a regenerated ACK instead.
     AlreadyAcked,
+    /// The packet was for the agent itself: a tunnelled copy kept in a handoff buffer or re-sent by the
+    /// agent in another form, or a control message.
+    Consumed,
 }
 
 /// What an agent asks its host to do. Emitted in order; the host carries them out in that order.

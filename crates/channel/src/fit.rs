@@ -356,7 +356,7 @@ Regenerate with
   lasthop channel trace --model '{ model = \"markov\", good_ber = 2e-6, bad_ber = 2e-4, mean_good_s = 0.8, mean_bad_s = 0.1 }' --rate-mbps 1 --packet-bytes 1000 --packets 100000 --seed 2 --out reinas.trace
   lasthop channel fit reinas.trace --out reinas.toml
 (same arrays, another `source`), or byte for byte with
-  LASTHOP_REGENERATE=1 cargo test -p lasthop-sim --lib channel::tests::reinas_file_is_reproducible";
+  LASTHOP_REGENERATE=1 cargo test -p lasthop-channel --lib fit::tests::reinas_file_is_reproducible";
 
 /// `channels/reinas.toml` as [`REINAS_SOURCE`] describes it: trace of [`REINAS_MODEL`], fit, source text.
 pub fn reinas_cdfs() -> Cdfs {

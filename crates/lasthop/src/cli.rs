@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
@@ -34,6 +34,9 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(crate::net::BenchCommand),
+    /// Loss traces and the empirical two-state channel (seed 002 §4).
+    #[command(subcommand)]
+    Channel(crate::channel::ChannelCommand),
     /// List the experiments: id, default flag, paper, title.
     Experiments {
         /// Directory of experiment files [default: ./experiments, else the repository's]
@@ -123,6 +126,7 @@ where
         Command::Bs(a) => crate::net::bs(a),
         Command::Testbed(a) => crate::net::testbed(a),
         Command::Bench(b) => crate::net::bench(b),
+        Command::Channel(c) => crate::channel::channel(c).map(|()| ExitCode::SUCCESS),
         Command::Experiments { experiments } => {
             let dir = experiments_dir(experiments.as_deref());
             let all = load_dir(&dir).with_context(|| format!("loading experiments from {}", dir.display()))?;
@@ -149,7 +153,7 @@ fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
             apply_override(&mut d, p, v).map_err(|e| anyhow!("--set {p}: {e}"))?;
         }
         doc = d;
-        ScenarioSource::Value { value: &doc, origin: &origin }
+        ScenarioSource::Value { value: &doc, origin: &origin, base_dir: a.scenario.parent().unwrap_or(Path::new("")) }
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let req =

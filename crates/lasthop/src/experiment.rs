@@ -36,14 +36,13 @@ use toml::Spanned;
 /// set = { "flows.bulk.bytes" = 2_000_000 }
 /// grid = { agent = ["snoop"] }      # optional: narrow an axis to some of its values
 ///
+/// [grid.scheme]                     # an axis of named variants: each value sets several fields
+/// values = ["reno", "eln"]          # (`path` may be given too; it receives the value itself)
+/// variants.reno = { "nodes.bs.agent" = "none", "tcp.eln" = false }
+/// variants.eln = { "nodes.bs.agent" = "eln", "tcp.eln" = true }
 /// [grid.agent]                      # one grid axis; the table name is the results column
 /// path = "nodes.bs.agent"           # the scenario field it sets
 /// values = ["none", "snoop"]        # axes are crossed, in file order (first axis outermost)
-///
-/// [grid.scheme]                     # an axis may instead (or as well) set several fields per value:
-/// values = ["reno", "snoop"]        # `set.VALUE` = { "dotted.path" = value, ... }, one table per value
-/// set.reno = { "tcp.variant" = "reno", "nodes.bs.agent" = "none" }
-/// set.snoop = { "tcp.variant" = "reno", "nodes.bs.agent" = "snoop" }
 ///
 /// [figure]
 /// kind = "line"                     # "line": mean of y against x with ±std error bars, one curve per
@@ -143,15 +142,40 @@ enum RawSeries {
     Many(Vec<String>),
 }
 
-/// One grid axis: a results column and the scenario field its values go to.
+/// One grid axis: a results column, the scenario field its values go to, and for named variants the other
+/// fields each value sets (`[grid.scheme.variants.eln] "tcp.eln" = true`).
 #[derive(Debug, Clone)]
 pub struct Axis {
     pub column: String,
-    /// The field each value goes to; empty when the axis has only per-value `set`s.
-    pub path: String,
+    /// The field the value itself goes to; `None` for an axis of named variants only.
+    pub path: Option<String>,
     pub values: Vec<toml::Value>,
-    /// Per value (same order as `values`): further overrides it applies (`set.VALUE`); empty lists if none.
-    pub sets: Vec<Vec<(String, toml::Value)>>,
+    /// For a value (as text), the overrides it applies besides `path`.
+    pub variants: Vec<(String, Vec<(String, toml::Value)>)>,
+}
+
+impl Axis {
+    /// Every override that grid value `v` applies to the scenario.
+    pub fn overrides<'a>(&'a self, v: &'a toml::Value) -> impl Iterator<Item = (&'a str, &'a toml::Value)> + 'a {
+        let key = variant_key(v);
+        let extra = self.variants.iter().find(|(k, _)| *k == key).map(|(_, o)| o.as_slice()).unwrap_or(&[]);
+        self.path.as_deref().map(|p| (p, v)).into_iter().chain(extra.iter().map(|(p, x)| (p.as_str(), x)))
+    }
+
+    /// "`path`" or "variants of …" for reports.
+    pub fn describe(&self) -> String {
+        match &self.path {
+            Some(p) => format!("`{p}`"),
+            None => "named variants".to_string(),
+        }
+    }
+}
+
+fn variant_key(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -273,8 +297,9 @@ struct RawAxis {
     #[serde(default)]
     path: Option<Spanned<String>>,
     values: Spanned<Vec<Spanned<toml::Value>>>,
+    /// value -> { "dotted.path" = value, ... }: several fields set together for one axis value.
     #[serde(default)]
-    set: Option<BTreeMap<String, BTreeMap<String, toml::Value>>>,
+    variants: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
 }
 
 #[derive(Deserialize)]
@@ -504,33 +529,38 @@ impl Experiment {
             if a.values.get_ref().is_empty() {
                 return Err(cx.err(a.values.span(), format!("{field}.values"), "expected at least one value"));
             }
-            if a.path.is_none() && a.set.is_none() {
-                return Err(cx.err(name.span(), field, "expected `path` (the field the values go to) or `set.VALUE` tables"));
+            if a.path.is_none() && a.variants.is_empty() {
+                return Err(cx.err(name.span(), field, "expected `path`, `variants`, or both"));
+            }
+            let mut variants = Vec::new();
+            for (key, sets) in &a.variants {
+                let vfield = format!("{field}.variants.{}", key.get_ref());
+                if !a.values.get_ref().iter().any(|v| variant_key(v.get_ref()) == *key.get_ref()) {
+                    return Err(cx.err(key.span(), vfield, "not one of the axis's values"));
+                }
+                let mut overrides = Vec::new();
+                for (p, v) in sets {
+                    for d in [&mut doc.clone(), &mut quick_doc.clone()] {
+                        apply_override(d, p.get_ref(), v.get_ref())
+                            .map_err(|m| cx.err(p.span(), format!("{vfield}.{}", p.get_ref()), m))?;
+                    }
+                    overrides.push((p.get_ref().clone(), v.get_ref().clone()));
+                }
+                variants.push((key.get_ref().clone(), overrides));
+            }
+            if a.path.is_none() {
+                if let Some(v) = a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| *k == variant_key(v.get_ref()))) {
+                    return Err(cx.err(v.span(), format!("{field}.values"), "a value without `path` needs a table under `variants`"));
+                }
             }
             let mut values = Vec::new();
-            let mut sets = Vec::new();
             for v in a.values.get_ref() {
-                for d in [&mut doc.clone(), &mut quick_doc] {
-                    if let Some(path) = &a.path {
+                if let Some(path) = &a.path {
+                    for d in [&mut doc.clone(), &mut quick_doc] {
                         apply_override(d, path.get_ref(), v.get_ref())
                             .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
                     }
                 }
-                let mut these = Vec::new();
-                if let Some(set) = &a.set {
-                    let key = Cell::from_toml(v.get_ref()).to_string();
-                    let overrides = set.get(&key).ok_or_else(|| {
-                        cx.err(a.values.span(), format!("{field}.set"), format!("no `set.{key}` table for value {key}"))
-                    })?;
-                    for (k, x) in overrides {
-                        for d in [&mut doc.clone(), &mut quick_doc] {
-                            apply_override(d, k, x)
-                                .map_err(|m| cx.err(a.values.span(), format!("{field}.set.{key}.\"{k}\""), m))?;
-                        }
-                        these.push((k.clone(), x.clone()));
-                    }
-                }
-                sets.push(these);
                 if values.iter().any(|w: &toml::Value| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
                     return Err(cx.err(
                         v.span(),
@@ -541,21 +571,12 @@ impl Experiment {
                 values.push(v.get_ref().clone());
             }
             // check the path on the base too (the value loop above already did, this names the path line)
-            if let Some(set) = &a.set {
-                for key in set.keys() {
-                    if !values.iter().any(|v| Cell::from_toml(v).to_string() == *key) {
-                        return Err(cx.err(a.values.span(), format!("{field}.set.{key}"), format!("`{key}` is not one of `values`")));
-                    }
-                }
-            }
-            let mut path = String::new();
-            if let Some(p) = &a.path {
+            if let Some(path) = &a.path {
                 let mut probe = doc.clone();
-                apply_override(&mut probe, p.get_ref(), &a.values.get_ref()[0].get_ref().clone())
-                    .map_err(|m| cx.err(p.span(), format!("{field}.path"), m))?;
-                path = p.get_ref().clone();
+                apply_override(&mut probe, path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
+                    .map_err(|m| cx.err(path.span(), format!("{field}.path"), m))?;
             }
-            grid.push(Axis { column: col.clone(), path, values, sets });
+            grid.push(Axis { column: col.clone(), path: a.path.as_ref().map(|p| p.get_ref().clone()), values, variants });
         }
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
         let columns = columns_for(&grid_cols);
@@ -977,15 +998,9 @@ impl Experiment {
             let mut next = Vec::with_capacity(points.len() * axis.values.len());
             for p in &points {
                 for v in self.axis_values(axis, quick) {
-                    // per-value settings of the value (a [quick.grid] subset names values of the axis)
-                    let i = axis.values.iter().position(|w| w == v);
                     let mut q = p.clone();
-                    if !axis.path.is_empty() {
-                        apply_override(&mut q.scenario, &axis.path, v)
-                            .map_err(|e| format!("grid.{}: {e}", axis.column))?;
-                    }
-                    for (path, x) in i.and_then(|i| axis.sets.get(i)).into_iter().flatten() {
-                        apply_override(&mut q.scenario, path, x).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                    for (path, value) in axis.overrides(v) {
+                        apply_override(&mut q.scenario, path, value).map_err(|e| format!("grid.{}: {e}", axis.column))?;
                     }
                     q.values.push(Cell::from_toml(v));
                     next.push(q);
@@ -1306,6 +1321,28 @@ value = 0.9
         assert_eq!(q[0].scenario["flows"]["bulk"]["bytes"].as_integer(), Some(1000));
         // the base is untouched
         assert_eq!(e.base["flows"]["bulk"]["bytes"].as_integer(), Some(10_000_000));
+    }
+
+    #[test]
+    fn named_variants_set_several_fields() {
+        let text = GOOD.replace(
+            "[grid.agent]\npath = \"nodes.bs.agent\"\nvalues = [\"none\", \"snoop\"]",
+            "[grid.agent]\nvalues = [\"none\", \"snoop\"]\nvariants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\nvariants.snoop = { \"nodes.bs.agent\" = \"snoop\", \"tcp.variant\" = \"sack\" }",
+        );
+        assert_ne!(text, GOOD, "the test must rewrite the agent axis");
+        let e = load(&text).unwrap();
+        let pts = e.points(false).unwrap();
+        assert_eq!(pts[0].scenario["tcp"]["variant"].as_str(), Some("reno"));
+        assert_eq!(pts[3].scenario["nodes"]["bs"]["agent"].as_str(), Some("snoop"));
+        assert_eq!(pts[3].scenario["tcp"]["variant"].as_str(), Some("sack"));
+        assert_eq!(e.point_label(&pts[3]), "agent=snoop, ber=1e-7");
+
+        let missing = text.replace("variants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\n", "");
+        let err = load(&missing).unwrap_err().to_string();
+        assert!(err.contains("grid.agent.values") && err.contains("variants"), "{err}");
+        let bad_path = text.replace("\"tcp.variant\" = \"sack\"", "\"tcp.varient\" = \"sack\"");
+        let err = load(&bad_path).unwrap_err().to_string();
+        assert!(err.contains("grid.agent.variants.snoop.tcp.varient"), "{err}");
     }
 
     #[test]

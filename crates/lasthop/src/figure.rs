@@ -91,7 +91,9 @@ pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
             let mut f = filters.clone();
             f.push(Filter { column: x.clone(), cond: Cond::Eq(xv.clone()) });
             let vals: Vec<f64> = select(table, &table.rows, &f).iter().filter_map(|r| y.eval(table, r)).collect();
-            if vals.is_empty() {
+            // A point at an infinite x (e.g. `inf` = no handoffs) cannot be placed on an axis; the report's
+            // table still shows it.
+            if vals.is_empty() || xv.as_f64().is_some_and(|x| x.is_infinite()) {
                 continue;
             }
             let (m, s) = mean_std(&vals);

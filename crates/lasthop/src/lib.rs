@@ -2,6 +2,7 @@
 //! claims from experiment files (`lasthop reproduce`). See [`experiment::Experiment`] for the experiment file
 //! format and [`reproduce::reproduce`] for what a reproduction writes.
 
+pub mod channel;
 pub mod claims;
 pub mod cli;
 pub mod experiment;

@@ -77,8 +77,7 @@ pub fn experiment_md(
     }
     for a in &exp.grid {
         let vals: Vec<String> = exp.axis_values(a, quick).iter().map(|v| Cell::from_toml(v).to_string()).collect();
-        let target = if a.path.is_empty() { "per-value settings".to_string() } else { a.path.clone() };
-        let _ = writeln!(md, "- grid `{}` (`{}`): {}", a.column, target, vals.join(", "));
+        let _ = writeln!(md, "- grid `{}` ({}): {}", a.column, a.describe(), vals.join(", "));
     }
     let _ = writeln!(
         md,

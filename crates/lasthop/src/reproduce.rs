@@ -179,7 +179,11 @@ pub fn run_experiments(chosen: Vec<Experiment>, opts: &ReproduceOptions, runner:
                     RunnerKind::Sim => {
                         let _shared = exclusive.read().unwrap_or_else(|e| e.into_inner());
                         let req = RunRequest {
-                            scenario: ScenarioSource::Value { value: &point.scenario, origin: &job.origin },
+                            scenario: ScenarioSource::Value {
+                                value: &point.scenario,
+                                origin: &job.origin,
+                                base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
+                            },
                             seed: Some(job.seed),
                             trace: job.trace,
                             pcap_dir: None,

@@ -12,8 +12,9 @@ use std::path::Path;
 pub enum ScenarioSource<'a> {
     /// A scenario file as it is (errors point at its lines).
     File(&'a Path),
-    /// A scenario document after overrides; `origin` names it in errors.
-    Value { value: &'a toml::Value, origin: &'a str },
+    /// A scenario document after overrides; `origin` names it in errors, and relative file names in it
+    /// (an empirical channel's CDFs) are taken from `base_dir`, the base scenario file's folder.
+    Value { value: &'a toml::Value, origin: &'a str, base_dir: &'a Path },
 }
 
 /// One run to carry out.
@@ -38,6 +39,8 @@ pub trait Runner: Sync {
 }
 
 /// What one run of an experiment produced: simulator metrics, or a testbed transfer's result.
+// RunResult grew a `handoffs` list; one value per run is moved, never stored in bulk, so boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum RunOutput {
     Sim(RunResult),
@@ -61,7 +64,7 @@ impl Runner for SimRunner {
     fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
         let mut scenario = match req.scenario {
             ScenarioSource::File(p) => Scenario::load(p)?,
-            ScenarioSource::Value { value, origin } => Scenario::from_toml(value.clone(), origin)?,
+            ScenarioSource::Value { value, origin, base_dir } => Scenario::from_toml_in(value.clone(), origin, base_dir)?,
         };
         if let Some(seed) = req.seed {
             scenario.set_seed(seed);
@@ -71,14 +74,17 @@ impl Runner for SimRunner {
     }
 }
 
-/// The time series of one flow as CSV: `kind,time_s,value` with kind in sent / received / acked / cwnd
-/// (value: stream offset in bytes, or the congestion window in bytes).
+/// The time series of one flow as CSV: `kind,time_s,value` with kind in sent / received / acked / cwnd /
+/// handoff (value: stream offset in bytes, the congestion window in bytes, or 0 for a handoff decision).
 pub fn series_csv(s: &FlowSeries) -> String {
     let mut out = String::from("kind,time_s,value\n");
     for (kind, pts) in [("sent", &s.sent), ("received", &s.received), ("acked", &s.acked), ("cwnd", &s.cwnd)] {
         for (t, v) in pts.iter() {
             out.push_str(&format!("{kind},{t:?},{v}\n"));
         }
+    }
+    for t in &s.handoffs {
+        out.push_str(&format!("handoff,{t:?},0\n"));
     }
     out
 }
@@ -103,7 +109,8 @@ mod tests {
             received: vec![(0.01, 0)],
             acked: vec![],
             cwnd: vec![(0.0, 2920)],
+            handoffs: vec![1.5],
         };
-        assert_eq!(series_csv(&s), "kind,time_s,value\nsent,0.0,0\nsent,0.5,1460\nreceived,0.01,0\ncwnd,0.0,2920\n");
+        assert_eq!(series_csv(&s), "kind,time_s,value\nsent,0.0,0\nsent,0.5,1460\nreceived,0.01,0\ncwnd,0.0,2920\nhandoff,1.5,0\n");
     }
 }

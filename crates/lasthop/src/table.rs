@@ -61,7 +61,8 @@ impl Cell {
             (Cell::Empty, Cell::Empty) => true,
             (a, b) => match (a.as_f64(), b.as_f64()) {
                 (Some(x), Some(y)) if !matches!(a, Cell::Bool(_)) && !matches!(b, Cell::Bool(_)) => {
-                    x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
+                    // Infinities (e.g. `inf` = no handoffs) equal only themselves: inf − x ≤ 1e-9·inf would hold.
+                    x == y || (x.is_finite() && y.is_finite() && (x - y).abs() <= 1e-9 * x.abs().max(y.abs()))
                 }
                 _ => false,
             },
@@ -148,13 +149,30 @@ pub const FLOW_COLUMNS: &[&str] = &[
     "fast_retransmits",
     "segments_sent",
     "segments_retransmitted",
+    "eln_retransmits",
     "local_retransmissions",
     "dupacks_suppressed",
     "corrupt_bytes",
+    "longest_pause_s",
 ];
 
 /// Columns after the flow's: run-wide numbers and derived ones. `ideal_ratio` = goodput / ideal goodput.
-pub const RUN_COLUMNS: &[&str] = &["ideal_ratio", "sim_time_s", "events", "hit_time_limit"];
+///
+/// Handoff columns (empty cells without `[mobility]`): `handoffs` (count), `handoff_latency_mean_ms`,
+/// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
+/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs).
+pub const RUN_COLUMNS: &[&str] = &[
+    "ideal_ratio",
+    "sim_time_s",
+    "events",
+    "hit_time_limit",
+    "handoffs",
+    "handoff_latency_mean_ms",
+    "handoff_latency_max_ms",
+    "handoff_packets_lost",
+    "handoff_resent",
+    "handoff_duplicates",
+];
 
 /// Every column a results table of an experiment with these grid columns has, in CSV order.
 pub fn columns(grid_columns: &[String]) -> Vec<String> {
@@ -257,13 +275,11 @@ impl Table {
             let key = if *c == "flow" { "name" } else { c };
             row.push(obj.get(key).map(Cell::from_json).unwrap_or(Cell::Empty));
         }
-        row.push(match fm.ideal_goodput_mbps {
+        let ideal_ratio = match fm.ideal_goodput_mbps {
             Some(ideal) if ideal > 0.0 => Cell::Float(fm.goodput_mbps / ideal),
             _ => Cell::Empty,
-        });
-        row.push(Cell::Float(result.sim_time_s));
-        row.push(Cell::Int(result.events as i64));
-        row.push(Cell::Bool(result.hit_time_limit));
+        };
+        push_run_cells(&mut row, ideal_ratio, result);
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
         }
@@ -293,10 +309,7 @@ impl Table {
             int(w.segments_retransmitted),
             int(w.local_retransmissions),
         ]);
-        row.push(Cell::Empty);
-        row.push(Cell::Float(result.sim_time_s));
-        row.push(Cell::Int(result.events as i64));
-        row.push(Cell::Bool(result.hit_time_limit));
+        push_run_cells(&mut row, Cell::Empty, result);
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
         }
@@ -363,6 +376,26 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// Appends the run-wide cells ([`RUN_COLUMNS`]) of `result` to a row: `ideal_ratio`, then the run's numbers
+/// and its handoff summary.
+fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
+    row.push(ideal_ratio);
+    row.push(Cell::Float(result.sim_time_s));
+    row.push(Cell::Int(result.events as i64));
+    row.push(Cell::Bool(result.hit_time_limit));
+    let h = &result.handoffs;
+    let lat: Vec<f64> = h.iter().filter_map(|x| x.latency_s).map(|s| s * 1e3).collect();
+    let sum = |f: fn(&lasthop_sim::HandoffMetrics) -> u64| {
+        if h.is_empty() { Cell::Empty } else { Cell::Int(h.iter().map(f).sum::<u64>() as i64) }
+    };
+    row.push(Cell::Int(h.len() as i64));
+    row.push(if lat.is_empty() { Cell::Empty } else { Cell::Float(lat.iter().sum::<f64>() / lat.len() as f64) });
+    row.push(lat.iter().copied().reduce(f64::max).map_or(Cell::Empty, Cell::Float));
+    row.push(sum(|x| x.packets_lost));
+    row.push(sum(|x| x.resent_from_buffer));
+    row.push(sum(|x| x.duplicates));
 }
 
 /// The metrics of flow `name` (or the first flow).

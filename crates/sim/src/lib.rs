@@ -12,11 +12,12 @@ pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;
 pub mod link;
 pub mod metrics;
+pub mod mobility;
 pub mod scenario;
 pub mod web;
 mod world;
 
-pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult, WebMetrics};
+pub use metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
 pub use scenario::{Scenario, ScenarioError};
 
 use std::path::PathBuf;

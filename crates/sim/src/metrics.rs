@@ -24,6 +24,37 @@ pub struct RunResult {
     /// Present when `RunOptions::trace` was set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<FlowSeries>>,
+    /// One entry per handoff, in order (empty without `[mobility]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<HandoffMetrics>,
+}
+
+/// One handoff: when the mobile decided, the event timeline after it (seed 000 Fig. 10), and its cost.
+/// Times after `decided_s` are offsets from it, in seconds; `None` when the event did not happen.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct HandoffMetrics {
+    pub index: u32,
+    /// Base stations (node names).
+    pub from: String,
+    pub to: String,
+    /// Non-overlapping cells: when the mobile left the old cell (seconds); else equal to `decided_s`.
+    pub left_s: f64,
+    /// When the mobile decided to hand off (heard the new BS), seconds.
+    pub decided_s: f64,
+    /// The request (Forward / Greeting) reached the new BS.
+    pub request_at_new_bs_s: Option<f64>,
+    /// The old BS learned of the handoff (Buffer / Notify).
+    pub old_bs_told_s: Option<f64>,
+    /// The new BS's Ack / GreetingAck reached the mobile (fast retransmit fires here).
+    pub accepted_s: Option<f64>,
+    /// Handoff latency: the first data packet from the new BS reached the mobile.
+    pub latency_s: Option<f64>,
+    /// Frames lost on detached links (either way) from this handoff to the next.
+    pub packets_lost: u64,
+    /// Packets the new primary sent from its buffer (multicast scheme).
+    pub resent_from_buffer: u64,
+    /// Packets the mobile received twice (same source and IP ID) from this handoff to the next.
+    pub duplicates: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -54,6 +85,8 @@ pub struct FlowMetrics {
     pub dupacks_suppressed: u64,
     /// Delivered data that did not match what was sent (must be 0: end-to-end integrity).
     pub corrupt_bytes: u64,
+    /// The longest time the receiving application got no new byte, from the flow's start to its end, s.
+    pub longest_pause_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -81,6 +114,8 @@ pub struct FlowSeries {
     pub acked: Vec<(f64, u64)>,
     /// (time s, congestion window in bytes) at every change.
     pub cwnd: Vec<(f64, u64)>,
+    /// Times (s) of handoff decisions, for marking sequence plots.
+    pub handoffs: Vec<f64>,
 }
 
 /// What one web workload achieved (seed 002 §5: "successfully completed individual downloads in 1000 s").

@@ -35,6 +35,9 @@ pub struct Scenario {
     /// Settings of the Snoop agent at every node that runs it.
     #[serde(default)]
     pub snoop: crate::agents::SnoopSettings,
+    /// Cells, motion and handoff (see `crate::mobility`); absent: a static topology.
+    #[serde(default)]
+    pub mobility: Option<crate::mobility::MobilityConfig>,
     /// Settings of the ELN agents.
     #[serde(default)]
     pub eln: crate::agents::ElnSettings,
@@ -424,6 +427,20 @@ impl Scenario {
             }
         }
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
+        if let Some(m) = &self.mobility {
+            m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
+            for b in &m.base_stations {
+                let joined = self.links.values().any(|l| {
+                    l.kind == LinkKind::Wireless && l.ends.contains(b) && l.ends.contains(&m.mobile)
+                });
+                if !joined {
+                    return Err((
+                        "mobility.base_stations".into(),
+                        format!("no wireless link joins `{b}` and the mobile `{}`", m.mobile),
+                    ));
+                }
+            }
+        }
         self.eln.validate().map_err(|(f, m)| (format!("eln.{f}"), m))?;
         self.nack.validate().map_err(|(f, m)| (format!("nack.{f}"), m))?;
         Ok(())

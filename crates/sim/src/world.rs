@@ -6,8 +6,10 @@
 use crate::agents::build_agent;
 use crate::engine::Scheduler;
 use crate::link::{Link, Transmission};
-use crate::metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult, WebMetrics};
+use crate::metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
 use crate::web::{Command, Object, Samplers, WebClient, WebParams};
+use crate::mobility::{Cells, MobState, SchemeKind};
+use lasthop_agents::handoff::{self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole};
 use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
@@ -36,6 +38,10 @@ enum Event {
     /// A request reaches the server (after its modelled one-way latency): connection `conn` of `web` is
     /// opened, or given `bytes` more reply bytes.
     WebRequest { web: usize, conn: usize, bytes: u64 },
+    /// Crossing `k`: phase 0 the mobile leaves its cell (non-overlapping cells), phase 1 it decides to hand off.
+    Move { k: u32, phase: u8 },
+    /// Base station `bs` (index into the mobility's list) broadcasts a beacon.
+    Beacon { bs: usize },
 }
 
 struct Node {
@@ -85,6 +91,9 @@ struct Flow {
     ideal_goodput_mbps: Option<f64>,
     series: Option<FlowSeries>,
     last_cwnd: u32,
+    /// When the receiving application last got new bytes, and the longest wait so far (ns).
+    last_progress: Time,
+    longest_pause_ns: u64,
 }
 
 /// One TCP connection of a web workload: the server's sender, the client's receiver, and the objects it
@@ -143,6 +152,8 @@ pub struct World {
     web_until: Option<Time>,
     /// Next client port for web connections (distinct from bulk flows' 20000 + i).
     next_web_port: u16,
+    /// Cells, motion and handoff; `None` for a static topology (then nothing below runs).
+    mob: Option<Box<MobState>>,
 }
 
 impl World {
@@ -177,7 +188,7 @@ impl World {
             }
             links.push(link);
         }
-        compute_routes(&mut nodes, &links);
+        compute_routes(&mut nodes, &links, None);
         let addr_index = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
 
         let mut world = World {
@@ -196,7 +207,9 @@ impl World {
             webs: Vec::new(),
             web_until: None,
             next_web_port: WEB_PORT_FIRST,
+            mob: None,
         };
+        world.setup_mobility(s);
         for (i, (name, f)) in s.flows.iter().enumerate() {
             let tcp = s.flow_tcp(name).map_err(|m| {
                 crate::ScenarioError { origin: s.origin().to_string(), message: format!("`flows.{name}.tcp`: {m}") }
@@ -288,6 +301,8 @@ impl World {
             ideal_goodput_mbps: ideal,
             series: self.trace.then(|| FlowSeries { name: name.to_string(), ..FlowSeries::default() }),
             last_cwnd: 0,
+            last_progress: start,
+            longest_pause_ns: 0,
         });
         self.sched.schedule(start, Event::FlowStart { flow: i });
         Ok(())
@@ -371,6 +386,8 @@ impl World {
                     }
                     self.apply_actions(now, node);
                 }
+                Event::Move { k, phase } => self.on_move(now, k, phase),
+                Event::Beacon { bs } => self.on_beacon(now, bs),
                 Event::FlowStart { flow } => {
                     let ep = self.flows[flow].sender;
                     if let Role::Sender(s) = &mut self.endpoints[ep].role {
@@ -413,6 +430,9 @@ impl World {
             return;
         };
         let dst = ip.dst_addr();
+        if self.mob.is_some() && self.mobile_arrive(now, node, link, &packet) {
+            return;
+        }
         if dst == self.nodes[node].addr {
             self.deliver_local(now, node, packet);
             return;
@@ -466,6 +486,13 @@ impl World {
     }
 
     fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
+        if let Some(m) = self.mob.as_deref() {
+            if node == m.mh && dst != self.nodes[node].addr {
+                // The mobile's default gateway is its current cell's BS (seed 004: "updates its routing table").
+                let link = m.bs_link[m.current];
+                return Some((link, self.links[link].dir_from(node)));
+            }
+        }
         let to = *self.addr_index.get(&dst)?;
         self.nodes[node].routes[to]
     }
@@ -488,6 +515,10 @@ impl World {
                 agent.on_transmit(now, side, &packet);
             }
             self.sched.schedule(done_at, Event::TxDone { link, dir });
+            if self.mob.as_deref().is_some_and(|m| m.detached[link]) {
+                self.lost_out_of_range(&packet);
+                continue;
+            }
             if !corrupted {
                 let node = self.links[link].ends[1 - dir];
                 self.sched.schedule(arrives_at, Event::Arrive { node, link, dir, packet });
@@ -572,6 +603,8 @@ impl World {
                         f.corrupt += chunk.len() as u64;
                     }
                     f.delivered += chunk.len() as u64;
+                    f.longest_pause_ns = f.longest_pause_ns.max(now.saturating_since(f.last_progress).as_nanos() as u64);
+                    f.last_progress = now;
                 }
                 if f.completed_at.is_none() && f.delivered >= f.bytes {
                     f.completed_at = Some(now);
@@ -647,6 +680,8 @@ impl World {
                 local_retransmissions: counter("local_retransmissions"),
                 dupacks_suppressed: counter("dupacks_suppressed"),
                 corrupt_bytes: f.corrupt,
+                longest_pause_s: f.longest_pause_ns.max(stop.saturating_since(f.last_progress).as_nanos() as u64) as f64
+                    / 1e9,
             });
         }
         let run_ns = end.as_nanos().max(1) as f64;
@@ -702,6 +737,8 @@ impl World {
                 dupacks_suppressed: counter("dupacks_suppressed"),
             });
         }
+        self.close_handoff();
+        let handoffs = self.mob.as_mut().map(|m| std::mem::take(&mut m.handoffs)).unwrap_or_default();
         let series = self.trace.then(|| self.flows.iter_mut().filter_map(|f| f.series.take()).collect());
         RunResult {
             seed: self.seed,
@@ -714,6 +751,7 @@ impl World {
             undeliverable_packets: self.undeliverable,
             web,
             series,
+            handoffs,
         }
     }
 }
@@ -905,7 +943,9 @@ fn stream_offset(iss: SeqNum, seq: SeqNum) -> u64 {
 }
 
 /// Shortest-path (hop count) routes by breadth-first search from every node; ties go to the link listed first.
-fn compute_routes(nodes: &mut [Node], links: &[Link]) {
+/// `no_transit`: a node that originates and receives but never relays (the mobile host: a path between two
+/// base stations must not cross the air through it).
+fn compute_routes(nodes: &mut [Node], links: &[Link], no_transit: Option<usize>) {
     let n = nodes.len();
     let mut adj: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); n]; // (neighbour, link, dir)
     for (i, l) in links.iter().enumerate() {
@@ -918,6 +958,9 @@ fn compute_routes(nodes: &mut [Node], links: &[Link]) {
         seen[src] = true;
         let mut queue = std::collections::VecDeque::from([src]);
         while let Some(u) = queue.pop_front() {
+            if Some(u) == no_transit && u != src {
+                continue;
+            }
             for &(v, link, dir) in &adj[u] {
                 if !seen[v] {
                     seen[v] = true;
@@ -927,5 +970,271 @@ fn compute_routes(nodes: &mut [Node], links: &[Link]) {
             }
         }
         nodes[src].routes = first_hop;
+    }
+}
+
+/// Mobility (seed 000 §4–§7, seed 004): set-up, motion events, beacons, what the mobile receives, and the
+/// per-handoff measurements. None of it runs for a scenario without `[mobility]`.
+impl World {
+    fn setup_mobility(&mut self, s: &Scenario) {
+        let Some(cfg) = s.mobility.as_ref().filter(|m| m.scheme != SchemeKind::None) else { return };
+        let idx = |n: &str| self.nodes.iter().position(|x| x.name == n).expect("validated");
+        let (mh, ha) = (idx(&cfg.mobile), idx(&cfg.home_agent));
+        let bss: Vec<usize> = cfg.base_stations.iter().map(|b| idx(b)).collect();
+        compute_routes(&mut self.nodes, &self.links, Some(mh));
+        let bs_link: Vec<usize> = bss
+            .iter()
+            .map(|&b| {
+                let ends_ok = |l: &Link| l.kind == LinkKind::Wireless && l.ends.contains(&b) && l.ends.contains(&mh);
+                self.links.iter().position(ends_ok).expect("validated")
+            })
+            .collect();
+        let scheme = match cfg.scheme {
+            SchemeKind::Plain => handoff::Scheme::Plain,
+            _ => handoff::Scheme::Multicast,
+        };
+        let addrs: Vec<Ipv4Addr> = self.nodes.iter().map(|n| n.addr).collect();
+        let addr = |n: usize| addrs[n];
+        let mh_addr = addr(mh);
+        // At start the mobile is in the first cell; (multicast) the next cell's BS buffers.
+        let next = (bss.len() > 1).then(|| addr(bss[1]));
+        let buffering: Vec<Ipv4Addr> = if scheme == handoff::Scheme::Multicast { next.into_iter().collect() } else { vec![] };
+        let mut home = HomeAgent::new(addr(ha));
+        home.set_members(mh_addr, std::iter::once(addr(bss[0])).chain(buffering.iter().copied()));
+        self.nodes[ha].agent = Some(Box::new(home));
+        for (i, &b) in bss.iter().enumerate() {
+            let mut c = BsConfig::new(addr(b), addr(ha));
+            c.buffer_packets = cfg.buffer_packets;
+            c.mirror_packets = cfg.mirror_packets;
+            if s.nodes[&self.nodes[b].name].agent.0.contains(&crate::scenario::AgentKind::Snoop) {
+                c.snoop = Some(s.snoop.config());
+            }
+            let mut agent = BaseStation::new(c);
+            let role = if i == 0 {
+                BsRole::Primary
+            } else if buffering.contains(&addr(b)) {
+                BsRole::Buffering
+            } else {
+                BsRole::Idle
+            };
+            agent.set_role(mh_addr, role);
+            self.nodes[b].agent = Some(Box::new(agent));
+        }
+        let (cells, rendezvous_s, interval_s) = cfg.motion();
+        let mut detached = vec![false; self.links.len()];
+        if cells == Cells::NonOverlapping {
+            for &l in &bs_link[1..] {
+                detached[l] = true;
+            }
+        }
+        let secs = |v: f64| Time((v * 1e9).round() as u64);
+        let state = MobState {
+            fast_retransmit: cfg.fast_retransmit,
+            cells,
+            rendezvous: secs(rendezvous_s),
+            interval_s,
+            first_s: cfg.first_s.unwrap_or(interval_s),
+            beacon_period: (cfg.beacon_period_s > 0.0).then(|| secs(cfg.beacon_period_s)),
+            mh,
+            ha,
+            controller: MobileHost::new(mh_addr, scheme, addr(bss[0]), &buffering),
+            bss,
+            bs_link,
+            detached,
+            current: 0,
+            handoffs: Vec::new(),
+            left_at: None,
+            resent_mark: 0,
+            seen: Default::default(),
+            seen_set: Default::default(),
+            beacon_ident: 0,
+        };
+        if let Some(t) = state.crossing(0) {
+            let phase = if cells == Cells::NonOverlapping { 0 } else { 1 };
+            self.sched.schedule(t, Event::Move { k: 0, phase });
+        }
+        if let Some(p) = state.beacon_period {
+            // Spread the BSs' beacons over the period so they do not collide by construction.
+            let n = state.bss.len() as u64;
+            for i in 0..state.bss.len() {
+                self.sched.schedule(Time(p.0 * (i as u64 + 1) / (n + 1)), Event::Beacon { bs: i });
+            }
+        }
+        self.mob = Some(Box::new(state));
+    }
+
+    fn on_beacon(&mut self, now: Time, bs: usize) {
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let (b, link, mh) = (m.bss[bs], m.bs_link[bs], m.mh);
+        m.beacon_ident = m.beacon_ident.wrapping_add(1);
+        let (src, dst) = (self.nodes[b].addr, self.nodes[mh].addr);
+        let packet = Control::new(Kind::Beacon, 0, dst, src).emit(src, dst, m.beacon_ident);
+        if let Some(p) = m.beacon_period {
+            self.sched.schedule(Time(now.0 + p.0), Event::Beacon { bs });
+        }
+        let dir = self.links[link].dir_from(b);
+        self.send(now, (link, dir), packet, false);
+    }
+
+    fn on_move(&mut self, now: Time, k: u32, phase: u8) {
+        let m = self.mob.as_deref_mut().expect("mobility");
+        if phase == 0 {
+            // Leave the old cell; the new BS is heard `rendezvous` later (seed 004).
+            m.detached[m.bs_link[m.current]] = true;
+            m.left_at = Some(now);
+            let at = Time(now.0 + m.rendezvous.0);
+            self.sched.schedule(at, Event::Move { k, phase: 1 });
+            return;
+        }
+        self.close_handoff();
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let n = m.bss.len();
+        let (old, target) = (m.current, (m.current + 1) % n);
+        if m.cells == Cells::NonOverlapping {
+            m.detached[m.bs_link[target]] = false;
+        }
+        m.current = target;
+        let addr = |i: usize| self.nodes[m.bss[i]].addr;
+        let likely: Vec<Ipv4Addr> = if n > 1 { vec![addr((target + 1) % n)] } else { vec![] };
+        let msgs = m.controller.handoff(addr(target), &likely);
+        let left = m.left_at.take().unwrap_or(now);
+        m.handoffs.push(HandoffMetrics {
+            index: k,
+            from: self.nodes[m.bss[old]].name.clone(),
+            to: self.nodes[m.bss[target]].name.clone(),
+            left_s: left.as_secs_f64(),
+            decided_s: now.as_secs_f64(),
+            ..HandoffMetrics::default()
+        });
+        let mark = self.resent_total();
+        self.mob.as_deref_mut().expect("mobility").resent_mark = mark;
+        for f in &mut self.flows {
+            if let Some(series) = f.series.as_mut() {
+                series.handoffs.push(now.as_secs_f64());
+            }
+        }
+        let mh = self.mob.as_deref().expect("mobility").mh;
+        for p in msgs {
+            let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
+            match self.next_hop(mh, dst) {
+                Some(out) => self.send(now, out, p, false),
+                None => self.undeliverable += 1,
+            }
+        }
+        let m = self.mob.as_deref().expect("mobility");
+        if let Some(t) = m.crossing(k + 1) {
+            let phase = if m.cells == Cells::NonOverlapping { 0 } else { 1 };
+            self.sched.schedule(t, Event::Move { k: k + 1, phase });
+        }
+    }
+
+    /// Sum of `resent_from_buffer` over the base stations.
+    fn resent_total(&self) -> u64 {
+        let m = self.mob.as_deref().expect("mobility");
+        m.bss
+            .iter()
+            .filter_map(|&b| self.nodes[b].agent.as_ref())
+            .flat_map(|a| a.counters())
+            .filter(|(k, _)| *k == "resent_from_buffer")
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Ends the current handoff's accounting (at the next handoff, or at the end of the run).
+    fn close_handoff(&mut self) {
+        if self.mob.as_deref().is_none_or(|m| m.handoffs.is_empty()) {
+            return;
+        }
+        let total = self.resent_total();
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let mark = m.resent_mark;
+        if let Some(h) = m.handoffs.last_mut() {
+            h.resent_from_buffer = total.saturating_sub(mark);
+        }
+    }
+
+    /// A data frame lost because the mobile is out of range of that link (beacons and control not counted).
+    fn lost_out_of_range(&mut self, packet: &[u8]) {
+        let is_data = Ipv4Packet::new_checked(packet).is_ok_and(|ip| ip.protocol() != handoff::PROTO_HANDOFF);
+        if let Some(h) = self.mob.as_deref_mut().and_then(|m| m.handoffs.last_mut()) {
+            if is_data {
+                h.packets_lost += 1;
+            }
+        }
+    }
+
+    /// Mobility's part of a packet arriving at `node`; true when it consumed the packet.
+    fn mobile_arrive(&mut self, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+        let m = self.mob.as_deref_mut().expect("mobility");
+        if m.detached[link] {
+            // In flight when the mobile moved out of range.
+            self.lost_out_of_range(packet);
+            return true;
+        }
+        let ip = Ipv4Packet::new_unchecked(&packet[..]);
+        let (src, dst, proto, ident) = (ip.src_addr(), ip.dst_addr(), ip.protocol(), ip.ident());
+        if node == m.mh {
+            let from_bs = m.bs_link.iter().position(|&l| l == link);
+            let event = m.controller.on_received(packet);
+            let decided = m.handoffs.last().map(|h| Time((h.decided_s * 1e9).round() as u64));
+            let since = |t: Option<Time>| t.map(|d| now.saturating_since(d).as_secs_f64());
+            if proto != handoff::PROTO_HANDOFF {
+                let dup = m.seen_before((src, ident));
+                let current = m.current;
+                if let Some(h) = m.handoffs.last_mut() {
+                    if dup {
+                        h.duplicates += 1;
+                    }
+                    if h.latency_s.is_none() && from_bs == Some(current) {
+                        h.latency_s = since(decided);
+                    }
+                }
+                return false;
+            }
+            if let Some(MhEvent::Accepted { .. }) = event {
+                if let Some(h) = m.handoffs.last_mut() {
+                    h.accepted_s = since(decided);
+                }
+                if m.fast_retransmit {
+                    self.fast_retransmit(now, node);
+                }
+            }
+            return true;
+        }
+        let is_bs = m.bss.contains(&node);
+        let mine = dst == self.nodes[node].addr;
+        if is_bs && mine && proto == handoff::PROTO_HANDOFF {
+            if let (Some(c), Some(h)) = (Control::parse(packet), m.handoffs.last_mut()) {
+                if c.seq == m.controller.seq() {
+                    let at = Some(now.saturating_since(Time((h.decided_s * 1e9).round() as u64)).as_secs_f64());
+                    match c.kind {
+                        Kind::Forward | Kind::Greeting if h.request_at_new_bs_s.is_none() => h.request_at_new_bs_s = at,
+                        Kind::Buffer | Kind::Stop | Kind::Notify if h.old_bs_told_s.is_none() => h.old_bs_told_s = at,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let home_agent_takes = node == m.ha && (mine || Some(&self.nodes[m.mh].addr) == Some(&dst));
+        if (is_bs && mine) || home_agent_takes {
+            let agent = self.nodes[node].agent.as_mut().expect("mobility agents are set up");
+            agent.on_packet(now, lasthop_agents::Side::ToMobile, packet.clone(), &mut self.actions);
+            self.apply_actions(now, node);
+            return true;
+        }
+        false
+    }
+
+    /// Seed 004: the handoff is accepted; the mobile's TCPs react at once instead of waiting for a timeout.
+    fn fast_retransmit(&mut self, now: Time, node: usize) {
+        let eps = self.nodes[node].endpoints.clone();
+        for ep in eps {
+            match &mut self.endpoints[ep].role {
+                Role::Receiver(r) => r.send_dupacks(3),
+                Role::Sender(s) => s.retransmit_now(now),
+                Role::Closed => continue,
+            }
+            self.after_endpoint(now, ep);
+        }
     }
 }

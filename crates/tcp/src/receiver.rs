@@ -58,6 +58,8 @@ pub struct Receiver {
     delayed_ack: Duration,
     ident: u16,
     stats: ReceiverStats,
+    /// Extra ACKs of `rcv_nxt` ordered by [`Receiver::send_dupacks`] (fast retransmit after handoff).
+    dupacks_pending: u32,
 }
 
 impl Receiver {
@@ -88,6 +90,17 @@ impl Receiver {
             last_ack: None,
             ident: 0,
             stats: ReceiverStats::default(),
+            dupacks_pending: 0,
+        }
+    }
+
+    /// Sends `n` ACKs of the next expected byte at once, so that the sender sees duplicate ACKs and fast
+    /// retransmits: the mobile host's network layer calls this when a handoff completes (seed 004, "Fast
+    /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). Nothing before the connection
+    /// is set up.
+    pub fn send_dupacks(&mut self, n: u32) {
+        if self.last_ack.is_some() {
+            self.dupacks_pending = self.dupacks_pending.saturating_add(n);
         }
     }
 
@@ -173,10 +186,21 @@ impl Receiver {
     }
 
     fn on_data(&mut self, now: Time, start: u64, mut data: Bytes, fin: bool) {
-        let end = start + data.len() as u64;
         if fin {
-            self.fin_at.get_or_insert(end);
+            self.fin_at.get_or_insert(start + data.len() as u64);
         }
+        // Nothing follows the FIN (RFC 793 §3.9): bytes claimed beyond it are not the stream's.
+        if let Some(f) = self.fin_at {
+            if start >= f && !data.is_empty() {
+                self.stats.duplicate_segments += 1;
+                self.ack_now = true;
+                return;
+            }
+            if start + data.len() as u64 > f {
+                data = data.slice(..(f - start) as usize);
+            }
+        }
+        let end = start + data.len() as u64;
         let seg_end = end + u64::from(fin);
         if seg_end <= self.rcv_nxt {
             self.stats.duplicate_segments += 1;
@@ -298,6 +322,11 @@ impl Receiver {
                 ..self.base_repr()
             };
             return Some(self.emit(&repr));
+        }
+        if !self.ack_now && self.dupacks_pending > 0 {
+            // One of the ACKs ordered by send_dupacks; it repeats the last ACK, so it is a DUPACK.
+            self.dupacks_pending -= 1;
+            self.ack_now = true;
         }
         if !self.ack_now {
             return None;

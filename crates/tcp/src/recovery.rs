@@ -122,7 +122,7 @@ impl Sender {
         self.enter_recovery(now, kind);
     }
 
-    fn enter_recovery(&mut self, now: Time, kind: Variant) {
+    pub(crate) fn enter_recovery(&mut self, now: Time, kind: Variant) {
         self.stats.fast_retransmits += 1;
         self.ssthresh = self.halved_flight();
         self.rexmit_pending = Some(self.una);

@@ -265,6 +265,12 @@ impl Sender {
                     // Seed 002: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
                     // inflation altogether; they lead only to the ELN retransmission.
                     self.on_eln_ack(now, a);
+                } else if self.cfg.eln && self.eln_ack == a && self.eln_count > 0 {
+                    // A plain DUPACK for a segment the base station already reported as corrupted: the
+                    // receiver's DUPACKs that were on their way back when the base station saw the
+                    // retransmission fill the hole are no longer marked (seed 002: the hole list is
+                    // cleaned), yet they report the same corruption loss. Counting them would trigger the
+                    // spurious fast retransmit and window halving that ELN exists to avoid.
                 } else if self.sack_ok && !r.sack.is_empty() && !newly_sacked {
                     // A SACK-bearing DUPACK that reports nothing new repeats evidence already counted (the
                     // base station's NACK, then the FH's own DUPACKs for the same segments; see
@@ -506,6 +512,25 @@ impl Sender {
                     self.on_timeout(now);
                 }
             }
+        }
+    }
+
+    /// Retransmits the oldest unacknowledged segment now, as a fast retransmit (ssthresh halved, the variant's
+    /// recovery entered): the mobile host's network layer calls this when a handoff completes, so that a
+    /// mobile sender does not wait for a coarse timeout (seed 004, "Fast Retransmissions"). Nothing happens
+    /// when nothing is outstanding; in recovery already, the oldest segment is simply resent.
+    pub fn retransmit_now(&mut self, now: Time) {
+        if self.state != State::Established || self.una >= self.max {
+            return;
+        }
+        if self.in_recovery {
+            self.rexmit_pending = Some(self.una);
+            self.timing = None;
+        } else {
+            // A timeout may have rewound `nxt`; fast retransmit resends from `una` in either case.
+            self.nxt = self.nxt.max(self.una);
+            let kind = self.recovery_kind();
+            self.enter_recovery(now, kind);
         }
     }
 

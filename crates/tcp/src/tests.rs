@@ -708,6 +708,26 @@ mod prop {
         repr
     }
 
+    #[test]
+    fn no_data_is_accepted_beyond_a_fin() {
+        // A FIN whose data all lies before the stream ends it at offset 0; a later segment claiming bytes
+        // after that FIN must not be delivered (found by `wild_segments_never_panic`).
+        let mut r = receiver(TcpConfig { sack: true, ..TcpConfig::default() });
+        r.handle_packet(Time::ZERO, &to_receiver(TcpRepr { seq: ISS + 1, ack: Some(IRS + 1), ..TcpRepr::default() }, &[]));
+        let w1: Wild = (-121, 0, 0xa9, 122, vec![]);
+        let w2: Wild = (0, 0, 0x18, 3, vec![]);
+        for (i, w) in [w1, w2].iter().enumerate() {
+            let mut buf = vec![0u8; w.3];
+            let skip = (1 - w.0).clamp(0, w.3 as i64) as usize;
+            payload::fill((w.0 - 1).max(0) as u64, &mut buf[skip..]);
+            let now = Time::from_millis(10 * (i as u64 + 1));
+            r.handle_packet(now, &to_receiver(wild_repr(ISS, IRS, w), &buf));
+        }
+        assert!(r.fin_received());
+        assert_eq!(r.delivered_bytes(), 0);
+        assert!(r.read().is_none());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
         /// Strange but well-formed segments (any flags, sequence and acknowledgment numbers anywhere
@@ -832,6 +852,33 @@ fn eln_retransmits_after_threshold_without_congestion_response() {
     s.handle_packet(later, &ack(high, &[]));
     assert!(s.cwnd() > cwnd);
     assert_eq!(s.stats().timeouts, 0);
+}
+
+#[test]
+fn plain_dupacks_after_eln_for_the_same_hole_are_not_congestion() {
+    let (mut s, first) = established(eln_cfg(Variant::Reno), 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let una = flight[0].off;
+    let (cwnd, ssthresh) = (s.cwnd(), s.ssthresh());
+    s.handle_packet(now, &eln_ack(una, &[]));
+    s.handle_packet(now, &eln_ack(una, &[]));
+    assert_eq!(drain_sender(&mut s, now).len(), 1, "the ELN retransmission");
+    // The base station has seen the retransmission and cleaned the hole: the DUPACKs still on their way
+    // back arrive unmarked, for the same segment. They must not start a fast retransmit.
+    for _ in 0..4 {
+        s.handle_packet(now, &ack(una, &[]));
+    }
+    assert!(drain_sender(&mut s, now).is_empty());
+    assert_eq!(s.stats().fast_retransmits, 0);
+    assert_eq!((s.cwnd(), s.ssthresh()), (cwnd, ssthresh));
+    assert!(!s.in_recovery());
+    // Once the hole is acknowledged, plain DUPACKs for a new hole are congestion signals again.
+    let next = flight[1].off;
+    s.handle_packet(now, &ack(next, &[]));
+    for _ in 0..3 {
+        s.handle_packet(now, &ack(next, &[]));
+    }
+    assert_eq!(s.stats().fast_retransmits, 1, "an unexplained loss gets the ordinary response");
 }
 
 #[test]

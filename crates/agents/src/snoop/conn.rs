@@ -22,6 +22,9 @@ pub(super) mod flag {
     pub const FIN: u8 = 0x02;
     /// Snoop has retransmitted this segment locally at least once.
     pub const LOCAL_REXMIT: u8 = 0x04;
+    /// The copy now queued was sent because every earlier transmission is known lost (transmit-timed
+    /// inference): once it leaves, it is the only transmission of this segment that can still arrive.
+    pub const PROVEN_LOST: u8 = 0x08;
 }
 
 /// One unacknowledged segment in the cache (seed 000 §6: "the packet sequence number, its size, the number
@@ -39,6 +42,36 @@ pub(super) struct CachedSeg {
     pub sent_at: Time,
     /// Value of `Conn::tx_count` when it was last sent: packets sent after it = `tx_count - tx_idx - 1`.
     pub tx_idx: u64,
+    /// Transmit-timed state (only meaningful once the host calls `on_transmit`, see `Conn::tx_mode`).
+    pub tx: SegTx,
+}
+
+/// When a cached segment actually left the link (the host's `on_transmit`), as opposed to when it was
+/// handed to the interface queue (`sent_at`, `tx_idx`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SegTx {
+    /// Copies handed to the link (forwarded or retransmitted) that have not started transmitting yet.
+    pub pending: u8,
+    /// Transmissions started (saturating).
+    pub count: u8,
+    /// Index (`Conn::txc`, from 1) of the latest transmission; 0 if none.
+    pub last: u64,
+    /// Index of the transmission before the latest; 0 if none.
+    pub prev: u64,
+    /// Index of the earliest transmission not known to be lost: every transmission before it is lost.
+    pub live_from: u64,
+    /// Start of the latest transmission.
+    pub at: Time,
+}
+
+impl SegTx {
+    pub fn queued() -> SegTx {
+        SegTx { pending: 1, ..SegTx::default() }
+    }
+    /// Exactly one transmission of the segment may still arrive: the latest.
+    fn single_live(&self) -> bool {
+        self.count == 1 || self.live_from == self.last
+    }
 }
 
 impl CachedSeg {
@@ -65,6 +98,8 @@ struct Probe {
     /// `Conn::rexmit_epoch` when it was sent; if any retransmission happened since, the sample is discarded
     /// (Karn, §3.1.2 case 1: "only if no retransmissions happened in that window").
     epoch: u32,
+    /// `sent` and `epoch` are from the packet's actual transmission (`on_transmit`), not its queueing.
+    transmitted: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +114,13 @@ impl MhLast {
         MhLast { seq: seg.seq + seg.payload_len + u32::from(seg.syn()), timestamps: seg.timestamps }
     }
 }
+
+/// How long the least transmit-timed RTT sample stands before a larger one may replace it (ns): long
+/// enough to span a busy period (when ACKs wait behind queued frames), short enough to follow a slower hop.
+const HOP_RTT_WINDOW: u64 = 10_000_000_000;
+
+/// Round-trip timer expiries in a row that do not back off when the timer is transmit-timed.
+const TX_BACKOFF_GRACE: u32 = 4;
 
 /// What the caller must do with the connection after an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +179,21 @@ pub(super) struct Conn {
     persist_base: Time,
     /// Sequence number just past the FH's FIN, once seen.
     fin_end: Option<SeqNum>,
+    /// The host reports transmissions (`on_transmit`) for this connection: the transmit-timed rules apply.
+    /// Until the first report, every rule is the queue-timed one (hosts need not call it).
+    tx_mode: bool,
+    /// Data transmissions reported on this connection; the latest one's index (transmission order).
+    txc: u64,
+    /// Lower bound on the index of the latest transmission known to have reached the mobile.
+    rcvd: u64,
+    /// Lower bound on the index of the transmission whose arrival made the mobile send the current last
+    /// ACK: every DUPACK for it was caused by a later, distinct transmission (the link keeps order).
+    ack_base: u64,
+    /// Start of this connection's latest data transmission.
+    last_tx_at: Time,
+    /// The hop's round trip from the start of a transmission to the ACK it causes, with no queue in the
+    /// way: the least transmit-timed sample of the last `HOP_RTT_WINDOW` (ns), and when that window began.
+    hop_rtt: Option<(u64, Time)>,
     /// Time of this connection's entry in the timer heap (see `table.rs`).
     pub scheduled: Option<Time>,
 }
@@ -166,6 +223,12 @@ impl Conn {
             last_activity: now,
             persist_base: now,
             fin_end: None,
+            tx_mode: false,
+            txc: 0,
+            rcvd: 0,
+            ack_base: 0,
+            last_tx_at: now,
+            hop_rtt: None,
             scheduled: None,
         }
     }
@@ -173,9 +236,10 @@ impl Conn {
     /// Soft state, re-initialised by a SYN (§6: "easily reconstructed from scratch"). Keeps the timer-heap
     /// bookkeeping, which belongs to the table.
     pub fn reset(&mut self, now: Time) {
-        let scheduled = self.scheduled;
+        let (scheduled, tx_mode) = (self.scheduled, self.tx_mode);
         *self = Conn::new(self.key, now);
         self.scheduled = scheduled;
+        self.tx_mode = tx_mode;
     }
 
     // ---- timers ----------------------------------------------------------------------------------------
@@ -185,9 +249,17 @@ impl Conn {
     /// Karn-clean samples clamped to `max_rtx_timeout`, so the estimate cannot run away at high loss (the
     /// ns-2 failure mode); any new ACK resets the backoff.
     fn rto(&self, cfg: &Cfg) -> u64 {
-        let srtt = self.srtt.unwrap_or(cfg.initial_srtt);
-        let base = srtt.saturating_mul(2).max(cfg.min_rtx_timeout);
-        let backed = base.saturating_mul(1u64 << self.rtx_backoff.min(cfg.max_rtx_backoff).min(32));
+        let base = match self.hop_rtt {
+            // Transmit-timed: twice the hop's round trip, counted from the latest transmission.
+            Some((hop, _)) if self.tx_mode => hop.saturating_mul(2).max(cfg.min_tx_rtx_timeout),
+            _ => self.srtt.unwrap_or(cfg.initial_srtt).saturating_mul(2).max(cfg.min_rtx_timeout),
+        };
+        // Transmit-timed, the first `TX_BACKOFF_GRACE` expiries in a row do not back off: the timer already
+        // waits for a quiet medium, and at high loss a retransmission is lost several times in a row (a
+        // doubling timer then idles the link for most of the recovery). A mobile out of reach still gets a
+        // doubling timer after that, and `max_local_rexmit` still ends it.
+        let exp = if self.tx_mode { self.rtx_backoff.saturating_sub(TX_BACKOFF_GRACE) } else { self.rtx_backoff };
+        let backed = base.saturating_mul(1u64 << exp.min(cfg.max_rtx_backoff).min(32));
         backed.min(cfg.max_rtx_timeout).max(1)
     }
 
@@ -226,6 +298,7 @@ impl Conn {
         s.set(flag::LOCAL_REXMIT);
         s.sent_at = now;
         s.tx_idx = tx;
+        s.tx.pending = s.tx.pending.saturating_add(1);
         // At high priority: the link keeps a second, high-priority queue for these (§3.1.2 case 3).
         out.push(Action::ForwardPriority(Side::ToMobile, s.pkt.clone()));
     }
@@ -250,9 +323,21 @@ impl Conn {
         if self.rtx_deadline.is_some_and(|d| d <= now) {
             self.rtx_deadline = None;
             fired = true;
+            if self.tx_mode {
+                // Transmit-timed, the timer fires only after twice the hop's round trip without an ACK since
+                // the latest transmission: every transmission so far has been answered or lost. So the copy
+                // resent now is the only one that can still arrive, and the next DUPACK comes from a later
+                // transmission (as after the persist timer, below).
+                self.ack_base = self.ack_base.max(self.txc);
+                self.dupacks_seen = 0;
+                if let Some(i) = self.needed_head() {
+                    self.cache[i].set(flag::PROVEN_LOST);
+                }
+            }
             if self.timer_retransmit(now, cfg, out) {
                 stats.local_retransmissions.rtx_timer += 1;
-                self.rtx_backoff = (self.rtx_backoff + 1).min(cfg.max_rtx_backoff);
+                let grace = if self.tx_mode { TX_BACKOFF_GRACE } else { 0 };
+                self.rtx_backoff = (self.rtx_backoff + 1).min(cfg.max_rtx_backoff + grace);
                 self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
             }
             // else: nothing we may resend (not cached, or at the cap); the sender takes over.
@@ -271,7 +356,98 @@ impl Conn {
             if let Some(a) = self.last_ack {
                 self.next_exp_ack = a + 1;
             }
+            if self.tx_mode {
+                // The same in transmit-timed terms: after 200 ms without a packet from either end, the
+                // ACKs of every transmission so far are in, so the next DUPACK comes from a later one.
+                self.ack_base = self.ack_base.max(self.txc);
+                self.dupacks_seen = 0;
+                if let Some(i) = self.needed_head() {
+                    self.cache[i].set(flag::PROVEN_LOST);
+                }
+            }
         }
+    }
+
+    // ---- transmit-timed state (the host calls `on_transmit`) -------------------------------------------
+
+    /// The link started transmitting data segment `[seq, seq + len)` of this connection (any copy: the
+    /// sender's, or a local retransmission). Numbers the transmission, and for a cached segment records
+    /// when it left and whether an earlier copy can still arrive; times the RTT probe from here; and, when
+    /// the packet the mobile needs is retransmitted during a local recovery, restarts the round-trip timer
+    /// from this moment (§6 "if an acknowledgment hasn't been received in twice this time": the time counts
+    /// from when the packet was really sent, not from when it was queued). Returns true if the connection's
+    /// deadline may have moved earlier.
+    pub fn on_transmit(&mut self, now: Time, seq: SeqNum, len: u32, cfg: &Cfg) -> bool {
+        self.tx_mode = true;
+        self.txc += 1;
+        let idx = self.txc;
+        let pos = self.cache.partition_point(|c| c.seq < seq);
+        let Some(c) = self.cache.get_mut(pos).filter(|c| c.seq == seq && c.len == len) else { return false };
+        c.tx.pending = c.tx.pending.saturating_sub(1);
+        c.tx.count = c.tx.count.saturating_add(1);
+        if c.tx.count == 1 || c.has(flag::PROVEN_LOST) {
+            // The first transmission, or one sent because all earlier ones are lost.
+            c.tx.live_from = idx;
+            c.clear(flag::PROVEN_LOST);
+        }
+        c.tx.prev = c.tx.last;
+        c.tx.last = idx;
+        c.tx.at = now;
+        let (first, end) = (c.tx.count == 1, c.end());
+        if !first {
+            // Karn: a retransmission left the link; a probe in flight may now be acknowledged late.
+            self.rexmit_epoch = self.rexmit_epoch.wrapping_add(1);
+        }
+        if let Some(p) = self.probe.as_mut().filter(|p| !p.transmitted && p.end == end) {
+            if first {
+                p.sent = now;
+                p.epoch = self.rexmit_epoch;
+                p.transmitted = true;
+            }
+        }
+        self.last_tx_at = now;
+        if !first && self.in_recovery && pos == 0 && self.needed_head() == Some(0) {
+            self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
+            return true;
+        }
+        // An armed round-trip timer counts from the connection's latest transmission: an ACK the mobile
+        // sends waits for the frames queued before it on the shared medium, so while frames leave, silence
+        // proves nothing (and DUPACKs, not the timer, reveal losses then).
+        if let Some(d) = self.rtx_deadline {
+            self.rtx_deadline = Some(d.max(Time(now.0.saturating_add(self.rto(cfg)))));
+        }
+        false
+    }
+
+    /// Transmit-timed loss inference for the segment the mobile needs next (the last ACK stops at it): every
+    /// transmission of it is lost once the mobile is known to have received a *later* transmission, since
+    /// the link delivers in transmission order. What is known: the ACK that first carried the last ACK value
+    /// was sent on the arrival of a transmission numbered at least `ack_base`, and each DUPACK since was
+    /// caused by a further, distinct transmission (the mobile ACKs every out-of-order or duplicate segment at
+    /// once), so with `d` DUPACKs the latest transmission received is numbered at least `ack_base + d`; none
+    /// of them is the needed segment (or the ACK would have moved), so `ack_base + d >= last` means one came
+    /// after its latest transmission. Lost ACKs only make the bound smaller (later inference, never a wrong
+    /// one). A copy still queued (handed to the link, not yet transmitted) is never declared lost.
+    fn head_lost(&self, c: &CachedSeg) -> bool {
+        self.tx_mode && c.tx.pending == 0 && c.tx.count > 0 && self.lost_bound(c) >= c.tx.last
+    }
+
+    /// Lower bound on the latest transmission the mobile received, as compared with the needed segment's
+    /// latest transmission in [`head_lost`](Self::head_lost): `ack_base + d`, plus one if the segment's
+    /// previous transmission lies after `ack_base` (no DUPACK came from it, so the `d` transmissions that
+    /// caused them skip that number).
+    fn lost_bound(&self, c: &CachedSeg) -> u64 {
+        self.ack_base + u64::from(self.dupacks_seen) + u64::from(c.tx.count > 1 && c.tx.prev > self.ack_base)
+    }
+
+    /// Retransmits the needed head `i` because [`head_lost`](Self::head_lost) holds.
+    fn retransmit_lost(&mut self, i: usize, now: Time, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
+        self.cache[i].set(flag::PROVEN_LOST);
+        self.retransmit(i, now, out);
+        stats.local_retransmissions.dupack += 1;
+        self.next_exp_ack = self.cache[i].end();
+        self.in_recovery = true;
+        self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
     }
 
     // ---- snoop_data(): seed 000 §3.1.1 --------------------------------------------------------------
@@ -331,13 +507,14 @@ impl Conn {
                     flags: fin_flag,
                     sent_at: now,
                     tx_idx,
+                    tx: SegTx::queued(),
                 });
                 stats.packets_cached += 1;
             } else {
                 stats.packets_uncached_high_water += 1;
             }
             if self.probe.is_none() {
-                self.probe = Some(Probe { end, sent: now, epoch: self.rexmit_epoch });
+                self.probe = Some(Probe { end, sent: now, epoch: self.rexmit_epoch, transmitted: false });
             }
             out.push(Action::Forward(Side::ToMobile, pkt));
             return;
@@ -374,6 +551,8 @@ impl Conn {
             c.set(flag::SENDER_REXMIT);
             c.sent_at = now;
             c.tx_idx = tx_idx;
+            c.tx.pending = c.tx.pending.saturating_add(1);
+            c.clear(flag::PROVEN_LOST);
             out.push(Action::Forward(Side::ToMobile, pkt));
             return;
         }
@@ -401,6 +580,7 @@ impl Conn {
             flags: flag::SENDER_REXMIT | fin_flag,
             sent_at: now,
             tx_idx,
+            tx: SegTx::queued(),
         };
         self.cache_insert_at(lo, s, stats);
         // Hard bound: twice the high-water mark. Older packets matter more (§6: they "cause sender
@@ -510,11 +690,27 @@ impl Conn {
         // the new one); only then does `freed` count the packets the mobile got in between.
         let mut freed = 0u32;
         let mut covered = self.last_ack;
+        // tx mode: the highest transmission index known to have arrived among the freed segments.
+        let mut received = 0u64;
+        // Transmissions of the packet that was needed up to this ACK numbered at most `old_bound` are lost
+        // (a later one had reached the mobile while it was still missing).
+        let old_bound = self.ack_base + u64::from(self.dupacks_seen);
+        let mut hop_sample: Option<u64> = None;
         while let Some(h) = self.cache.front() {
             if h.end() <= ack {
                 freed += 1;
                 covered = covered.filter(|c| h.seq <= *c).map(|_| h.end());
                 self.acked_tx = self.acked_tx.max(h.tx_idx + 1);
+                if h.tx.count > 0 {
+                    let was_needed = freed == 1 && self.last_ack.is_some_and(|a| h.seq <= a);
+                    let exact = h.tx.single_live() || (was_needed && h.tx.prev <= old_bound);
+                    received = received.max(if exact { h.tx.last } else { h.tx.live_from });
+                    if exact {
+                        // Karn-clean: the copy that arrived is known. Transmission to ACK.
+                        let rtt = now.0.saturating_sub(h.tx.at.0);
+                        hop_sample = Some(hop_sample.map_or(rtt, |x| x.min(rtt)));
+                    }
+                }
                 self.cache_bytes -= h.len as usize;
                 self.cache.pop_front();
             } else {
@@ -523,7 +719,7 @@ impl Conn {
         }
         if let Some(p) = self.probe {
             if ack >= p.end {
-                if p.epoch == self.rexmit_epoch {
+                if p.epoch == self.rexmit_epoch && (p.transmitted || !self.tx_mode) {
                     // §6: srtt = (1 − α)·srtt + α·sample with α = 1/4 on the NEW sample, in integer
                     // arithmetic (ns-2 weighted the new sample 7/8). The sample is clamped so that one
                     // absurd measurement cannot push the timer out of reach.
@@ -560,9 +756,32 @@ impl Conn {
         // this, each further hole waits for a timer (the persist timer, 200 ms, outside a recovery), which
         // is how recovery stalls when half the packets are lost.
         let dupacks = std::mem::take(&mut self.dupacks_seen);
-        let contiguous = freed > 0 && covered == Some(ack);
-        let beyond = if contiguous { dupacks.saturating_sub(freed - 1) } else { 0 };
         self.rtx_deadline = None;
+        if let Some(rtt) = hop_sample.filter(|_| self.tx_mode) {
+            self.hop_rtt = match self.hop_rtt {
+                Some((m, since)) if rtt >= m && now.0.saturating_sub(since.0) < HOP_RTT_WINDOW => Some((m, since)),
+                _ => Some((rtt.min(cfg.max_rtx_timeout), now)),
+            };
+            stats.rtt_samples += 1;
+        }
+        if self.tx_mode {
+            // The new ACK was sent on the arrival of a transmission later than every one known received
+            // before it (the old ACK's base plus its DUPACKs) and than those of the freed segments.
+            self.rcvd = self.rcvd.max(self.ack_base + u64::from(dupacks)).max(received);
+            self.ack_base = self.rcvd;
+            // The exact partial-ACK rule: the segment at the new ACK was transmitted before one that reached
+            // the mobile (e.g. before the local retransmission this ACK covers): it is lost, and no DUPACK
+            // may announce it (the packets after it may have spent theirs on the old hole, or there may be
+            // none). Retransmit it now, as on a first DUPACK (§3.1.2 case 3). One still queued is left alone.
+            if let Some(i) = self.needed_head() {
+                let h = &self.cache[i];
+                if !h.has(flag::SENDER_REXMIT) && h.local_rexmits < cfg.max_local_rexmit && self.head_lost(h) {
+                    self.retransmit_lost(i, now, cfg, out, stats);
+                }
+            }
+        }
+        let contiguous = freed > 0 && covered == Some(ack);
+        let beyond = if contiguous && !self.tx_mode { dupacks.saturating_sub(freed - 1) } else { 0 };
         if beyond > 0 {
             if let Some(h) = self.cache.front().filter(|h| {
                 h.seq <= ack && !h.has(flag::SENDER_REXMIT) && h.local_rexmits < cfg.max_local_rexmit
@@ -582,7 +801,9 @@ impl Conn {
         if self.in_recovery {
             match self.cache.front() {
                 Some(h) if h.seq <= ack && h.tx_idx < self.recover => {
-                    self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
+                    if self.rtx_deadline.is_none() {
+                        self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
+                    }
                 }
                 _ => self.in_recovery = false,
             }
@@ -605,6 +826,13 @@ impl Conn {
     ///   retransmit takes over (the sender's retransmission then resets the count, §3.1.2 last paragraph).
     fn on_dupack(&mut self, now: Time, pkt: Bytes, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
         self.dupacks_seen = self.dupacks_seen.saturating_add(1);
+        if self.tx_mode {
+            // The medium is not quiet while the mobile's ACKs still come: the round-trip timer counts from
+            // the latest of them too (see `on_transmit`).
+            if let Some(d) = self.rtx_deadline {
+                self.rtx_deadline = Some(d.max(Time(now.0.saturating_add(self.rto(cfg)))));
+            }
+        }
         let Some(i) = self.needed_head() else {
             stats.dupacks_forwarded += 1;
             out.push(Action::Forward(Side::ToWired, pkt));
@@ -614,6 +842,26 @@ impl Conn {
         if head.has(flag::SENDER_REXMIT) {
             stats.dupacks_forwarded += 1;
             out.push(Action::Forward(Side::ToWired, pkt));
+            return;
+        }
+        if self.tx_mode && (head.tx.count > 0 || head.tx.pending > 0) {
+            // Transmit-timed: the DUPACK is unexpected exactly when it shows that a transmission later than
+            // the head's latest one reached the mobile (`head_lost`): the first DUPACK after a loss in the
+            // normal sequence, or one more than the transmissions between the hole and its retransmission
+            // can explain (the retransmission was lost). Any other DUPACK is expected: dropped.
+            if !self.head_lost(head) {
+                stats.dupacks_suppressed += 1;
+                out.push(Action::Drop(DropReason::DupAckSuppressed));
+                return;
+            }
+            if head.local_rexmits >= cfg.max_local_rexmit {
+                stats.dupacks_forwarded += 1;
+                out.push(Action::Forward(Side::ToWired, pkt));
+                return;
+            }
+            stats.dupacks_suppressed += 1;
+            out.push(Action::Drop(DropReason::DupAckSuppressed));
+            self.retransmit_lost(i, now, cfg, out, stats);
             return;
         }
         if self.exp_dupacks > 0 {
@@ -660,9 +908,18 @@ impl Conn {
     pub fn srtt(&self) -> Option<u64> {
         self.srtt
     }
+    /// DUPACKs still expected for the packet the mobile needs. Transmit-timed: those the transmissions
+    /// after the one that produced the last ACK and before the needed packet's latest transmission can
+    /// still cause, less those already seen.
     #[cfg(test)]
     pub fn exp_dupacks(&self) -> u32 {
-        self.exp_dupacks
+        match self.needed_head().map(|i| &self.cache[i]) {
+            Some(h) if self.tx_mode && h.tx.count > 0 => {
+                let still = h.tx.last.saturating_sub(self.lost_bound(h) - u64::from(self.dupacks_seen) + 1);
+                still.saturating_sub(u64::from(self.dupacks_seen)) as u32
+            }
+            _ => self.exp_dupacks,
+        }
     }
     #[cfg(test)]
     pub fn next_exp_ack(&self) -> SeqNum {

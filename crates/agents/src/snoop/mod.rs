@@ -55,6 +55,39 @@
 //! - **Already acknowledged data** (§3.1.1 case 2 below the last ACK) means every byte of it is below the
 //!   last ACK; a segment straddling the last ACK is forwarded.
 //!
+//! # Transmit-timed recovery (when the host calls [`Agent::on_transmit`])
+//!
+//! A forwarded packet may wait 100+ ms in the interface queue, and local retransmissions overtake it through
+//! the priority queue, so "forwarded before" is not "transmitted before". Hosts that report when a frame
+//! really starts transmitting (the simulator does; `lasthop bs` does not yet) switch a connection, from its
+//! first report on, to rules timed from transmission. Without reports every rule above is unchanged. Each
+//! cached segment records its copies still queued, its transmissions (numbered per connection, so their
+//! order is exact), the latest one's start, and from which one on a copy may still arrive. Assumption: the
+//! link delivers in transmission order (true of one 802.11 station's frames and of the simulator).
+//!
+//! - **Loss inference** (extends §3.1.2 case 3): the ACK that first carried the current last ACK was sent
+//!   on the arrival of a transmission numbered at least `ack_base` (at least every transmission known to
+//!   have arrived: freed segments whose arriving copy is known, and the old ACK's DUPACKs), and each DUPACK
+//!   since came from a further, distinct transmission (the mobile ACKs every out-of-order or duplicate
+//!   segment at once). The segment the mobile needs is lost as soon as this bound reaches its latest
+//!   transmission, never while a copy of it is still queued. So: the first DUPACK after a loss in the normal
+//!   sequence retransmits it (as in the paper); *expected* DUPACKs are exactly those the transmissions
+//!   between the lost one and its retransmission can cause, and one more means the retransmission was lost:
+//!   retransmit again; and at a **partial ACK**, a segment transmitted before one that has arrived (e.g.
+//!   before the local retransmission this ACK covers) is retransmitted at once, while one still queued (or
+//!   transmitted after) is left alone. Lost ACKs only delay an inference, never falsify it.
+//! - **RTT** (§3.1.2 case 1, §6): the probe is timed from its transmission, and `srtt` keeps the paper's
+//!   filter. Every new ACK whose arriving copy is known (transmitted once, or its earlier copies known lost)
+//!   is also a Karn-clean sample of transmission-to-ACK time; the least over 10 s is the hop's unqueued RTT
+//!   (an ACK waits behind frames queued before it on a shared medium, so most samples include queueing).
+//! - **Round-trip timer** (§6, deviation): `max(2·hop RTT, min_tx_rtx_timeout = 5 ms)`, counted from the
+//!   connection's latest transmission or DUPACK (so it fires only once the medium has been quiet for two hop
+//!   RTTs: ~16 ms on a 2 Mb/s hop, not the paper's 40 ms floor from queueing, which at 50 % loss left the
+//!   link idle for most of the recovery). The first 4 expiries in a row do not back off (a retransmission is
+//!   lost several times in a row at high loss); then it doubles up to `×2^max_rtx_backoff`. When it fires,
+//!   every earlier transmission has been answered or lost, so the resent copy is the only live one (the
+//!   persist timer's §6 reset of the expected DUPACKs is the same statement, made in these terms).
+//!
 //! # Action order
 //!
 //! For each packet handed in, the first action pushed is its disposition (`Forward` or `Drop`); any
@@ -102,11 +135,16 @@ pub struct SnoopConfig {
     /// Floor of the round-trip timer (seed 000 §6: "we do not timeout more frequently than ... 40 ms").
     /// Default 40 ms.
     pub min_rtx_timeout: Duration,
+    /// Floor of the round-trip timer when the host reports transmissions (`Agent::on_transmit`): the timer
+    /// then counts from the latest transmission, not from queueing, and its base is twice the hop's
+    /// unqueued round trip. Default 5 ms.
+    pub min_tx_rtx_timeout: Duration,
     /// Ceiling of the round-trip timer, backoff included, and of any RTT sample. Default 400 ms: well under
     /// a BSD sender's retransmission timeout (≥ 1 s), so local recovery still comes first.
     pub max_rtx_timeout: Duration,
     /// The round-trip timeout doubles on each expiry without a new ACK, at most `2^max_rtx_backoff` times
-    /// the base; a new ACK resets it. Default 2 (×4). The backoff never touches `srtt`.
+    /// the base; a new ACK resets it. Default 2 (×4). The backoff never touches `srtt`. Transmit-timed (see
+    /// the module docs), the first 4 expiries in a row do not back off.
     pub max_rtx_backoff: u32,
     /// Wireless RTT assumed before the first sample (the paper gives none). Default 50 ms, so a round-trip
     /// timeout before any measurement is 100 ms.
@@ -128,6 +166,7 @@ impl Default for SnoopConfig {
             high_water_bytes: 64 * 1024,
             max_local_rexmit: 16,
             min_rtx_timeout: Duration::from_millis(40),
+            min_tx_rtx_timeout: Duration::from_millis(5),
             max_rtx_timeout: Duration::from_millis(400),
             max_rtx_backoff: 2,
             initial_srtt: Duration::from_millis(50),
@@ -145,6 +184,7 @@ pub(crate) struct Cfg {
     high_water_bytes: usize,
     max_local_rexmit: u8,
     min_rtx_timeout: u64,
+    min_tx_rtx_timeout: u64,
     max_rtx_timeout: u64,
     max_rtx_backoff: u32,
     initial_srtt: u64,
@@ -163,6 +203,7 @@ impl Cfg {
             high_water_bytes: c.high_water_bytes,
             max_local_rexmit: c.max_local_rexmit,
             min_rtx_timeout: min_rtx,
+            min_tx_rtx_timeout: nanos(c.min_tx_rtx_timeout).max(1).min(nanos(c.max_rtx_timeout).max(min_rtx)),
             max_rtx_timeout: nanos(c.max_rtx_timeout).max(min_rtx),
             max_rtx_backoff: c.max_rtx_backoff.min(32),
             initial_srtt: nanos(c.initial_srtt),
@@ -388,6 +429,10 @@ impl Agent for Snoop {
         self.table.tidy(&self.cfg);
     }
 
+    fn poll_timeout(&self) -> Option<Time> {
+        self.table.next_deadline()
+    }
+
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
         while let Some(s) = self.table.pop_due(now) {
             self.table.conn_mut(s).on_timer(now, &self.cfg, out, &mut self.stats);
@@ -396,8 +441,18 @@ impl Agent for Snoop {
         self.table.tidy(&self.cfg);
     }
 
-    fn poll_timeout(&self) -> Option<Time> {
-        self.table.next_deadline()
+
+    /// Data toward the mobile leaving the wireless link: see `Conn::on_transmit`. Anything else is ignored.
+    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+        if side != Side::ToMobile {
+            return;
+        }
+        let Some((src, src_port, dst, dst_port, seq, len)) = parse::peek_data(packet) else { return };
+        let Some(s) = self.table.find(&FlowKey { src, src_port, dst, dst_port }) else { return };
+        if self.table.conn_mut(s).on_transmit(now, seq, len, &self.cfg) {
+            self.table.schedule(s, &self.cfg);
+            self.table.tidy(&self.cfg);
+        }
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {

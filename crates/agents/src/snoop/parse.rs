@@ -128,3 +128,33 @@ fn walk_options(mut opts: &[u8]) -> Result<Option<(u32, u32)>, ()> {
     }
     Ok(ts)
 }
+
+/// What `on_transmit` needs of a packet: its connection and the sequence space its data occupies. A cheap
+/// read of the fixed header fields (the packet was validated by `classify` when it came in, but a host may
+/// report any frame, so every length is checked). `None` for anything but an unfragmented IPv4/TCP packet
+/// carrying data or a FIN.
+pub(super) fn peek_data(b: &[u8]) -> Option<(Ipv4Addr, u16, Ipv4Addr, u16, SeqNum, u32)> {
+    if b.len() < 40 || b[0] >> 4 != 4 || b[9] != PROTO_TCP {
+        return None;
+    }
+    let ihl = usize::from(b[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([b[2], b[3]]));
+    // Fragment offset or more-fragments set.
+    if ihl < 20 || total > b.len() || total < ihl + TCP_HEADER_LEN || u16::from_be_bytes([b[6], b[7]]) & 0x3fff != 0 {
+        return None;
+    }
+    let t = &b[ihl..total];
+    let doff = usize::from(t[12] >> 4) * 4;
+    if doff < TCP_HEADER_LEN || doff > t.len() {
+        return None;
+    }
+    let flags = t[13];
+    let len = (t.len() - doff) as u32 + u32::from(flags & 0x01 != 0) + u32::from(flags & 0x02 != 0);
+    if len == 0 {
+        return None;
+    }
+    let ip = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]);
+    let port = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
+    let seq = SeqNum(u32::from_be_bytes([t[4], t[5], t[6], t[7]]));
+    Some((ip(12), port(0), ip(16), port(2), seq, len))
+}

@@ -163,6 +163,12 @@ impl H {
         self.raw(Side::ToWired, ack_on(ISS, FP, MP, i, win))
     }
 
+    /// The link starts transmitting data segment `i` (a copy Snoop passed on): `Agent::on_transmit`.
+    fn tx(&mut self, i: u32) -> &mut Self {
+        self.s.on_transmit(self.now, Side::ToMobile, &data_on(ISS, FP, MP, i, TcpFlags::PSH));
+        self
+    }
+
     /// Jumps to `poll_timeout()` and fires it.
     fn fire(&mut self) -> Vec<Out> {
         self.now = self.s.poll_timeout().expect("a timer is armed");
@@ -429,6 +435,136 @@ fn no_rtt_sample_from_a_window_with_a_retransmission() {
     assert_eq!(h.s.stats().rtt_samples, 0);
 }
 
+// ---- transmit-timed rules (the host calls `on_transmit`) ------------------------------------------------
+
+#[test]
+fn rtt_is_sampled_from_transmission_not_from_queueing() {
+    let mut h = established();
+    h.at_ms(0).data(0); // the probe: queued at 0 ...
+    h.data(1);
+    h.at_ms(50).tx(0); // ... but it only leaves at 50 ms
+    h.at_ms(57).tx(1);
+    h.at_ms(65).ack(2);
+    // Queue-timed, the sample would be 65 ms; from the probe's transmission it is 15 ms.
+    assert_eq!(h.s.srtt(&key()), Some(Duration::from_millis(15)));
+    // The hop RTT (least Karn-clean transmit-to-ACK sample: segment 1, 8 ms) sets the round-trip timer:
+    // twice it, from the latest transmission (not the paper's 40 ms floor, which is for queue-timed timers).
+    for i in 2..5 {
+        h.at_ms(70).data(i);
+    }
+    h.at_ms(70).tx(2).tx(3);
+    h.at_ms(77).tx(4);
+    assert_eq!(h.at_ms(80).ack(2), [Drop(DropReason::DupAckSuppressed), Prio(2)]);
+    h.at_ms(84).tx(2);
+    assert_eq!(h.s.poll_timeout(), Some(Time::from_millis(84 + 16)));
+    // Segment 2 was sent twice, but its first copy is known lost (a DUPACK came after it), so the ACK
+    // is a clean sample of the second (116 ms); the hop RTT keeps the least sample.
+    h.at_ms(200).ack(5);
+    assert_eq!(h.s.stats().rtt_samples, 3, "the probe, then one per new ACK");
+    h.at_ms(200).data(5);
+    h.tx(5);
+    assert_eq!(h.at_ms(208).ack(6), [FwdAck(6)]);
+    assert_eq!(h.s.stats().rtt_samples, 5, "segment 5: the probe and the hop sample");
+    assert_eq!(h.s.poll_timeout(), None, "recovery over, nothing cached");
+}
+
+/// Segments 0..6 forwarded and transmitted in order (transmissions 1..6); 0 arrives, 1 is lost.
+fn tx_window() -> H {
+    let mut h = established();
+    for i in 0..6 {
+        h.at_ms(0).data(i);
+    }
+    for i in 0..6 {
+        h.at_ms(u64::from(i) * 7).tx(i);
+    }
+    assert_eq!(h.at_ms(45).ack(1), [FwdAck(1)]);
+    h
+}
+
+#[test]
+fn expected_dupacks_are_the_transmissions_between_the_lost_one_and_its_retransmission() {
+    let mut h = tx_window();
+    // 2 arrived: the first DUPACK shows a transmission after 1's reached the mobile.
+    assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
+    // New data 6 is queued before the retransmission leaves; it leaves after it.
+    h.data(6);
+    h.at_ms(46).tx(1).at_ms(53).tx(6);
+    // Transmitted after 1's first copy and before its retransmission: 2, 3, 4, 5; one DUPACK is in.
+    assert_eq!(h.conn().exp_dupacks(), 3);
+    for left in (0..3).rev() {
+        assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed)]);
+        assert_eq!(h.conn().exp_dupacks(), left);
+    }
+}
+
+#[test]
+fn a_dupack_beyond_the_expected_ones_means_the_retransmission_was_lost() {
+    let mut h = tx_window();
+    h.ack(1);
+    h.data(6);
+    h.at_ms(46).tx(1).at_ms(53).tx(6);
+    for _ in 0..3 {
+        h.ack(1);
+    }
+    // A fifth DUPACK can only come from a transmission after the retransmission (6): it was lost.
+    assert_eq!(h.at_ms(62).ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
+    assert_eq!(h.conn().cache()[0].local_rexmits, 2);
+    // Until the new copy leaves, further DUPACKs prove nothing about it.
+    assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed)]);
+}
+
+#[test]
+fn partial_ack_resends_at_once_a_segment_transmitted_before_the_retransmission_it_covers() {
+    let mut h = established();
+    for i in 0..4 {
+        h.at_ms(0).data(i).len();
+        h.tx(i);
+    }
+    // 1 and 2 lost, 3 arrives (one DUPACK): retransmit 1, which arrives.
+    assert_eq!(h.at_ms(30).ack(1), [FwdAck(1)]);
+    assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
+    h.at_ms(31).tx(1);
+    // The ACK for the retransmission stops at 2, transmitted before it: 2 is lost, and no DUPACK will
+    // say so (3 already spent its DUPACK). Resend now.
+    assert_eq!(h.at_ms(39).ack(2), [FwdAck(2), Prio(2)]);
+}
+
+#[test]
+fn partial_ack_leaves_alone_a_segment_still_queued() {
+    let mut h = established();
+    for i in 0..4 {
+        h.at_ms(0).data(i);
+    }
+    h.tx(0).tx(1).tx(2); // 3 is still in the interface queue
+    // 1 lost, 2 arrives: retransmit 1, which overtakes 3 (priority queue) and arrives.
+    assert_eq!(h.at_ms(30).ack(1), [FwdAck(1)]);
+    assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
+    h.at_ms(31).tx(1);
+    assert_eq!(h.at_ms(39).ack(3), [FwdAck(3)], "3 was never transmitted: not lost");
+    // It leaves now; had it left before the retransmission, it would have been resent (test above).
+    h.at_ms(40).tx(3);
+    assert_eq!(h.at_ms(48).ack(4), [FwdAck(4)]);
+    assert_eq!(h.s.stats().local_retransmissions.total(), 1);
+}
+
+#[test]
+fn without_on_transmit_the_queue_timed_rules_hold() {
+    // The same trace as `partial_ack_resends_at_once_...`, but the host never reports transmissions: the
+    // queue-timed rules decide (`partial_ack_with_surplus_dupacks_...`): one DUPACK more than the packets
+    // up to the new ACK, so 2 is resent; the round-trip timer counts 2·srtt from now, srtt being the probe's
+    // sample timed from queueing (30 ms).
+    let mut h = established();
+    for i in 0..4 {
+        h.at_ms(0).data(i);
+    }
+    assert_eq!(h.at_ms(30).ack(1), [FwdAck(1)]);
+    assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
+    assert_eq!(h.conn().exp_dupacks(), 1, "forwarded after 1 (2, 3), less the DUPACK in hand");
+    assert_eq!(h.at_ms(39).ack(2), [FwdAck(2), Prio(2)]);
+    assert_eq!(h.s.srtt(&key()), Some(Duration::from_millis(30)));
+    assert_eq!(h.conn().rtx_deadline(), Some(Time::from_millis(39 + 60)));
+}
+
 // ---- timers (seed 000 §6) ------------------------------------------------------------------------------
 
 fn with_srtt(ms: u64) -> H {
@@ -597,7 +733,7 @@ fn timer_retransmission_clears_only_the_sender_rexmit_flag() {
 #[test]
 fn clearing_sender_rexmit_clears_only_that_flag() {
     // ns-2's `x |= ~FLAG` would set every other bit instead.
-    let mut s = CachedSeg { seq: SeqNum(0), len: 1, pkt: Bytes::new(), local_rexmits: 0, flags: 0, sent_at: Time::ZERO, tx_idx: 0 };
+    let mut s = CachedSeg { seq: SeqNum(0), len: 1, pkt: Bytes::new(), local_rexmits: 0, flags: 0, sent_at: Time::ZERO, tx_idx: 0, tx: Default::default() };
     s.set(flag::SENDER_REXMIT | flag::FIN | flag::LOCAL_REXMIT);
     s.clear(flag::SENDER_REXMIT);
     assert_eq!(s.flags, flag::FIN | flag::LOCAL_REXMIT);

@@ -1,0 +1,419 @@
+//! The base-station side of handoff: the per-mobile role (idle, buffering, primary), the circular buffer of
+//! the last packets tunnelled to the mobile, the Snoop mirror, and the plain scheme's forwarding pointer.
+
+use super::msg::{seq_after, Control, Kind, PROTO_HANDOFF};
+use crate::snoop::{Snoop, SnoopConfig};
+use crate::{Action, Agent, DropReason, Side, Time};
+use bytes::Bytes;
+use lasthop_wire::ipip;
+use lasthop_wire::ipv4::{Ipv4Packet, PROTO_IPIP};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::Ipv4Addr;
+
+/// A base station's role for one mobile host (seed 000 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Not in the mobile's group (or, in the plain scheme, forwarding to `forward_to` if set).
+    Idle,
+    /// In the group: keeps the last packets, does not forward them over the air.
+    Buffering,
+    /// Forwards the group's packets to the mobile. At most one per mobile.
+    Primary,
+}
+
+/// Knobs of [`BaseStation`].
+#[derive(Debug, Clone)]
+pub struct BsConfig {
+    /// This base station's address (tunnel endpoint, control messages).
+    pub addr: Ipv4Addr,
+    /// Where Join / Leave go.
+    pub home_agent: Ipv4Addr,
+    /// Packets the handoff buffer keeps (seed 000 §6: 12, "between 24 and 72 ms of transfer time").
+    pub buffer_packets: usize,
+    /// Packets the Snoop mirror keeps, freed first in first out since a buffering BS sees no ACKs (seed 000
+    /// §5). At least `buffer_packets`; about one maximum window (64 KB / 1460 B ≈ 45).
+    pub mirror_packets: usize,
+    /// Snoop at this base station, if it runs it.
+    pub snoop: Option<SnoopConfig>,
+}
+
+impl BsConfig {
+    pub fn new(addr: Ipv4Addr, home_agent: Ipv4Addr) -> BsConfig {
+        BsConfig { addr, home_agent, buffer_packets: 12, mirror_packets: 48, snoop: None }
+    }
+}
+
+/// Counters of a [`BaseStation`] (all mobiles together).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BsStats {
+    pub tunnelled_in: u64,
+    pub forwarded_to_mobile: u64,
+    pub buffered: u64,
+    /// Packets sent from the buffer when this BS became primary (seed 000 §6).
+    pub resent_from_buffer: u64,
+    /// Promotions where one of the mobile's IP IDs was found in the buffer.
+    pub sync_found: u64,
+    /// Promotions where none was, so the whole buffer was sent.
+    pub sync_not_found: u64,
+    /// Packets re-tunnelled to the new BS (plain scheme, after Notify).
+    pub forwarded_to_new_bs: u64,
+    /// Tunnelled packets for a mobile this BS neither serves nor buffers for.
+    pub dropped_not_serving: u64,
+    pub control_received: u64,
+    /// Control messages older than one already applied (reordered or duplicated).
+    pub control_stale: u64,
+}
+
+struct Mobile {
+    role: Role,
+    /// Latest handoff number applied; older requests are ignored.
+    seq: Option<u16>,
+    /// The last `mirror_packets` inner packets tunnelled to the mobile, oldest first, with their IP IDs.
+    ring: VecDeque<(u16, Bytes)>,
+    /// Snoop state for this mobile's connections while primary.
+    snoop: Option<Snoop>,
+    /// Plain scheme: the BS the mobile moved to.
+    forward_to: Option<Ipv4Addr>,
+    /// Plain scheme: the old BS whose NotifyAck completes the handoff, and the handoff number.
+    awaiting_notify_ack: Option<u16>,
+}
+
+/// The handoff agent of one base station. An [`Agent`]: the host hands it every packet it forwards and
+/// every packet addressed to the BS itself (tunnelled packets, control messages).
+pub struct BaseStation {
+    cfg: BsConfig,
+    mobiles: BTreeMap<Ipv4Addr, Mobile>,
+    stats: BsStats,
+    /// Snoop counters of Snoop instances discarded when this BS stopped being primary.
+    retired: BTreeMap<&'static str, u64>,
+    ident: u16,
+}
+
+impl BaseStation {
+    pub fn new(cfg: BsConfig) -> BaseStation {
+        let mut cfg = cfg;
+        cfg.buffer_packets = cfg.buffer_packets.max(1);
+        cfg.mirror_packets = cfg.mirror_packets.max(cfg.buffer_packets);
+        BaseStation { cfg, mobiles: BTreeMap::new(), stats: BsStats::default(), retired: BTreeMap::new(), ident: 0 }
+    }
+
+    /// Sets the role at start-up, without control messages (the run begins with the routes in place).
+    pub fn set_role(&mut self, mobile: Ipv4Addr, role: Role) {
+        let snoop = self.cfg.snoop.clone();
+        let m = self.mobile(mobile);
+        m.role = role;
+        m.snoop = if role == Role::Primary { snoop.map(Snoop::new) } else { None };
+    }
+
+    pub fn role(&self, mobile: Ipv4Addr) -> Role {
+        self.mobiles.get(&mobile).map_or(Role::Idle, |m| m.role)
+    }
+
+    pub fn stats(&self) -> &BsStats {
+        &self.stats
+    }
+
+    /// IP IDs in the handoff buffer for `mobile`, oldest first (tests, traces).
+    pub fn buffered_ids(&self, mobile: Ipv4Addr) -> Vec<u16> {
+        let Some(m) = self.mobiles.get(&mobile) else { return Vec::new() };
+        let skip = m.ring.len().saturating_sub(self.cfg.buffer_packets);
+        m.ring.iter().skip(skip).map(|(id, _)| *id).collect()
+    }
+
+    /// The Snoop serving `mobile`, if this BS is its primary and runs Snoop.
+    pub fn snoop(&self, mobile: Ipv4Addr) -> Option<&Snoop> {
+        self.mobiles.get(&mobile)?.snoop.as_ref()
+    }
+
+    fn mobile(&mut self, addr: Ipv4Addr) -> &mut Mobile {
+        self.mobiles.entry(addr).or_insert_with(|| Mobile {
+            role: Role::Idle,
+            seq: None,
+            ring: VecDeque::new(),
+            snoop: None,
+            forward_to: None,
+            awaiting_notify_ack: None,
+        })
+    }
+
+    fn control(&mut self, c: &Control, dst: Ipv4Addr) -> Bytes {
+        self.ident = self.ident.wrapping_add(1);
+        c.emit(self.cfg.addr, dst, self.ident)
+    }
+
+    fn retire_snoop(&mut self, addr: Ipv4Addr) {
+        if let Some(s) = self.mobiles.get_mut(&addr).and_then(|m| m.snoop.take()) {
+            for (k, v) in s.counters() {
+                *self.retired.entry(k).or_default() += v;
+            }
+        }
+    }
+
+    /// Applies request `seq` if it is not older than the last one applied for `mobile`.
+    fn fresh(&mut self, mobile: Ipv4Addr, seq: u16) -> bool {
+        let m = self.mobile(mobile);
+        if m.seq.is_some_and(|last| seq != last && !seq_after(seq, last)) {
+            self.stats.control_stale += 1;
+            return false;
+        }
+        m.seq = Some(seq);
+        true
+    }
+
+    fn on_control(&mut self, now: Time, c: Control, out: &mut Vec<Action>) {
+        self.stats.control_received += 1;
+        let me = self.cfg.addr;
+        match c.kind {
+            Kind::Forward => {
+                if !self.fresh(c.mobile, c.seq) {
+                    return;
+                }
+                let was = self.role(c.mobile);
+                if was != Role::Primary {
+                    self.promote(now, c.mobile, &c.ids, out);
+                }
+                if was == Role::Idle {
+                    let join = self.control(&Control::new(Kind::Join, c.seq, c.mobile, me), self.cfg.home_agent);
+                    out.push(Action::Inject(Side::ToWired, join));
+                }
+                let ack = self.control(&Control::new(Kind::Ack, c.seq, c.mobile, me), c.mobile);
+                out.push(Action::Inject(Side::ToMobile, ack));
+            }
+            Kind::Buffer => {
+                if !self.fresh(c.mobile, c.seq) {
+                    return;
+                }
+                let was = self.role(c.mobile);
+                self.retire_snoop(c.mobile);
+                self.mobile(c.mobile).role = Role::Buffering;
+                if was == Role::Idle {
+                    let join = self.control(&Control::new(Kind::Join, c.seq, c.mobile, me), self.cfg.home_agent);
+                    out.push(Action::Inject(Side::ToWired, join));
+                }
+            }
+            Kind::Stop => {
+                if !self.fresh(c.mobile, c.seq) {
+                    return;
+                }
+                let was = self.role(c.mobile);
+                self.retire_snoop(c.mobile);
+                let m = self.mobile(c.mobile);
+                m.role = Role::Idle;
+                m.ring.clear();
+                if was != Role::Idle {
+                    let leave = self.control(&Control::new(Kind::Leave, c.seq, c.mobile, me), self.cfg.home_agent);
+                    out.push(Action::Inject(Side::ToWired, leave));
+                }
+            }
+            Kind::Greeting => {
+                // Seed 004: the new MSS ACKs the greeting, adds the MH, routes its packets, informs the old MSS.
+                if !self.fresh(c.mobile, c.seq) {
+                    return;
+                }
+                let snoop = self.cfg.snoop.clone().map(Snoop::new);
+                let m = self.mobile(c.mobile);
+                m.role = Role::Primary;
+                m.forward_to = None;
+                m.snoop = snoop;
+                m.awaiting_notify_ack = Some(c.seq);
+                let ack = self.control(&Control::new(Kind::GreetingAck, c.seq, c.mobile, me), c.mobile);
+                out.push(Action::Inject(Side::ToMobile, ack));
+                let notify = Control::new(Kind::Notify, c.seq, c.mobile, me);
+                if c.peer != me && !c.peer.is_unspecified() {
+                    let p = self.control(&notify, c.peer);
+                    out.push(Action::Inject(Side::ToWired, p));
+                }
+                // The home agent's binding too, so that new packets stop taking the old BS's detour.
+                let p = self.control(&notify, self.cfg.home_agent);
+                out.push(Action::Inject(Side::ToWired, p));
+            }
+            Kind::Notify => {
+                // Seed 004: the old MSS forwards the MH's packets to the new MSS and ACKs the handoff.
+                if !self.fresh(c.mobile, c.seq) {
+                    return;
+                }
+                self.retire_snoop(c.mobile);
+                let m = self.mobile(c.mobile);
+                m.role = Role::Idle;
+                m.forward_to = Some(c.peer);
+                let ack = self.control(&Control::new(Kind::NotifyAck, c.seq, c.mobile, me), c.peer);
+                out.push(Action::Inject(Side::ToWired, ack));
+            }
+            Kind::NotifyAck => {
+                let m = self.mobile(c.mobile);
+                if m.awaiting_notify_ack == Some(c.seq) {
+                    m.awaiting_notify_ack = None;
+                    let done = self.control(&Control::new(Kind::Complete, c.seq, c.mobile, me), c.mobile);
+                    out.push(Action::Inject(Side::ToMobile, done));
+                }
+            }
+            Kind::Beacon | Kind::Ack | Kind::GreetingAck | Kind::Complete | Kind::Join | Kind::Leave => {}
+        }
+    }
+
+    /// Becomes the mobile's primary (seed 000 §4–§6): find the last of the mobile's IP IDs in the buffer,
+    /// free what precedes it (or send the whole buffer if none is found), forward the rest. A fresh Snoop is
+    /// built from the mirror: the packets the mobile already has are cached without being sent, the rest are
+    /// cached and sent; the first ACK from the mobile then synchronises it (§5).
+    fn promote(&mut self, now: Time, addr: Ipv4Addr, ids: &[u16], out: &mut Vec<Action>) {
+        let buffer = self.cfg.buffer_packets;
+        let mut snoop = self.cfg.snoop.clone().map(Snoop::new);
+        let m = self.mobile(addr);
+        m.role = Role::Primary;
+        m.forward_to = None;
+        let ring: Vec<(u16, Bytes)> = m.ring.iter().cloned().collect();
+        let buf_start = ring.len().saturating_sub(buffer);
+        let found = (buf_start..ring.len()).rev().find(|&i| ids.contains(&ring[i].0));
+        let first_to_send = match found {
+            Some(i) => i + 1,
+            None => buf_start,
+        };
+        let mut scratch = Vec::new();
+        let mut resent = 0;
+        for (i, (_, p)) in ring.into_iter().enumerate() {
+            if i < first_to_send {
+                if let Some(s) = snoop.as_mut() {
+                    // Mirror only: cache, discard the forward (the mobile has it, or the buffer no longer does).
+                    s.on_packet(now, Side::ToMobile, p, &mut scratch);
+                    scratch.clear();
+                }
+            } else {
+                resent += 1;
+                match snoop.as_mut() {
+                    Some(s) => s.on_packet(now, Side::ToMobile, p, out),
+                    None => out.push(Action::Forward(Side::ToMobile, p)),
+                }
+            }
+        }
+        let m = self.mobile(addr);
+        m.snoop = snoop;
+        self.stats.resent_from_buffer += resent;
+        if found.is_some() {
+            self.stats.sync_found += 1;
+        } else {
+            self.stats.sync_not_found += 1;
+        }
+    }
+
+    fn on_tunnelled(&mut self, now: Time, outer: Bytes, out: &mut Vec<Action>) {
+        let Ok(inner) = ipip::decapsulate(&outer) else {
+            out.push(Action::Drop(DropReason::Malformed));
+            return;
+        };
+        self.stats.tunnelled_in += 1;
+        let ip = Ipv4Packet::new_unchecked(&inner[..]);
+        let (mobile, id) = (ip.dst_addr(), ip.ident());
+        let (mirror, me) = (self.cfg.mirror_packets, self.cfg.addr);
+        let m = self.mobile(mobile);
+        if let Some(next) = m.forward_to {
+            // Plain scheme, after Notify: re-tunnel to the new BS.
+            self.ident = self.ident.wrapping_add(1);
+            let p = ipip::encapsulate(&inner, me, next, self.ident, 64);
+            self.stats.forwarded_to_new_bs += 1;
+            out.push(Action::Forward(Side::ToWired, p));
+            return;
+        }
+        if m.role == Role::Idle {
+            self.stats.dropped_not_serving += 1;
+            out.push(Action::Drop(DropReason::Consumed));
+            return;
+        }
+        if m.ring.len() == mirror {
+            m.ring.pop_front();
+        }
+        m.ring.push_back((id, inner.clone()));
+        if m.role == Role::Buffering {
+            self.stats.buffered += 1;
+            out.push(Action::Drop(DropReason::Consumed));
+            return;
+        }
+        self.stats.forwarded_to_mobile += 1;
+        let m = self.mobiles.get_mut(&mobile).expect("inserted above");
+        match m.snoop.as_mut() {
+            Some(s) => s.on_packet(now, Side::ToMobile, inner, out),
+            None => out.push(Action::Forward(Side::ToMobile, inner)),
+        }
+    }
+
+    /// The Snoop (if any) that owns a transit packet: data to a mobile, or an ACK from one.
+    fn snoop_for(&mut self, side: Side, packet: &[u8]) -> Option<&mut Snoop> {
+        let ip = Ipv4Packet::new_checked(packet).ok()?;
+        let mobile = if side == Side::ToMobile { ip.dst_addr() } else { ip.src_addr() };
+        self.mobiles.get_mut(&mobile)?.snoop.as_mut()
+    }
+}
+
+impl Agent for BaseStation {
+    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
+            out.push(Action::Drop(DropReason::Malformed));
+            return;
+        };
+        if ip.dst_addr() == self.cfg.addr {
+            match ip.protocol() {
+                PROTO_IPIP => return self.on_tunnelled(now, packet, out),
+                PROTO_HANDOFF => {
+                    match Control::parse(&packet) {
+                        Some(c) => {
+                            out.push(Action::Drop(DropReason::Consumed));
+                            self.on_control(now, c, out);
+                        }
+                        None => out.push(Action::Drop(DropReason::Malformed)),
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        match self.snoop_for(side, &packet) {
+            Some(s) => s.on_packet(now, side, packet, out),
+            None => out.push(Action::Forward(side, packet)),
+        }
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+        for m in self.mobiles.values_mut() {
+            if let Some(s) = m.snoop.as_mut() {
+                if s.poll_timeout().is_some_and(|t| t <= now) {
+                    s.on_timeout(now, out);
+                }
+            }
+        }
+    }
+
+    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+        if let Some(s) = self.snoop_for(side, packet) {
+            s.on_transmit(now, side, packet);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.mobiles.values().filter_map(|m| m.snoop.as_ref()?.poll_timeout()).min()
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.stats;
+        let mut snoop = self.retired.clone();
+        for m in self.mobiles.values() {
+            if let Some(sn) = &m.snoop {
+                for (k, v) in sn.counters() {
+                    *snoop.entry(k).or_default() += v;
+                }
+            }
+        }
+        let mut v = vec![
+            ("tunnelled_in", s.tunnelled_in),
+            ("forwarded_to_mobile", s.forwarded_to_mobile),
+            ("buffered", s.buffered),
+            ("resent_from_buffer", s.resent_from_buffer),
+            ("sync_found", s.sync_found),
+            ("sync_not_found", s.sync_not_found),
+            ("forwarded_to_new_bs", s.forwarded_to_new_bs),
+            ("dropped_not_serving", s.dropped_not_serving),
+            ("control_received", s.control_received),
+            ("control_stale", s.control_stale),
+        ];
+        v.extend(snoop);
+        v
+    }
+}

@@ -1,0 +1,41 @@
+//! Handoff agents (seed 000 §4–§6; seed 004): the home agent, the base station's handoff role and buffer,
+//! and the mobile host's controller, each a sans-IO state machine like Snoop.
+//!
+//! # Multicast handoff with buffering (seed 000)
+//!
+//! The [`HomeAgent`] intercepts packets for a mobile's home address and tunnels them (IP-in-IP) to the
+//! mobile's group: the primary BS, which forwards to the mobile, and buffering BSs (likely handoff
+//! targets), which keep the last `buffer_packets` (12, §6) in a circular buffer and mirror Snoop's cache
+//! without ACKs, freeing it first in first out (§5). Handoffs are mobile-initiated ([`MobileHost::handoff`]):
+//! the mobile sends a `Forward` request to the new primary carrying the IP IDs of the last three packets it
+//! received, and `Buffer` / `Stop` to the others. The new primary frees what precedes the last ID it finds
+//! (or sends the whole buffer when none is found), forwards the rest, and answers `Ack`; its Snoop state is
+//! rebuilt from the mirror and synchronised by the mobile's first ACK. The mobile's table holds exactly one
+//! primary at any time; base stations ignore requests older than the last they applied, so reordered
+//! messages cannot make a second one.
+//!
+//! # Plain handoff (seed 004, the baseline)
+//!
+//! Break-before-make: the mobile greets the new BS naming the old one; the new BS answers `GreetingAck`,
+//! serves the mobile, and notifies the old BS and the home agent; the old BS re-tunnels what still reaches
+//! it to the new BS and answers `NotifyAck`; the new BS then tells the mobile `Complete`. What the old BS
+//! sent over the air after the mobile left is lost.
+//!
+//! # Fast retransmit after handoff (seed 004)
+//!
+//! [`MobileHost::on_received`] reports [`MhEvent::Accepted`] when the new BS accepts the handoff; the host
+//! then makes its TCP send three duplicate ACKs (receiving) or retransmit at once (sending).
+//!
+//! Control messages are real IPv4 packets ([`msg`]), so they queue and take link delays like data.
+
+mod bs;
+mod ha;
+mod mh;
+pub mod msg;
+#[cfg(test)]
+mod tests;
+
+pub use bs::{BaseStation, BsConfig, BsStats, Role};
+pub use ha::HomeAgent;
+pub use mh::{MhEvent, MobileHost, Scheme, IDS_SENT};
+pub use msg::{Control, Kind, PROTO_HANDOFF};
