@@ -15,6 +15,8 @@ use std::time::Duration;
 pub struct SnoopSettings {
     pub max_connections: Option<usize>,
     pub high_water_bytes: Option<usize>,
+    /// Hard per-connection cache memory limit, bytes of payload (seed 002 "Scaling behavior").
+    pub max_cache_bytes: Option<usize>,
     pub max_local_rexmit: Option<u8>,
     pub min_rtx_timeout_ms: Option<f64>,
     pub max_rtx_timeout_ms: Option<f64>,
@@ -53,6 +55,7 @@ impl SnoopSettings {
         SnoopConfig {
             max_connections: self.max_connections.unwrap_or(d.max_connections),
             high_water_bytes: self.high_water_bytes.unwrap_or(d.high_water_bytes),
+            max_cache_bytes: self.max_cache_bytes.unwrap_or(d.max_cache_bytes),
             max_local_rexmit: self.max_local_rexmit.unwrap_or(d.max_local_rexmit),
             min_rtx_timeout: ms(self.min_rtx_timeout_ms, d.min_rtx_timeout),
             max_rtx_timeout: ms(self.max_rtx_timeout_ms, d.max_rtx_timeout),

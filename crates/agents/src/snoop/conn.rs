@@ -497,8 +497,9 @@ impl Conn {
             self.last_seq_seen = end;
             let tx_idx = self.tx_count;
             self.tx_count += 1;
-            if self.cache_bytes + len as usize <= cfg.high_water_bytes {
+            if self.cache_bytes + len as usize <= cfg.new_packet_limit {
                 self.cache_bytes += len as usize;
+                stats.cache_bytes_peak = stats.cache_bytes_peak.max(self.cache_bytes as u64);
                 self.cache.push_back(CachedSeg {
                     seq: seg.seq,
                     len,
@@ -583,13 +584,14 @@ impl Conn {
             tx: SegTx::queued(),
         };
         self.cache_insert_at(lo, s, stats);
-        // Hard bound: twice the high-water mark. Older packets matter more (§6: they "cause sender
-        // timeouts earlier"), so the newest are dropped from the cache to make room.
-        while self.cache_bytes > cfg.high_water_bytes.saturating_mul(2) {
+        // Hard bound: twice the high-water mark (or the memory limit). Older packets matter more (§6: they
+        // "cause sender timeouts earlier"), so the newest are dropped from the cache to make room.
+        while self.cache_bytes > cfg.hard_limit {
             let Some(c) = self.cache.pop_back() else { break };
             self.cache_bytes -= c.len as usize;
             stats.cache_evictions += 1;
         }
+        stats.cache_bytes_peak = stats.cache_bytes_peak.max(self.cache_bytes as u64);
         out.push(Action::Forward(Side::ToMobile, pkt));
     }
 

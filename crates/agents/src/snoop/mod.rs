@@ -127,6 +127,10 @@ pub struct SnoopConfig {
     /// The cache never exceeds twice this (older packets push the newest out). Default 64 KiB, the largest
     /// unscaled TCP window.
     pub high_water_bytes: usize,
+    /// Hard per-connection limit on cached payload bytes, below the high-water mark's own bound: the
+    /// "cache memory per connection" of seed 002 ("Scaling behavior"). Packets that do not fit are forwarded
+    /// uncached (their losses fall back to end-to-end recovery). Default unlimited (`usize::MAX`).
+    pub max_cache_bytes: usize,
     /// Local retransmissions of one packet (DUPACK- and timer-driven together) after which Snoop gives up on
     /// it and forwards its DUPACKs, so that the sender recovers end to end. The count resets when the sender
     /// resends the packet (§3.1.2). Default 16: at 50 % packet loss a packet exhausts it with probability
@@ -164,6 +168,7 @@ impl Default for SnoopConfig {
         SnoopConfig {
             max_connections: 1024,
             high_water_bytes: 64 * 1024,
+            max_cache_bytes: usize::MAX,
             max_local_rexmit: 16,
             min_rtx_timeout: Duration::from_millis(40),
             min_tx_rtx_timeout: Duration::from_millis(5),
@@ -181,7 +186,10 @@ impl Default for SnoopConfig {
 /// that a timer can never fire in a loop.
 #[derive(Debug, Clone)]
 pub(crate) struct Cfg {
-    high_water_bytes: usize,
+    /// New in-sequence packets are cached while the cache holds at most this (the high-water mark, §6).
+    new_packet_limit: usize,
+    /// The cache never holds more than this (twice the high-water mark, or the memory limit).
+    hard_limit: usize,
     max_local_rexmit: u8,
     min_rtx_timeout: u64,
     min_tx_rtx_timeout: u64,
@@ -200,7 +208,8 @@ impl Cfg {
     fn from(c: &SnoopConfig) -> Cfg {
         let min_rtx = nanos(c.min_rtx_timeout).max(1);
         Cfg {
-            high_water_bytes: c.high_water_bytes,
+            new_packet_limit: c.high_water_bytes.min(c.max_cache_bytes),
+            hard_limit: c.high_water_bytes.saturating_mul(2).min(c.max_cache_bytes),
             max_local_rexmit: c.max_local_rexmit,
             min_rtx_timeout: min_rtx,
             min_tx_rtx_timeout: nanos(c.min_tx_rtx_timeout).max(1).min(nanos(c.max_rtx_timeout).max(min_rtx)),
@@ -239,6 +248,9 @@ pub struct SnoopStats {
     pub packets_cached: u64,
     /// New packets forwarded without caching because the cache was past its high-water mark.
     pub packets_uncached_high_water: u64,
+    /// The most payload bytes one connection's cache held at once (seed 002 "Scaling behavior": the state
+    /// a connection costs the base station).
+    pub cache_bytes_peak: u64,
     /// Cached packets dropped from a cache to keep it under twice the high-water mark.
     pub cache_evictions: u64,
     pub local_retransmissions: LocalRetransmissions,
@@ -460,6 +472,7 @@ impl Agent for Snoop {
         vec![
             ("packets_cached", s.packets_cached),
             ("packets_uncached_high_water", s.packets_uncached_high_water),
+            ("cache_bytes_peak", s.cache_bytes_peak),
             ("cache_evictions", s.cache_evictions),
             ("local_retransmissions", s.local_retransmissions.total()),
             ("local_retransmissions_dupack", s.local_retransmissions.dupack),

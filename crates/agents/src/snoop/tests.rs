@@ -307,6 +307,22 @@ fn high_water_mark_caches_only_older_out_of_order_packets() {
     assert_eq!(h.cached()[0], 0, "the oldest is kept");
 }
 
+#[test]
+fn cache_memory_limit_is_a_hard_bound() {
+    // seed 002 "Scaling behavior": cache memory per connection; past it packets go uncached.
+    let mut h = H::established(SnoopConfig { max_cache_bytes: 2 * MSS as usize, ..SnoopConfig::default() });
+    for i in 0..4 {
+        assert_eq!(h.data(i), [Fwd(i)], "always forwarded");
+    }
+    assert_eq!(h.cached(), [0, 1]);
+    // An older out-of-order packet may still enter, but the newest make room and the bound holds.
+    h.ack(1);
+    assert_eq!(h.cached(), [1]);
+    h.data(4);
+    assert_eq!(h.cached(), [1, 4]);
+    assert!(h.conn().cache_bytes() <= 2 * MSS as usize);
+}
+
 // ---- snoop_ack(): seed 000 §3.1.2 ---------------------------------------------------------------------
 
 #[test]
