@@ -9,6 +9,7 @@
 pub mod flow;
 pub mod handoff;
 pub mod snoop;
+mod triage;
 
 use bytes::Bytes;
 pub use lasthop_wire::Time;

@@ -58,11 +58,14 @@ pub(crate) mod table;
 mod tests;
 
 use crate::flow::FlowKey;
-use crate::{Action, Agent, DropReason, Side, Time};
+use crate::triage::PassedOver;
+use crate::{Action, Agent, Side, Time};
+#[cfg(test)]
+use crate::DropReason;
 use bytes::Bytes;
 use lasthop_wire::queue_option::QueueOccupancy;
 use lasthop_wire::SeqNum;
-use parse::{Class, Segment};
+use parse::Segment;
 use ranges::Ranges;
 use table::LruTable;
 
@@ -375,30 +378,21 @@ impl Eln {
 
 impl Agent for Eln {
     fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        match parse::classify(&packet) {
-            Class::Malformed => {
-                self.stats.malformed_dropped += 1;
-                out.push(Action::Drop(DropReason::Malformed));
-            }
-            Class::NotTcp => {
-                self.stats.not_tcp_forwarded += 1;
-                out.push(Action::Forward(side, packet));
-            }
-            Class::Fragment => {
-                self.stats.fragments_forwarded += 1;
-                out.push(Action::Forward(side, packet));
-            }
-            Class::Tcp(seg) => {
-                let packet = if side == self.data_side() {
-                    self.on_data(&seg);
-                    // Data packets also carry ACKs for the reverse direction; those are not ours to judge.
-                    packet
-                } else {
-                    self.on_ack(&seg, packet)
-                };
-                out.push(Action::Forward(side, packet));
-            }
-        }
+        let s = &mut self.stats;
+        let count = PassedOver {
+            malformed_dropped: &mut s.malformed_dropped,
+            not_tcp_forwarded: &mut s.not_tcp_forwarded,
+            fragments_forwarded: &mut s.fragments_forwarded,
+        };
+        let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
+            let packet = if side == self.data_side() {
+                self.on_data(&seg);
+                // Data packets also carry ACKs for the reverse direction; those are not ours to judge.
+                packet
+            } else {
+                self.on_ack(&seg, packet)
+            };
+            out.push(Action::Forward(side, packet));
     }
 
     fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}

@@ -4,13 +4,13 @@
 
 use bytes::{Bytes, BytesMut};
 use lasthop_wire::checksum;
-use lasthop_wire::ipv4::PROTO_TCP;
 use lasthop_wire::queue_option::QueueOccupancy;
 use lasthop_wire::tcp::ELN_MASK;
-use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket, TcpRepr};
+use lasthop_wire::{SeqNum, TcpFlags, TcpRepr};
 use std::net::Ipv4Addr;
 
 use crate::flow::FlowKey;
+pub(crate) use crate::triage::Class;
 
 /// The fields of a TCP segment the agents read.
 #[derive(Debug, Clone, Copy)]
@@ -54,41 +54,27 @@ impl Segment {
     }
 }
 
-#[derive(Debug)]
-pub(crate) enum Class {
-    Tcp(Segment),
-    NotTcp,
-    /// A fragment's TCP header cannot be trusted to be whole: forwarded untouched.
-    Fragment,
-    Malformed,
-}
-
-pub(crate) fn classify(bytes: &[u8]) -> Class {
-    let Ok(ip) = Ipv4Packet::new_checked(bytes) else { return Class::Malformed };
-    if ip.is_fragment() {
-        return Class::Fragment;
-    }
-    if ip.protocol() != PROTO_TCP {
-        return Class::NotTcp;
-    }
-    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return Class::Malformed };
-    let Ok(repr) = TcpRepr::parse(&tcp) else { return Class::Malformed };
-    let Ok(queue) = QueueOccupancy::find(&tcp) else { return Class::Malformed };
-    Class::Tcp(Segment {
-        src: ip.src_addr(),
-        dst: ip.dst_addr(),
-        src_port: repr.src_port,
-        dst_port: repr.dst_port,
-        seq: repr.seq,
-        ack: repr.ack,
-        flags: tcp.flags(),
-        window: repr.window,
-        payload_len: tcp.payload().len() as u32,
-        eln: repr.eln,
-        sack_permitted: repr.sack_permitted,
-        timestamps: repr.timestamps,
-        queue,
-        tcp_at: ip.header_len(),
+/// Reads a packet for the ELN and NACK agents (options included, so nothing downstream can panic).
+pub(crate) fn classify(bytes: &[u8]) -> Class<Segment> {
+    crate::triage::classify(bytes, |ip, tcp| {
+        let repr = TcpRepr::parse(tcp).ok()?;
+        let queue = QueueOccupancy::find(tcp).ok()?;
+        Some(Segment {
+            src: ip.src_addr(),
+            dst: ip.dst_addr(),
+            src_port: repr.src_port,
+            dst_port: repr.dst_port,
+            seq: repr.seq,
+            ack: repr.ack,
+            flags: tcp.flags(),
+            window: repr.window,
+            payload_len: tcp.payload().len() as u32,
+            eln: repr.eln,
+            sack_permitted: repr.sack_permitted,
+            timestamps: repr.timestamps,
+            queue,
+            tcp_at: ip.header_len(),
+        })
     })
 }
 
@@ -117,6 +103,7 @@ pub(crate) fn with_eln(packet: &Bytes, seg: &Segment, on: bool) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lasthop_wire::{Ipv4Packet, TcpPacket};
 
     const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
     const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);

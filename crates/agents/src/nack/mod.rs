@@ -58,11 +58,14 @@
 #[cfg(test)]
 mod tests;
 
-use crate::eln::parse::{self, Class, Segment};
+use crate::eln::parse::{self, Segment};
 use crate::eln::ranges::Ranges;
 use crate::eln::table::LruTable;
 use crate::flow::FlowKey;
-use crate::{Action, Agent, DropReason, Side, Time};
+use crate::triage::PassedOver;
+use crate::{Action, Agent, Side, Time};
+#[cfg(test)]
+use crate::DropReason;
 use bytes::Bytes;
 use lasthop_wire::{SackBlocks, SeqNum, TcpRepr};
 use std::collections::BTreeSet;
@@ -381,28 +384,19 @@ impl Nack {
 
 impl Agent for Nack {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        match parse::classify(&packet) {
-            Class::Malformed => {
-                self.stats.malformed_dropped += 1;
-                out.push(Action::Drop(DropReason::Malformed));
+        let s = &mut self.stats;
+        let count = PassedOver {
+            malformed_dropped: &mut s.malformed_dropped,
+            not_tcp_forwarded: &mut s.not_tcp_forwarded,
+            fragments_forwarded: &mut s.fragments_forwarded,
+        };
+        let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
+            // Disposition first, then any NACK (the agent contract's order).
+            out.push(Action::Forward(side, packet));
+            match side {
+                Side::ToWired => self.on_data(now, &seg, out),
+                Side::ToMobile => self.on_ack(&seg),
             }
-            Class::NotTcp => {
-                self.stats.not_tcp_forwarded += 1;
-                out.push(Action::Forward(side, packet));
-            }
-            Class::Fragment => {
-                self.stats.fragments_forwarded += 1;
-                out.push(Action::Forward(side, packet));
-            }
-            Class::Tcp(seg) => {
-                // Disposition first, then any NACK (the agent contract's order).
-                out.push(Action::Forward(side, packet));
-                match side {
-                    Side::ToWired => self.on_data(now, &seg, out),
-                    Side::ToMobile => self.on_ack(&seg),
-                }
-            }
-        }
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {

@@ -107,10 +107,12 @@ mod tests;
 mod tests_lossy;
 
 use crate::flow::FlowKey;
-use crate::{Action, Agent, DropReason, Side, Time};
+use crate::triage::PassedOver;
+use crate::{Action, Agent, Side, Time};
+#[cfg(test)]
+use crate::DropReason;
 use bytes::Bytes;
 use conn::{After, Conn};
-use parse::Class;
 use std::time::Duration;
 use table::Table;
 
@@ -420,23 +422,16 @@ impl Snoop {
 
 impl Agent for Snoop {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        match parse::classify(&packet) {
-            Class::Malformed => {
-                self.stats.malformed_dropped += 1;
-                out.push(Action::Drop(DropReason::Malformed));
-            }
-            Class::NotTcp => {
-                self.stats.not_tcp_forwarded += 1;
-                out.push(Action::Forward(side, packet));
-            }
-            Class::Fragment => {
-                self.stats.fragments_forwarded += 1;
-                out.push(Action::Forward(side, packet));
-            }
-            Class::Tcp(seg) => match side {
-                Side::ToMobile => self.toward_mobile(now, seg, packet, out),
-                Side::ToWired => self.toward_wired(now, seg, packet, out),
-            },
+        let s = &mut self.stats;
+        let count = PassedOver {
+            malformed_dropped: &mut s.malformed_dropped,
+            not_tcp_forwarded: &mut s.not_tcp_forwarded,
+            fragments_forwarded: &mut s.fragments_forwarded,
+        };
+        let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
+        match side {
+            Side::ToMobile => self.toward_mobile(now, seg, packet, out),
+            Side::ToWired => self.toward_wired(now, seg, packet, out),
         }
         self.table.tidy(&self.cfg);
     }

@@ -5,9 +5,10 @@
 //! which Snoop repeats in a regenerated ACK (§3.1.1 case 2). Keeping the two numbers is cheaper than keeping
 //! a reference to the mobile's last packet (two atomic operations per ACK).
 
-use lasthop_wire::ipv4::PROTO_TCP;
 use lasthop_wire::tcp::{option_kind, HEADER_LEN as TCP_HEADER_LEN};
-use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket};
+pub(super) use crate::triage::Class;
+use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::{SeqNum, TcpFlags};
 use std::net::Ipv4Addr;
 
 /// The fields of a TCP segment that Snoop's state machine reads.
@@ -46,47 +47,24 @@ impl Segment {
     }
 }
 
-/// What a packet is, as far as Snoop cares.
-#[derive(Debug)]
-pub(super) enum Class {
-    Tcp(Segment),
-    /// A well-formed IPv4 packet that is not TCP (UDP, ICMP, IP-in-IP, ...).
-    NotTcp,
-    /// An IPv4 fragment: its TCP header, if any, cannot be trusted to be whole, so it passes untouched.
-    Fragment,
-    /// Truncated IPv4 or TCP header, a bad header length, or a bad TCP option.
-    Malformed,
-}
-
-pub(super) fn classify(bytes: &[u8]) -> Class {
-    let Ok(ip) = Ipv4Packet::new_checked(bytes) else { return Class::Malformed };
-    // Fragments first: a non-first fragment of a TCP packet has protocol 6 but no TCP header.
-    if ip.is_fragment() {
-        return Class::Fragment;
-    }
-    if ip.protocol() != PROTO_TCP {
-        return Class::NotTcp;
-    }
-    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return Class::Malformed };
-    let hl = tcp.header_len();
-    let mut timestamps = None;
-    if hl > TCP_HEADER_LEN {
-        match walk_options(&ip.payload()[TCP_HEADER_LEN..hl]) {
-            Ok(ts) => timestamps = ts,
-            Err(()) => return Class::Malformed,
-        }
-    }
-    Class::Tcp(Segment {
-        src: ip.src_addr(),
-        dst: ip.dst_addr(),
-        src_port: tcp.src_port(),
-        dst_port: tcp.dst_port(),
-        seq: tcp.seq_number(),
-        ack: tcp.ack_number(),
-        flags: tcp.flags(),
-        window: tcp.window_len(),
-        payload_len: (ip.payload().len() - hl) as u32,
-        timestamps,
+/// Reads a packet for Snoop: the fixed headers through [`crate::triage`], then the options walked for
+/// validity with only the timestamps kept.
+pub(super) fn classify(bytes: &[u8]) -> Class<Segment> {
+    crate::triage::classify(bytes, |ip, tcp| {
+        let hl = tcp.header_len();
+        let timestamps = if hl > TCP_HEADER_LEN { walk_options(&ip.payload()[TCP_HEADER_LEN..hl]).ok()? } else { None };
+        Some(Segment {
+            src: ip.src_addr(),
+            dst: ip.dst_addr(),
+            src_port: tcp.src_port(),
+            dst_port: tcp.dst_port(),
+            seq: tcp.seq_number(),
+            ack: tcp.ack_number(),
+            flags: tcp.flags(),
+            window: tcp.window_len(),
+            payload_len: (ip.payload().len() - hl) as u32,
+            timestamps,
+        })
     })
 }
 

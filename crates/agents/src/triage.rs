@@ -1,0 +1,112 @@
+//! The first look every agent takes at a packet: is it TCP it can read? Malformed packets are dropped,
+//! non-TCP packets and IPv4 fragments pass untouched (a fragment's TCP header cannot be trusted to be whole),
+//! and only then does an agent copy out the fields of a checked TCP segment.
+
+use crate::{Action, DropReason, Side};
+use bytes::Bytes;
+use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::{Ipv4Packet, TcpPacket};
+
+/// What a packet is, as far as an agent cares; `S` is the agent's own copy of a TCP segment's fields.
+#[derive(Debug)]
+pub(crate) enum Class<S> {
+    Tcp(S),
+    /// A well-formed IPv4 packet that is not TCP (UDP, ICMP, IP-in-IP, ...).
+    NotTcp,
+    /// An IPv4 fragment; checked before the protocol, since a later fragment of a TCP packet has protocol 6
+    /// but no TCP header.
+    Fragment,
+    /// Truncated IPv4 or TCP header, a bad header length, or whatever `read` rejects (a bad option).
+    Malformed,
+}
+
+/// Checks the IPv4 and fixed TCP headers, then lets `read` take what it needs from the checked views;
+/// `read` returns `None` for a segment it finds malformed. Nothing here panics on any input.
+pub(crate) fn classify<S>(bytes: &[u8], read: impl FnOnce(&Ipv4Packet<&[u8]>, &TcpPacket<&[u8]>) -> Option<S>) -> Class<S> {
+    let Ok(ip) = Ipv4Packet::new_checked(bytes) else { return Class::Malformed };
+    if ip.is_fragment() {
+        return Class::Fragment;
+    }
+    if ip.protocol() != PROTO_TCP {
+        return Class::NotTcp;
+    }
+    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return Class::Malformed };
+    read(&ip, &tcp).map_or(Class::Malformed, Class::Tcp)
+}
+
+/// Where an agent counts the packets it passes over.
+pub(crate) struct PassedOver<'a> {
+    pub malformed_dropped: &'a mut u64,
+    pub not_tcp_forwarded: &'a mut u64,
+    pub fragments_forwarded: &'a mut u64,
+}
+
+impl<S> Class<S> {
+    /// The TCP segment, or — for anything else — the one action every agent takes, counted.
+    pub(crate) fn tcp_or_pass(self, side: Side, packet: &Bytes, out: &mut Vec<Action>, count: PassedOver<'_>) -> Option<S> {
+        match self {
+            Class::Tcp(seg) => return Some(seg),
+            Class::Malformed => {
+                *count.malformed_dropped += 1;
+                out.push(Action::Drop(DropReason::Malformed));
+            }
+            Class::NotTcp => {
+                *count.not_tcp_forwarded += 1;
+                out.push(Action::Forward(side, packet.clone()));
+            }
+            Class::Fragment => {
+                *count.fragments_forwarded += 1;
+                out.push(Action::Forward(side, packet.clone()));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lasthop_wire::TcpRepr;
+    use std::net::Ipv4Addr;
+
+    fn counts(out: &mut Vec<Action>, c: Class<()>, p: &Bytes) -> [u64; 3] {
+        let (mut m, mut n, mut f) = (0, 0, 0);
+        let r = c.tcp_or_pass(
+            Side::ToMobile,
+            p,
+            out,
+            PassedOver { malformed_dropped: &mut m, not_tcp_forwarded: &mut n, fragments_forwarded: &mut f },
+        );
+        assert!(r.is_none());
+        [m, n, f]
+    }
+
+    #[test]
+    fn every_kind_of_packet_gets_its_rule() {
+        let a = Ipv4Addr::new(10, 0, 0, 1);
+        let tcp = TcpRepr { src_port: 1, dst_port: 2, ..TcpRepr::default() }.emit_ipv4(a, a, 1, 64, b"x");
+        assert!(matches!(classify(&tcp, |_, t| Some(t.dst_port())), Class::Tcp(2)));
+        assert!(matches!(classify(&tcp, |_, _| None::<()>), Class::Malformed));
+        let mut udp = tcp.to_vec();
+        udp[9] = 17;
+        assert!(matches!(classify(&udp, |_, _| Some(())), Class::NotTcp));
+        let mut frag = tcp.to_vec();
+        frag[6] = 0x20; // MF
+        assert!(matches!(classify(&frag, |_, _| Some(())), Class::Fragment));
+        assert!(matches!(classify(&tcp[..30], |_, _| Some(())), Class::Malformed));
+
+        let p = Bytes::from_static(b"p");
+        let mut out = Vec::new();
+        assert_eq!(counts(&mut out, Class::Malformed, &p), [1, 0, 0]);
+        assert_eq!(counts(&mut out, Class::NotTcp, &p), [0, 1, 0]);
+        assert_eq!(counts(&mut out, Class::Fragment, &p), [0, 0, 1]);
+        assert_eq!(
+            out,
+            vec![
+                Action::Drop(DropReason::Malformed),
+                Action::Forward(Side::ToMobile, p.clone()),
+                Action::Forward(Side::ToMobile, p.clone())
+            ]
+        );
+    }
+}
