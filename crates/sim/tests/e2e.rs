@@ -27,6 +27,9 @@ fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
 fn packet_loss(agent: &str, variant: &str, loss: f64, seed: i64, bytes: i64) -> Scenario {
     scenario(|v| {
         set(v, "seed", seed);
+        // Integrity is the point, not speed: give plain TCP at 30 % loss (backed-off timeouts of up to 64 s)
+        // all the simulated time it needs to finish.
+        set(v, "time_limit_s", 36_000.0);
         set(v, "nodes.bs.agent", agent);
         set(v, "tcp.variant", variant);
         if variant == "sack" {
