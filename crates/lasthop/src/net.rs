@@ -184,6 +184,7 @@ pub fn bs(a: BsArgs) -> Result<ExitCode> {
         down: hop_error(a.hop.ber, a.loss),
         up: hop_error(a.hop.ber, a.loss),
         seed: a.hop.seed.unwrap_or(1),
+        ..HopConfig::default()
     };
     hop.validate().map_err(|e| anyhow!("emulated hop: {e}"))?;
     check_interface("--wired", &a.wired)?;

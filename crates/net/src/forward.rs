@@ -17,6 +17,12 @@
 //!   the wireless side cross the hop first, then the agents (`Side::ToWired`). Non-IPv4 frames cross the
 //!   hop too: the hop is a link, and a link carries ARP.
 //!
+//! The agents learn when a packet they passed toward the mobile really leaves (`Agent::on_transmit`, the
+//! IPv4 packet exactly as they emitted it): when the hop emulator puts it on the air, at that virtual
+//! instant, or, when the hop is not emulated (no rate limit), when it is handed to the socket. Each call
+//! first brings the hop up to `now`, so an agent never hears of a transmission earlier than a time it has
+//! already been shown.
+//!
 //! Rules for bad input, each counted in [`Counters`]: frames shorter than an Ethernet header, IPv4 whose
 //! header does not parse, and IPv4-claiming-TCP whose TCP header does not parse are dropped (a router
 //! would drop them and an agent must never see them); well-formed non-TCP IPv4 and IP fragments bypass
@@ -141,9 +147,12 @@ impl MacTable {
 }
 
 /// What crosses the emulated hop: an IPv4 packet (whose Ethernet header is made on the far side) or a
-/// bridged non-IPv4 frame.
+/// bridged non-IPv4 frame. Cloned (a reference count) only when the hop reports a transmission.
+#[derive(Clone)]
 enum HopItem {
-    Ip { packet: Bytes, tcp: bool },
+    /// `agent`: the agents handed this packet on (it goes toward the mobile and they hear of its
+    /// transmission); `tcp`: toward the wired side, it goes through the agents.
+    Ip { packet: Bytes, tcp: bool, agent: bool },
     Raw(Bytes),
 }
 
@@ -159,12 +168,15 @@ pub struct Forwarder {
     agent_drops: HashMap<DropReason, u64>,
     /// Reused action buffers, one per depth of the agent chain (no allocation per packet).
     pool: Vec<Vec<Action>>,
-    delivered: Vec<(Dir, HopItem)>,
+    /// Reused buffer of the hop's reported transmissions.
+    transmitted: Vec<(Time, Dir, HopItem)>,
     started: Option<Time>,
     /// When each port last sent an ARP probe (they are rate-limited).
     last_probe: [Option<Time>; 2],
     /// What the chain was built from, to rebuild an agent that panicked.
     kind: Option<AgentKind>,
+    /// `HopConfig::report_transmissions`.
+    report_tx: bool,
 }
 
 impl Forwarder {
@@ -176,19 +188,24 @@ impl Forwarder {
 
     /// A forwarder running `agents` in order (an empty chain forwards plainly).
     pub fn with_agents(agents: Vec<Box<dyn Agent + Send>>, hop: &HopConfig, own_mac: [Mac; 2]) -> Forwarder {
+        let report = hop.report_transmissions;
+        let mut hop = Hop::new(hop);
+        // Only an emulated hop has an on-air instant to report; without agents nobody listens.
+        hop.report_transmissions(Dir::Down, report && hop.is_rate_limited() && !agents.is_empty());
         Forwarder {
             agents,
-            hop: Hop::new(hop),
+            hop,
             macs: [MacTable::default(), MacTable::default()],
             own_mac,
             ports: [PortCounters::default(); 2],
             counters: Counters::default(),
             agent_drops: HashMap::new(),
             pool: Vec::new(),
-            delivered: Vec::new(),
+            transmitted: Vec::new(),
             started: None,
             last_probe: [None, None],
             kind: None,
+            report_tx: report,
         }
     }
 
@@ -209,6 +226,8 @@ impl Forwarder {
         out: &mut Vec<(Port, Bytes)>,
     ) {
         self.started.get_or_insert(now);
+        // Whatever the hop did before `now` (transmissions, arrivals) comes before this frame.
+        self.service_hop(now, out);
         let pc = &mut self.ports[port as usize];
         pc.frames_in += 1;
         pc.bytes_in += frame.len() as u64;
@@ -250,7 +269,9 @@ impl Forwarder {
                 };
                 match port {
                     Port::Wired => self.deliver(now, Side::ToMobile, packet, tcp, out),
-                    Port::Wireless => self.enqueue(now, Dir::Up, HopItem::Ip { packet, tcp }, ip_len, false),
+                    Port::Wireless => {
+                        self.enqueue(now, Dir::Up, HopItem::Ip { packet, tcp, agent: false }, ip_len, false)
+                    }
                 }
             }
         }
@@ -260,6 +281,8 @@ impl Forwarder {
     /// Runs agent timers and the hop up to `now`. Call at (or after) [`poll_timeout`](Self::poll_timeout).
     pub fn on_timeout(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
         self.started.get_or_insert(now);
+        // The hop first: agents hear of transmissions and arrivals due by `now` before their timers fire.
+        self.service_hop(now, out);
         for i in 0..self.agents.len() {
             if self.agents[i].poll_timeout().is_some_and(|t| t <= now) {
                 let mut acts = self.pool.pop().unwrap_or_default();
@@ -331,6 +354,31 @@ impl Forwarder {
     fn enqueue(&mut self, now: Time, dir: Dir, item: HopItem, len: usize, priority: bool) {
         // A full queue drops the frame (drop-tail); the hop counts it.
         let _ = self.hop.enqueue(now, dir, item, len, priority);
+        self.report_transmissions();
+    }
+
+    /// Tells the agents of the packets of theirs the hop has put on the air since the last call.
+    fn report_transmissions(&mut self) {
+        let mut txs = std::mem::take(&mut self.transmitted);
+        self.hop.take_transmissions(&mut txs);
+        for (at, dir, item) in txs.drain(..) {
+            if let (Dir::Down, HopItem::Ip { packet, agent: true, .. }) = (dir, item) {
+                self.on_transmit(at, &packet);
+            }
+        }
+        self.transmitted = txs;
+    }
+
+    /// `Agent::on_transmit` toward the mobile, through the whole chain (each agent passed the packet on).
+    fn on_transmit(&mut self, at: Time, packet: &Bytes) {
+        for i in 0..self.agents.len() {
+            let agent = &mut self.agents[i];
+            if catch_unwind(AssertUnwindSafe(|| agent.on_transmit(at, Side::ToMobile, packet))).is_err() {
+                self.agent_failed(i);
+                // The chain may have changed under the index; the rest miss this one report.
+                break;
+            }
+        }
     }
 
     /// An IPv4 packet travelling toward `side` at the base station: through the agents if it is TCP.
@@ -338,7 +386,7 @@ impl Forwarder {
         if tcp && !self.agents.is_empty() {
             self.run_chain(0, now, side, packet, out);
         } else {
-            self.dispatch(now, side, packet, false, out);
+            self.dispatch(now, side, packet, false, false, out);
         }
     }
 
@@ -352,7 +400,7 @@ impl Forwarder {
         } else {
             acts.clear();
             self.agent_failed(i);
-            self.dispatch(now, side, keep, false, out);
+            self.dispatch(now, side, keep, false, false, out);
         }
         self.pool.push(acts);
     }
@@ -379,51 +427,66 @@ impl Forwarder {
                     if i + 1 < self.agents.len() {
                         self.run_chain(i + 1, now, side, p, out);
                     } else {
-                        self.dispatch(now, side, p, false, out);
+                        self.dispatch(now, side, p, false, true, out);
                     }
                 }
                 Action::ForwardPriority(side, p) => {
                     self.counters.agent_priority += 1;
-                    self.dispatch(now, side, p, true, out);
+                    self.dispatch(now, side, p, true, true, out);
                 }
                 Action::Inject(side, p) => {
                     self.counters.agent_injected += 1;
-                    self.dispatch(now, side, p, false, out);
+                    self.dispatch(now, side, p, false, true, out);
                 }
                 Action::Drop(reason) => *self.agent_drops.entry(reason).or_default() += 1,
             }
         }
     }
 
-    fn dispatch(&mut self, now: Time, side: Side, packet: Bytes, priority: bool, out: &mut Vec<(Port, Bytes)>) {
+    /// Sends `packet` on toward `side`; `agent`: it comes from the agents (who hear of its transmission).
+    fn dispatch(
+        &mut self,
+        now: Time,
+        side: Side,
+        packet: Bytes,
+        priority: bool,
+        agent: bool,
+        out: &mut Vec<(Port, Bytes)>,
+    ) {
         match side {
             Side::ToMobile => {
                 let len = packet.len();
-                self.enqueue(now, Dir::Down, HopItem::Ip { packet, tcp: true }, len, priority);
+                self.enqueue(now, Dir::Down, HopItem::Ip { packet, tcp: true, agent }, len, priority);
             }
-            Side::ToWired => self.emit_ip(now, Port::Wired, &packet, out),
+            Side::ToWired => {
+                self.emit_ip(now, Port::Wired, &packet, out);
+            }
         }
     }
 
     /// Delivers what the hop has carried to its far end by `now`. Frames reaching the base station go on
     /// through the agents, which may queue more on the hop (possibly deliverable at once), so repeat.
     fn service_hop(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
+        // One frame at a time: the agents hear of each transmission before any frame that arrived after it
+        // started, and of none before a frame that arrived earlier (the simulator's event order).
         loop {
-            let mut delivered = std::mem::take(&mut self.delivered);
-            self.hop.poll(now, &mut delivered);
-            if delivered.is_empty() {
-                self.delivered = delivered;
-                return;
-            }
-            for (dir, item) in delivered.drain(..) {
+            let next = self.hop.poll_one(now);
+            self.report_transmissions();
+            let Some((dir, item)) = next else { return };
+            {
                 match (dir, item) {
-                    (Dir::Down, HopItem::Ip { packet, .. }) => self.emit_ip(now, Port::Wireless, &packet, out),
+                    (Dir::Down, HopItem::Ip { packet, agent, .. }) => {
+                        let sent = self.emit_ip(now, Port::Wireless, &packet, out);
+                        // Not emulated: the frame leaves when it goes to the socket.
+                        if sent && agent && self.report_tx && !self.hop.is_rate_limited() {
+                            self.on_transmit(now, &packet);
+                        }
+                    }
                     (Dir::Down, HopItem::Raw(f)) => self.emit_raw(Port::Wireless, f, out),
-                    (Dir::Up, HopItem::Ip { packet, tcp }) => self.deliver(now, Side::ToWired, packet, tcp, out),
+                    (Dir::Up, HopItem::Ip { packet, tcp, .. }) => self.deliver(now, Side::ToWired, packet, tcp, out),
                     (Dir::Up, HopItem::Raw(f)) => self.emit_raw(Port::Wired, f, out),
                 }
             }
-            self.delivered = delivered;
         }
     }
 
@@ -450,11 +513,12 @@ impl Forwarder {
         self.emit_raw(port, Bytes::from(f), out);
     }
 
-    fn emit_ip(&mut self, now: Time, port: Port, packet: &[u8], out: &mut Vec<(Port, Bytes)>) {
+    /// Sends an IPv4 packet out of `port` with a fresh Ethernet header; false if it could not be addressed.
+    fn emit_ip(&mut self, now: Time, port: Port, packet: &[u8], out: &mut Vec<(Port, Bytes)>) -> bool {
         if packet.len() < 20 {
             // Only an agent could hand us this; count it rather than index past the end.
             self.counters.malformed_ipv4 += 1;
-            return;
+            return false;
         }
         let src = Ipv4Addr::new(packet[12], packet[13], packet[14], packet[15]);
         let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
@@ -467,7 +531,7 @@ impl Forwarder {
             // Dropped, not held: TCP resends it, by which time the probe has been answered.
             self.counters.no_destination_mac += 1;
             self.arp_probe(now, port, dst, out);
-            return;
+            return false;
         };
         let src_mac = self.macs[port.other() as usize].by_ip.get(&src).copied().unwrap_or(self.own_mac[port as usize]);
         let mut f = BytesMut::with_capacity(ETH_HEADER_LEN + packet.len());
@@ -476,6 +540,7 @@ impl Forwarder {
         f.put_u16(ETHERTYPE_IPV4);
         f.put_slice(packet);
         self.emit_raw(port, f.freeze(), out);
+        true
     }
 }
 
@@ -769,6 +834,88 @@ mod tests {
         assert_eq!(
             c.wired.frames_in + c.wireless.frames_in,
             c.runt_frames + c.malformed_ipv4 + c.malformed_tcp + c.tcp_packets + c.ipv4_other + c.non_ipv4
+        );
+    }
+
+    type Log = std::sync::Arc<std::sync::Mutex<Vec<(Time, Side, Bytes)>>>;
+
+    /// Forwards everything and logs the transmissions the host reports.
+    struct Recorder(Log);
+    impl Agent for Recorder {
+        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+            out.push(Action::Forward(side, packet));
+        }
+        fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+        fn poll_timeout(&self) -> Option<Time> {
+            None
+        }
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            Vec::new()
+        }
+        fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+            self.0.lock().unwrap().push((now, side, packet.clone()));
+        }
+    }
+
+    fn recorded(hop: HopConfig) -> (Forwarder, Log) {
+        let log = Log::default();
+        let f = Forwarder::with_agents(vec![Box::new(Recorder(log.clone()))], &hop, [[2; 6], [3; 6]]);
+        (f, log)
+    }
+
+    #[test]
+    fn agents_hear_when_the_emulated_hop_puts_their_packets_on_the_air() {
+        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: true, ..HopConfig::default() };
+        let (mut f, log) = recorded(hop);
+        let mut out = Vec::new();
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        // Two 140-byte packets at 10 ms: 1.12 ms on the air each, back to back.
+        let (d1, d2) = (data(1), data(101));
+        f.on_frame(Time::from_millis(10), Port::Wired, &d1, &mut out);
+        f.on_frame(Time::from_millis(10), Port::Wired, &d2, &mut out);
+        assert_eq!(log.lock().unwrap().len(), 1, "the second one is still queued");
+        // The mobile's ACK crosses the hop upward: not a transmission toward the mobile.
+        let ack = tcp(FH_MAC, MH_MAC, (MH, 6000), (FH, 5000), 1, Some(101), TcpFlags::default(), &[]);
+        f.on_frame(Time::from_millis(10), Port::Wireless, &ack, &mut out);
+        // A late wake-up: the second packet left when the medium freed, not at the poll.
+        f.on_timeout(Time::from_millis(30), &mut out);
+        let log = log.lock().unwrap();
+        let want = [
+            (Time::from_millis(10), Side::ToMobile, Bytes::copy_from_slice(&d1[ETH_HEADER_LEN..])),
+            (Time::from_micros(11_120), Side::ToMobile, Bytes::copy_from_slice(&d2[ETH_HEADER_LEN..])),
+        ];
+        assert_eq!(log[..], want[..], "ARP, the ACK and the uplink are not reported");
+    }
+
+    #[test]
+    fn transmissions_are_not_reported_unless_asked() {
+        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, ..HopConfig::default() };
+        let (mut f, log) = recorded(hop);
+        let mut out = Vec::new();
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.on_frame(Time::from_millis(10), Port::Wired, &data(1), &mut out);
+        f.on_timeout(Time::from_millis(100), &mut out);
+        assert!(log.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn without_emulation_agents_hear_when_the_frame_goes_to_the_socket() {
+        let (mut f, log) = recorded(HopConfig { report_transmissions: true, ..HopConfig::default() });
+        let mut out = Vec::new();
+        // No MAC for the mobile yet: the packet never leaves, so it is not reported.
+        f.on_frame(Time::from_millis(1), Port::Wired, &data(1), &mut out);
+        assert!(log.lock().unwrap().is_empty());
+        f.on_frame(Time::from_millis(2), Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::from_millis(2), Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        out.clear();
+        let d = data(101);
+        f.on_frame(Time::from_millis(5), Port::Wired, &d, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            log.lock().unwrap()[..],
+            [(Time::from_millis(5), Side::ToMobile, Bytes::copy_from_slice(&d[ETH_HEADER_LEN..]))]
         );
     }
 

@@ -3,7 +3,8 @@
 //!
 //! Layers, bottom up:
 //!
-//! - [`channel`]: per-frame error models (a stand-in until the simulator's move to a shared crate);
+//! - [`channel`]: per-frame error models, re-exported from `lasthop-channel` (the simulator's own, so the
+//!   real base station and the simulator lose frames by one implementation);
 //! - [`hop`]: the wireless-hop emulator, a sans-IO scheduler of (time, frame) with the simulator's queue
 //!   discipline (two drop-tail queues per direction, priority first, rate, delay, errors);
 //! - [`forward`]: the forwarding core, sans-IO: Ethernet frames in, the agent chain and the hop, Ethernet
@@ -21,7 +22,12 @@ compile_error!("lasthop-net is Linux only (AF_PACKET, network namespaces)");
 pub mod agents;
 pub mod bench;
 pub mod bs;
-pub mod channel;
+/// The error models of the emulated hop: those of `lasthop-channel`, shared with the simulator (same
+/// configuration text: `model = "ber"`, `ber = 3.9e-6`, and `packet`, `markov`, `empirical`).
+pub mod channel {
+    pub use lasthop_channel::error_model::{ErrorModel, ErrorModelConfig};
+    pub use lasthop_channel::rng::stream;
+}
 pub mod counters;
 pub mod forward;
 pub mod hop;

@@ -108,9 +108,10 @@ impl TestbedConfig {
             mac_overhead_us: 0.0,
             queue_packets: self.queue_packets,
             duplex: self.duplex,
-            down: err,
+            down: err.clone(),
             up: err,
             seed: self.seed,
+            ..HopConfig::default()
         }
     }
 
