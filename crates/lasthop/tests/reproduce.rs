@@ -130,10 +130,10 @@ fn repository_experiments_quick_with_a_fake_simulator() {
     }
     assert_eq!(&header[..3], &["agent", "ber", "seed"]);
     let rows: Vec<&str> = lines.collect();
-    assert_eq!(rows.len(), 2 * 11 * 2, "agents × BERs × quick seeds");
+    assert_eq!(rows.len(), 2 * 11 * 5, "agents × BERs × quick seeds");
     assert!(rows[0].starts_with("none,5.96e-8,1,"), "{}", rows[0]);
     assert!(rows[1].starts_with("none,5.96e-8,2,"), "{}", rows[1]);
-    assert!(rows[43].starts_with("snoop,6.1e-5,2,"), "{}", rows[43]);
+    assert!(rows[109].starts_with("snoop,6.1e-5,5,"), "{}", rows[109]);
     for f in ["figure.svg", "figure.png", "report.md"] {
         assert!(d.join(f).is_file(), "{f}");
     }
