@@ -196,7 +196,7 @@ impl Receiver {
                 self.ack_now = true;
                 return;
             }
-            if start + data.len() as u64 > f {
+            if start < f && start + data.len() as u64 > f {
                 data = data.slice(..(f - start) as usize);
             }
         }
