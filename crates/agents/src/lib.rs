@@ -6,10 +6,11 @@
 //! and the current [`Time`], and carry out the [`Action`]s it emits. Its state is soft: losing it costs
 //! performance, never data, and it never acknowledges data the receiver has not acknowledged.
 
+#[macro_use]
+mod triage;
 pub mod flow;
 pub mod handoff;
 pub mod snoop;
-mod triage;
 
 use bytes::Bytes;
 pub use lasthop_wire::Time;

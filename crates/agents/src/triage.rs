@@ -34,6 +34,17 @@ pub(crate) fn classify<S>(bytes: &[u8], read: impl FnOnce(&Ipv4Packet<&[u8]>, &T
     read(&ip, &tcp).map_or(Class::Malformed, Class::Tcp)
 }
 
+/// The [`PassedOver`] of an agent's stats struct, whose counters carry these three names.
+macro_rules! passed_over {
+    ($stats:expr) => {
+        $crate::triage::PassedOver {
+            malformed_dropped: &mut $stats.malformed_dropped,
+            not_tcp_forwarded: &mut $stats.not_tcp_forwarded,
+            fragments_forwarded: &mut $stats.fragments_forwarded,
+        }
+    };
+}
+
 /// Where an agent counts the packets it passes over.
 pub(crate) struct PassedOver<'a> {
     pub malformed_dropped: &'a mut u64,

@@ -469,10 +469,7 @@ impl World {
                     continue;
                 }
             };
-            match self.next_hop(node, dst) {
-                Some(out) => self.send(now, out, packet, priority),
-                None => self.undeliverable += 1,
-            }
+            self.route(now, node, dst, packet, priority);
         }
         self.actions = actions;
         let want = self.nodes[node].agent.as_ref().and_then(|a| a.poll_timeout());
@@ -495,6 +492,14 @@ impl World {
         }
         let to = *self.addr_index.get(&dst)?;
         self.nodes[node].routes[to]
+    }
+
+    /// Sends `packet` from `node` toward `dst` by the routing table, or counts it undeliverable.
+    fn route(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes, priority: bool) {
+        match self.next_hop(node, dst) {
+            Some(out) => self.send(now, out, packet, priority),
+            None => self.undeliverable += 1,
+        }
     }
 
     fn send(&mut self, now: Time, (link, dir): (usize, usize), packet: Bytes, priority: bool) {
@@ -590,10 +595,7 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            match self.next_hop(node, dst) {
-                Some(out) => self.send(now, out, packet, false),
-                None => self.undeliverable += 1,
-            }
+            self.route(now, node, dst, packet, false);
         }
         match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
@@ -865,10 +867,7 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            match self.next_hop(node, dst) {
-                Some(out) => self.send(now, out, packet, false),
-                None => self.undeliverable += 1,
-            }
+            self.route(now, node, dst, packet, false);
         }
         let mut done_slots = Vec::new();
         let mut finished = false;
@@ -1116,10 +1115,7 @@ impl World {
         let mh = self.mob.as_deref().expect("mobility").mh;
         for p in msgs {
             let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
-            match self.next_hop(mh, dst) {
-                Some(out) => self.send(now, out, p, false),
-                None => self.undeliverable += 1,
-            }
+            self.route(now, mh, dst, p, false);
         }
         let m = self.mob.as_deref().expect("mobility");
         if let Some(t) = m.crossing(k + 1) {

@@ -58,7 +58,6 @@ pub(crate) mod table;
 mod tests;
 
 use crate::flow::FlowKey;
-use crate::triage::PassedOver;
 use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
@@ -378,12 +377,7 @@ impl Eln {
 
 impl Agent for Eln {
     fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        let s = &mut self.stats;
-        let count = PassedOver {
-            malformed_dropped: &mut s.malformed_dropped,
-            not_tcp_forwarded: &mut s.not_tcp_forwarded,
-            fragments_forwarded: &mut s.fragments_forwarded,
-        };
+        let count = passed_over!(self.stats);
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
             let packet = if side == self.data_side() {
                 self.on_data(&seg);

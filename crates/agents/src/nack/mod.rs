@@ -62,7 +62,6 @@ use crate::eln::parse::{self, Segment};
 use crate::eln::ranges::Ranges;
 use crate::eln::table::LruTable;
 use crate::flow::FlowKey;
-use crate::triage::PassedOver;
 use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
@@ -384,12 +383,7 @@ impl Nack {
 
 impl Agent for Nack {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        let s = &mut self.stats;
-        let count = PassedOver {
-            malformed_dropped: &mut s.malformed_dropped,
-            not_tcp_forwarded: &mut s.not_tcp_forwarded,
-            fragments_forwarded: &mut s.fragments_forwarded,
-        };
+        let count = passed_over!(self.stats);
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
             // Disposition first, then any NACK (the agent contract's order).
             out.push(Action::Forward(side, packet));

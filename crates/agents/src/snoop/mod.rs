@@ -107,7 +107,6 @@ mod tests;
 mod tests_lossy;
 
 use crate::flow::FlowKey;
-use crate::triage::PassedOver;
 use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
@@ -422,12 +421,7 @@ impl Snoop {
 
 impl Agent for Snoop {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        let s = &mut self.stats;
-        let count = PassedOver {
-            malformed_dropped: &mut s.malformed_dropped,
-            not_tcp_forwarded: &mut s.not_tcp_forwarded,
-            fragments_forwarded: &mut s.fragments_forwarded,
-        };
+        let count = passed_over!(self.stats);
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         match side {
             Side::ToMobile => self.toward_mobile(now, seg, packet, out),
