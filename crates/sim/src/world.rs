@@ -534,9 +534,12 @@ impl World {
     fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, proto) = (ip.src_addr(), ip.protocol());
-        let Ok(tcp) = TcpPacket::new_checked(ip.payload()).map_err(|_| ()).and_then(|t| if proto == PROTO_TCP { Ok(t) } else { Err(()) }) else {
-            self.undeliverable += 1;
-            return;
+        let tcp = match TcpPacket::new_checked(ip.payload()) {
+            Ok(tcp) if proto == PROTO_TCP => tcp,
+            _ => {
+                self.undeliverable += 1;
+                return;
+            }
         };
         let (sport, dport) = (tcp.src_port(), tcp.dst_port());
         let found = self.nodes[node].endpoints.iter().copied().find(|&e| {
@@ -657,8 +660,8 @@ impl World {
         for f in &self.flows {
             let stop = f.completed_at.unwrap_or(end);
             let duration = stop.saturating_since(f.start).as_secs_f64();
-            let (sstats, _) = match &self.endpoints[f.sender].role {
-                Role::Sender(s) => (s.stats().clone(), ()),
+            let sstats = match &self.endpoints[f.sender].role {
+                Role::Sender(s) => s.stats().clone(),
                 _ => unreachable!("flow sender is a sender"),
             };
             let counter = |name: &str| -> u64 {

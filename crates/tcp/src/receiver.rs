@@ -8,7 +8,7 @@
 //! immediately, so the advertised window is always `max_window` and there is no persist timer.
 
 use crate::config::{ms, ReceiverStats, TcpConfig};
-use crate::segment::{parse, seq_at, signed_offset_of, ts_now, Parsed};
+use crate::segment::{parse_counted, seq_at, signed_offset_of, ts_now};
 use bytes::Bytes;
 use lasthop_wire::{SackBlocks, SeqNum, TcpFlags, TcpRepr, Time};
 use std::collections::{BTreeMap, VecDeque};
@@ -106,14 +106,7 @@ impl Receiver {
 
     /// Takes in a whole IPv4 packet; other connections' packets are ignored, unreadable ones counted.
     pub fn handle_packet(&mut self, now: Time, packet: &Bytes) {
-        let seg = match parse(packet, self.local, self.remote) {
-            Parsed::Segment(s) => s,
-            Parsed::Foreign => return,
-            Parsed::Malformed => {
-                self.stats.malformed += 1;
-                return;
-            }
-        };
+        let Some(seg) = parse_counted(packet, self.local, self.remote, &mut self.stats.malformed) else { return };
         let r = seg.repr;
         if r.flags.contains(TcpFlags::RST) {
             return;

@@ -21,6 +21,19 @@ pub(crate) enum Parsed {
 }
 
 /// Parses `packet` as a segment from `remote` to `local`, verifying both checksums.
+/// The segment of this connection in `packet`: `None` for another connection's packet, and for an
+/// unreadable one, which is also counted in `malformed` (both endpoints' `handle_packet` start here).
+pub(crate) fn parse_counted(packet: &Bytes, local: SocketAddrV4, remote: SocketAddrV4, malformed: &mut u64) -> Option<Incoming> {
+    match parse(packet, local, remote) {
+        Parsed::Segment(s) => Some(s),
+        Parsed::Foreign => None,
+        Parsed::Malformed => {
+            *malformed += 1;
+            None
+        }
+    }
+}
+
 pub(crate) fn parse(packet: &Bytes, local: SocketAddrV4, remote: SocketAddrV4) -> Parsed {
     let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return Parsed::Malformed };
     if ip.protocol() != PROTO_TCP || ip.is_fragment() || !ip.verify_checksum() {

@@ -7,7 +7,7 @@ use crate::config::{SenderStats, TcpConfig, Variant};
 use crate::payload;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
-use crate::segment::{offset_of, parse, seq_at, ts_now, Incoming, Parsed};
+use crate::segment::{offset_of, parse_counted, seq_at, ts_now, Incoming};
 use bytes::Bytes;
 use lasthop_wire::queue_option::{self, QueueOccupancy};
 use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
@@ -174,14 +174,7 @@ impl Sender {
     /// Takes in a whole IPv4 packet. Packets of other connections are ignored; unreadable ones are counted
     /// in [`SenderStats::malformed`].
     pub fn handle_packet(&mut self, now: Time, packet: &Bytes) {
-        let seg = match parse(packet, self.local, self.remote) {
-            Parsed::Segment(s) => s,
-            Parsed::Foreign => return,
-            Parsed::Malformed => {
-                self.stats.malformed += 1;
-                return;
-            }
-        };
+        let Some(seg) = parse_counted(packet, self.local, self.remote, &mut self.stats.malformed) else { return };
         if seg.repr.flags.contains(TcpFlags::RST) {
             return;
         }
