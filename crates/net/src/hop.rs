@@ -65,6 +65,12 @@ pub struct HopConfig {
     /// resends what already arrived: on the testbed at BER 3.9e-6 it took Snoop from 1.02× to 0.45× of plain
     /// forwarding. Turn it on to study that; it stays off until Snoop's timer accounts for delayed ACKs.
     pub report_transmissions: bool,
+    /// One-way delay added on the base station's *wired* side, ms, each way: frames from the wired
+    /// interface reach the agents this much later, and frames to it leave this much later. It emulates a
+    /// wide-area path between the fixed host and the base station where the kernel has no netem (seed 000
+    /// §1: end-to-end recovery over a long wired path is what local recovery saves). Not part of the
+    /// wireless hop's scheduler; [`crate::forward::Forwarder`] applies it. Default 0.
+    pub wired_delay_ms: f64,
 }
 
 impl Default for HopConfig {
@@ -80,6 +86,7 @@ impl Default for HopConfig {
             up: ErrorModelConfig::None,
             seed: 1,
             report_transmissions: false,
+            wired_delay_ms: 0.0,
         }
     }
 }
@@ -89,7 +96,9 @@ impl HopConfig {
         if !(self.rate_mbps.is_finite() && self.rate_mbps >= 0.0) {
             return Err(format!("rate_mbps must be ≥ 0 (0 = unlimited), got {}", self.rate_mbps));
         }
-        for (name, v) in [("delay_ms", self.delay_ms), ("mac_overhead_us", self.mac_overhead_us)] {
+        for (name, v) in
+            [("delay_ms", self.delay_ms), ("mac_overhead_us", self.mac_overhead_us), ("wired_delay_ms", self.wired_delay_ms)]
+        {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{name} must be ≥ 0, got {v}"));
             }
