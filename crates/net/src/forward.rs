@@ -37,9 +37,9 @@ use lasthop_agents::{Action, Agent, DropReason, Side};
 use lasthop_wire::ipv4::PROTO_TCP;
 use lasthop_wire::{Ipv4Packet, TcpPacket, Time};
 use std::collections::{HashMap, VecDeque};
-use std::time::Duration;
 use std::net::Ipv4Addr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
 
 pub const ETH_HEADER_LEN: usize = 14;
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -153,7 +153,11 @@ impl MacTable {
 enum HopItem {
     /// `agent`: the agents handed this packet on (it goes toward the mobile and they hear of its
     /// transmission); `tcp`: toward the wired side, it goes through the agents.
-    Ip { packet: Bytes, tcp: bool, agent: bool },
+    Ip {
+        packet: Bytes,
+        tcp: bool,
+        agent: bool,
+    },
     Raw(Bytes),
 }
 
@@ -241,7 +245,11 @@ impl Forwarder {
         self.service_wired(now, out);
         if port == Port::Wired && self.wired_delay > 0 {
             // Still on the emulated wide-area path: it reaches the base station `wired_delay` later.
-            self.wired_in.push_back((now + Duration::from_nanos(self.wired_delay), Bytes::copy_from_slice(frame), checksum_unfinished));
+            self.wired_in.push_back((
+                now + Duration::from_nanos(self.wired_delay),
+                Bytes::copy_from_slice(frame),
+                checksum_unfinished,
+            ));
             return;
         }
         self.ingest(now, port, frame, checksum_unfinished, out);
@@ -344,7 +352,12 @@ impl Forwarder {
     /// The earliest time anything (an agent timer, the hop) needs [`on_timeout`](Self::on_timeout).
     pub fn poll_timeout(&self) -> Option<Time> {
         let wired = [self.wired_in.front().map(|w| w.0), self.wired_out.front().map(|w| w.0)];
-        self.agents.iter().filter_map(|a| a.poll_timeout()).chain(self.hop.next_event()).chain(wired.into_iter().flatten()).min()
+        self.agents
+            .iter()
+            .filter_map(|a| a.poll_timeout())
+            .chain(self.hop.next_event())
+            .chain(wired.into_iter().flatten())
+            .min()
     }
 
     /// Counts a frame the I/O layer failed to send.

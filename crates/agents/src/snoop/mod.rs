@@ -80,10 +80,19 @@
 //!   filter. Every new ACK whose arriving copy is known (transmitted once, or its earlier copies known lost)
 //!   is also a Karn-clean sample of transmission-to-ACK time; the least over 10 s is the hop's unqueued RTT
 //!   (an ACK waits behind frames queued before it on a shared medium, so most samples include queueing).
-//! - **Round-trip timer** (§6, deviation): `max(2·hop RTT, min_tx_rtx_timeout = 5 ms)`, counted from the
-//!   connection's latest transmission or DUPACK (so it fires only once the medium has been quiet for two hop
-//!   RTTs: ~16 ms on a 2 Mb/s hop, not the paper's 40 ms floor from queueing, which at 50 % loss left the
-//!   link idle for most of the recovery). The first 4 expiries in a row do not back off (a retransmission is
+//! - **Round-trip timer** (§6, deviation): `max(2·hop RTT, ACK hold + hop RTT, min_tx_rtx_timeout = 5 ms)`,
+//!   counted from the connection's latest transmission or DUPACK (so it fires only once the medium has been
+//!   quiet for two hop RTTs: ~16 ms on a 2 Mb/s hop, not the paper's 40 ms floor from queueing, which at
+//!   50 % loss left the link idle for most of the recovery).
+//! - **Receiver's ACK pacing** (the *ACK hold*): a receiver may hold the ACK of a lone segment (delayed
+//!   ACKs: up to 200 ms on BSD, 40 ms and more on Linux), and the round-trip timer must not take that
+//!   silence for a loss. Every new ACK (not a DUPACK, not carrying data) is a sample of how long after the
+//!   connection's medium fell quiet (its latest transmission or ACK from the mobile) the receiver answered;
+//!   the largest sample of the last 10 s, plus one hop RTT of margin, bounds the timer from below. A
+//!   receiver that ACKs at once keeps the two-hop-RTT timer; one that delays is waited out, learned per
+//!   connection from the first lone segment it delayed. Measured: on the simulator's `snoop-ber` the
+//!   Snoop/ideal ratios move by at most 0.008 (0.739 → 0.731 at one error per 16 Kbit); on the Linux
+//!   testbed with a 64 KB window no round-trip-timer resend was spurious either way. The first 4 expiries in a row do not back off (a retransmission is
 //!   lost several times in a row at high loss); then it doubles up to `×2^max_rtx_backoff`. When it fires,
 //!   every earlier transmission has been answered or lost, so the resent copy is the only live one (the
 //!   persist timer's §6 reset of the expected DUPACKs is the same statement, made in these terms).
@@ -107,9 +116,9 @@ mod tests;
 mod tests_lossy;
 
 use crate::flow::FlowKey;
-use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
+use crate::{Action, Agent, Side, Time};
 use bytes::Bytes;
 use conn::{After, Conn};
 use std::time::Duration;
@@ -326,6 +335,11 @@ impl Snoop {
         self.table.lookup(key).and_then(|s| self.table.conn(s).srtt()).map(Duration::from_nanos)
     }
 
+    /// The receiver's longest ACK hold a connection has shown lately (transmit-timed; see the module docs).
+    pub fn ack_hold(&self, key: &FlowKey) -> Option<Duration> {
+        self.table.lookup(key).and_then(|s| self.table.conn(s).ack_hold()).map(Duration::from_nanos)
+    }
+
     fn create(&mut self, key: FlowKey, now: Time) -> Option<u32> {
         let (slot, evicted) = self.table.insert(Conn::new(key, now))?;
         self.stats.connections_created += 1;
@@ -441,7 +455,6 @@ impl Agent for Snoop {
         }
         self.table.tidy(&self.cfg);
     }
-
 
     /// Data toward the mobile leaving the wireless link: see `Conn::on_transmit`. Anything else is ignored.
     fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
