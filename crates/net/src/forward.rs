@@ -785,7 +785,7 @@ mod tests {
 
     #[test]
     fn wireless_side_is_emulated_in_both_directions() {
-        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, ..HopConfig::default() };
+        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: false, ..HopConfig::default() };
         let mut f = Forwarder::new(AgentKind::None, &hop, [[2; 6], [3; 6]]);
         let mut out = Vec::new();
         // ARP crosses the hop too: 28 bytes at 1 Mb/s = 224 µs, plus 2 ms.
@@ -945,7 +945,7 @@ mod tests {
 
     #[test]
     fn the_wired_delay_holds_frames_both_ways_and_only_on_the_wired_side() {
-        let hop = HopConfig { wired_delay_ms: 20.0, ..HopConfig::default() };
+        let hop = HopConfig { wired_delay_ms: 20.0, report_transmissions: false, ..HopConfig::default() };
         let (mut f, log) = recorded(hop);
         let mut out = Vec::new();
         // FH's ARP request reaches the base station (and the mobile) only 20 ms later.
@@ -978,7 +978,7 @@ mod tests {
 
     #[test]
     fn transmissions_are_not_reported_unless_asked() {
-        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, ..HopConfig::default() };
+        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: false, ..HopConfig::default() };
         let (mut f, log) = recorded(hop);
         let mut out = Vec::new();
         f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);

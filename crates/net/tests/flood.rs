@@ -56,7 +56,7 @@ fn syn_flood_keeps_the_connection_table_and_memory_bounded() {
     let after = rss_kib();
     // The base station still forwards a real connection.
     let t = tb
-        .transfer(&TransferConfig { bytes: 1 << 20, cc: "cubic".into(), seed: 2, timeout: Duration::from_secs(30) }, &AtomicBool::new(false))
+        .transfer(&TransferConfig { bytes: 1 << 20, cc: "cubic".into(), seed: 2, timeout: Duration::from_secs(30), max_window: 0 }, &AtomicBool::new(false))
         .unwrap();
     assert!(t.hash_ok());
     let c = bs.stop().unwrap();

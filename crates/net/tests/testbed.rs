@@ -26,7 +26,7 @@ fn testbed() -> Option<Testbed> {
 }
 
 fn transfer(bytes: u64, seed: u64) -> TransferConfig {
-    TransferConfig { bytes, cc: "reno".into(), seed, timeout: Duration::from_secs(60) }
+    TransferConfig { bytes, cc: "reno".into(), seed, timeout: Duration::from_secs(60), max_window: 65535 }
 }
 
 /// One transfer on its own testbed; returns (goodput Mb/s, counters).
