@@ -23,6 +23,11 @@
 //! first brings the hop up to `now`, so an agent never hears of a transmission earlier than a time it has
 //! already been shown.
 //!
+//! An emulated wide-area path between the fixed host and the base station (`HopConfig::wired_delay_ms`)
+//! is two constant-delay lines on the wired port: frames from it reach the base station (agents, hop,
+//! MAC learning) that much later, and frames to it leave that much later. The I/O loop learns of their
+//! due times through [`Forwarder::poll_timeout`].
+//!
 //! Rules for bad input, each counted in [`Counters`]: frames shorter than an Ethernet header, IPv4 whose
 //! header does not parse, and IPv4-claiming-TCP whose TCP header does not parse are dropped (a router
 //! would drop them and an agent must never see them); well-formed non-TCP IPv4 and IP fragments bypass
