@@ -25,6 +25,11 @@ pub(super) mod flag {
     /// The copy now queued was sent because every earlier transmission is known lost (transmit-timed
     /// inference): once it leaves, it is the only transmission of this segment that can still arrive.
     pub const PROVEN_LOST: u8 = 0x08;
+    /// Cached on a sender retransmission of a range Snoop had passed uncached (§3.1.1 case 3: past the
+    /// high-water mark, or before it had state): a copy it never saw transmitted may be the one that
+    /// arrives, so the ACK that frees it says nothing about which counted transmission arrived (transmit-
+    /// timed inference). Cleared once every earlier transmission is known lost (`PROVEN_LOST`).
+    pub const UNSEEN_COPIES: u8 = 0x10;
 }
 
 /// One unacknowledged segment in the cache (seed 000 §6: "the packet sequence number, its size, the number
@@ -405,7 +410,9 @@ impl Conn {
         if c.tx.count == 1 || c.has(flag::PROVEN_LOST) {
             // The first transmission, or one sent because all earlier ones are lost.
             c.tx.live_from = idx;
-            c.clear(flag::PROVEN_LOST);
+            if c.has(flag::PROVEN_LOST) {
+                c.clear(flag::PROVEN_LOST | flag::UNSEEN_COPIES);
+            }
         }
         c.tx.prev = c.tx.last;
         c.tx.last = idx;
@@ -595,7 +602,7 @@ impl Conn {
             len,
             pkt: pkt.clone(),
             local_rexmits: 0,
-            flags: flag::SENDER_REXMIT | fin_flag,
+            flags: flag::SENDER_REXMIT | flag::UNSEEN_COPIES | fin_flag,
             sent_at: now,
             tx_idx,
             tx: SegTx::queued(),
@@ -737,7 +744,7 @@ impl Conn {
                 freed += 1;
                 covered = covered.filter(|c| h.seq <= *c).map(|_| h.end());
                 self.acked_tx = self.acked_tx.max(h.tx_idx + 1);
-                if h.tx.count > 0 {
+                if h.tx.count > 0 && !h.has(flag::UNSEEN_COPIES) {
                     let was_needed = freed == 1 && self.last_ack.is_some_and(|a| h.seq <= a);
                     let exact = h.tx.single_live() || (was_needed && h.tx.prev <= old_bound);
                     received = received.max(if exact { h.tx.last } else { h.tx.live_from });

@@ -76,6 +76,11 @@
 //!   retransmit again; and at a **partial ACK**, a segment transmitted before one that has arrived (e.g.
 //!   before the local retransmission this ACK covers) is retransmitted at once, while one still queued (or
 //!   transmitted after) is left alone. Lost ACKs only delay an inference, never falsify it.
+//! - **Copies Snoop never saw**: a segment cached on a sender retransmission of a range it had passed
+//!   uncached (past the high-water mark, or before it had state; §3.1.1 case 3) may be acknowledged by the
+//!   arrival of that earlier, uncounted copy, so its freeing ACK raises no bound and gives no RTT sample
+//!   (until every earlier copy is known lost). Found on the testbed with Linux's megabyte windows, where such
+//!   segments are common: the ACK of a duplicate otherwise made the next DUPACK look like a loss.
 //! - **RTT** (§3.1.2 case 1, §6): the probe is timed from its transmission, and `srtt` keeps the paper's
 //!   filter. Every new ACK whose arriving copy is known (transmitted once, or its earlier copies known lost)
 //!   is also a Karn-clean sample of transmission-to-ACK time; the least over 10 s is the hop's unqueued RTT

@@ -557,6 +557,31 @@ fn ack_hold_is_the_largest_of_recent_samples_and_is_forgotten_after_ten_seconds(
 }
 
 #[test]
+fn an_ack_freeing_a_segment_whose_earlier_copy_passed_uncached_proves_nothing() {
+    // Segment 2 first passes uncached (past the high-water mark), then the sender resends it and it is
+    // cached; the first copy arrives. The ACK that frees it was caused by that unseen copy, not by the
+    // cached one's transmission, so a DUPACK afterwards (caused by the duplicate) must not make Snoop
+    // think 3, still on its way, was lost.
+    let mut h = H::established(SnoopConfig { high_water_bytes: 2 * MSS as usize, ..SnoopConfig::default() });
+    h.at_ms(0).data(0);
+    h.data(1);
+    assert_eq!(h.data(2), [Fwd(2)]);
+    assert_eq!(h.cached(), [0, 1], "2 passed uncached");
+    h.tx(0).at_ms(6).tx(1).at_ms(12).tx(2); // transmissions 1, 2, 3
+    assert_eq!(h.at_ms(20).ack(2), [FwdAck(2)]);
+    assert_eq!(h.at_ms(25).data(2), [Fwd(2)], "the sender resends 2: cached now");
+    h.data(3);
+    assert_eq!(h.cached(), [2, 3]);
+    h.at_ms(26).tx(2).at_ms(32).tx(3); // transmissions 4, 5
+    assert_eq!(h.at_ms(30).ack(3), [FwdAck(3)], "the first copy of 2 (transmission 3) arrived");
+    // The duplicate 2 (transmission 4) arrives: a DUPACK. Taking the freeing ACK for transmission 4's
+    // would put the bound at 5, 3's transmission: a spurious resend of 3.
+    assert_eq!(h.at_ms(34).ack(3), [Drop(DropReason::DupAckSuppressed)]);
+    assert_eq!(h.s.stats().local_retransmissions.total(), 0);
+    assert_eq!(h.at_ms(40).ack(4), [FwdAck(4)]);
+}
+
+#[test]
 fn without_transmission_reports_no_ack_hold_is_learned() {
     let mut h = established();
     h.at_ms(0).data(0);
