@@ -59,8 +59,8 @@
 //!
 //! A forwarded packet may wait 100+ ms in the interface queue, and local retransmissions overtake it through
 //! the priority queue, so "forwarded before" is not "transmitted before". Hosts that report when a frame
-//! really starts transmitting (the simulator does, and `lasthop bs` with its emulated hop) switch a connection, from its
-//! first report on, to rules timed from transmission. Without reports every rule above is unchanged. Each
+//! really starts transmitting (the simulator does, and `lasthop bs` with its emulated hop) switch a
+//! connection, from its first report on, to rules timed from transmission. Without reports every rule above is unchanged. Each
 //! cached segment records its copies still queued, its transmissions (numbered per connection, so their
 //! order is exact), the latest one's start, and from which one on a copy may still arrive. Assumption: the
 //! link delivers in transmission order (true of one 802.11 station's frames and of the simulator).
