@@ -278,7 +278,13 @@ impl PacketSocket {
         // SAFETY: `msgs` holds n headers, each pointing at one live iovec over its own buffer and at its own
         // control buffer; all outlive the call. MSG_DONTWAIT: return at once when nothing waits.
         let r = unsafe {
-            libc::recvmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT, std::ptr::null_mut())
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
         };
         if r < 0 {
             let e = io::Error::last_os_error();

@@ -60,9 +60,10 @@
 //! A forwarded packet may wait 100+ ms in the interface queue, and local retransmissions overtake it through
 //! the priority queue, so "forwarded before" is not "transmitted before". Hosts that report when a frame
 //! really starts transmitting (the simulator does, and `lasthop bs` with its emulated hop) switch a
-//! connection, from its first report on, to rules timed from transmission. Without reports every rule above is unchanged. Each
-//! cached segment records its copies still queued, its transmissions (numbered per connection, so their
-//! order is exact), the latest one's start, and from which one on a copy may still arrive. Assumption: the
+//! connection, from its first report on, to rules timed from transmission. Without reports every rule
+//! above is unchanged. Each cached segment records its copies still queued, its transmissions (numbered per
+//! connection, so their order is exact), the latest one's start, and from which one on a copy may still
+//! arrive. Assumption: the
 //! link delivers in transmission order (true of one 802.11 station's frames and of the simulator).
 //!
 //! - **Loss inference** (extends §3.1.2 case 3): the ACK that first carried the current last ACK was sent
@@ -88,7 +89,11 @@
 //! - **Round-trip timer** (§6, deviation): `max(2·hop RTT, ACK hold + hop RTT, min_tx_rtx_timeout = 5 ms)`,
 //!   counted from the connection's latest transmission or DUPACK (so it fires only once the medium has been
 //!   quiet for two hop RTTs: ~16 ms on a 2 Mb/s hop, not the paper's 40 ms floor from queueing, which at
-//!   50 % loss left the link idle for most of the recovery).
+//!   50 % loss left the link idle for most of the recovery). The first 4 expiries in a row do not back off
+//!   (a retransmission is lost several times in a row at high loss); then it doubles up to
+//!   `×2^max_rtx_backoff`. When it fires, every earlier transmission has been answered or lost, so the
+//!   resent copy is the only live one (the persist timer's §6 reset of the expected DUPACKs is the same
+//!   statement, made in these terms).
 //! - **Receiver's ACK pacing** (the *ACK hold*): a receiver may hold the ACK of a lone segment (delayed
 //!   ACKs: up to 200 ms on BSD, 40 ms and more on Linux), and the round-trip timer must not take that
 //!   silence for a loss. Every new ACK (not a DUPACK, not carrying data) is a sample of how long after the
@@ -97,10 +102,7 @@
 //!   receiver that ACKs at once keeps the two-hop-RTT timer; one that delays is waited out, learned per
 //!   connection from the first lone segment it delayed. Measured: on the simulator's `snoop-ber` the
 //!   Snoop/ideal ratios move by at most 0.008 (0.739 → 0.731 at one error per 16 Kbit); on the Linux
-//!   testbed with a 64 KB window no round-trip-timer resend was spurious either way. The first 4 expiries in a row do not back off (a retransmission is
-//!   lost several times in a row at high loss); then it doubles up to `×2^max_rtx_backoff`. When it fires,
-//!   every earlier transmission has been answered or lost, so the resent copy is the only live one (the
-//!   persist timer's §6 reset of the expected DUPACKs is the same statement, made in these terms).
+//!   testbed with a 64 KB window no round-trip-timer resend was spurious either way.
 //!
 //! # Action order
 //!
