@@ -803,8 +803,10 @@ mod tests {
         assert!(bad.validate().is_err());
         let bad = TestbedConfig { ber: 2.0, ..TestbedConfig::default() };
         assert!(bad.validate().is_err());
-        let bad = TestbedConfig { wired_delay_ms: -1.0, ..TestbedConfig::default() };
-        assert!(bad.validate().is_err());
+        for d in [-1.0, f64::NAN, 1e9] {
+            let bad = TestbedConfig { wired_delay_ms: d, ..TestbedConfig::default() };
+            assert!(bad.validate().is_err(), "wired_delay_ms {d}");
+        }
     }
 
     #[test]
