@@ -293,6 +293,39 @@ fn mobile_records_the_last_three_ids_and_sends_them() {
     assert_eq!(mh.on_received(&ack2), None);
 }
 
+#[test]
+fn buffering_follows_the_likely_targets_between_handoffs() {
+    let mut mh = MobileHost::new(MH, Scheme::Multicast, BS1, &[BS2]);
+    let mut stations: Vec<BaseStation> = [BS1, BS2, BS3].iter().map(|&a| bs(a, false)).collect();
+    stations[0].set_role(MH, Role::Primary);
+    stations[1].set_role(MH, Role::Buffering);
+    assert!(mh.set_buffering(&[BS2]).is_empty(), "no change, no message");
+    // BS3 comes into range and BS2 fades: BS3 is asked to buffer, BS2 to stop; the primary is left alone.
+    let msgs = mh.set_buffering(&[BS3, BS1]);
+    let c: Vec<(Kind, Ipv4Addr)> = msgs
+        .iter()
+        .map(|p| (Control::parse(p).unwrap().kind, Ipv4Packet::new_checked(&p[..]).unwrap().dst_addr()))
+        .collect();
+    assert_eq!(c, vec![(Kind::Stop, BS2), (Kind::Buffer, BS3)]);
+    assert_eq!((mh.role_of(BS1), mh.role_of(BS2), mh.role_of(BS3)), (Role::Primary, Role::Idle, Role::Buffering));
+    let mut joins = Vec::new();
+    for m in msgs {
+        let i = [BS1, BS2, BS3].iter().position(|&a| a == Ipv4Packet::new_checked(&m[..]).unwrap().dst_addr()).unwrap();
+        joins.extend(controls(&feed(&mut stations[i], m)));
+    }
+    assert_eq!((stations[1].role(MH), stations[2].role(MH)), (Role::Idle, Role::Buffering));
+    assert_eq!(joins.iter().map(|j| j.0).collect::<Vec<_>>(), vec![Kind::Leave, Kind::Join], "{joins:?}");
+    // A handoff in progress keeps its numbering: no buffering change until the new primary accepts.
+    let _ = mh.handoff(BS3, &[BS1]);
+    assert!(mh.set_buffering(&[BS2]).is_empty());
+    let ack = Control::new(Kind::Ack, mh.seq(), MH, BS3).emit(BS3, MH, 9);
+    assert!(matches!(mh.on_received(&ack), Some(MhEvent::Accepted { .. })));
+    assert_eq!(mh.set_buffering(&[BS2]).len(), 2, "BS1 stops, BS2 buffers");
+    // The plain scheme has no buffering base stations.
+    let mut plain = MobileHost::new(MH, Scheme::Plain, BS1, &[]);
+    assert!(plain.set_buffering(&[BS2]).is_empty());
+}
+
 proptest! {
     /// Whatever the sequence of handoffs and whichever requests arrive, late or never, the mobile's table
     /// has exactly one primary, and base stations end with at most one primary once the last handoff's
