@@ -147,6 +147,10 @@ pub struct LinkConfig {
     /// Medium time added to every frame, µs (default 0): preamble, contention, MAC header.
     #[serde(default)]
     pub mac_overhead_us: f64,
+    /// Half-duplex links with the same medium name share one medium: one frame at a time over all of them
+    /// (several cells on one channel). Default: the link is its own medium.
+    #[serde(default)]
+    pub medium: Option<String>,
     /// Error model of the a→b direction, and of b→a too unless `error_reverse` is given (default none).
     #[serde(default)]
     pub error: ErrorModelConfig,
@@ -365,6 +369,14 @@ impl Scenario {
             }
             if l.queue_packets == 0 {
                 return Err((p("queue_packets"), "expected at least 1 packet".into()));
+            }
+            if let Some(m) = &l.medium {
+                if l.duplex() != Duplex::Half {
+                    return Err((p("medium"), "only half-duplex links share a medium (set duplex = \"half\")".into()));
+                }
+                if m.is_empty() {
+                    return Err((p("medium"), "expected a medium name".into()));
+                }
             }
             l.error.validate().map_err(|m| (p("error"), m))?;
             if let Some(e) = &l.error_reverse {

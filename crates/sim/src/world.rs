@@ -5,7 +5,7 @@
 
 use crate::agents::build_agent;
 use crate::engine::Scheduler;
-use crate::link::{Link, Transmission};
+use crate::link::{Link, Medium, Transmission};
 use crate::metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
 use crate::web::{Command, Object, Samplers, WebClient, WebParams};
 use crate::mobility::{Cells, MobState, SchemeKind};
@@ -137,6 +137,8 @@ pub struct World {
     sched: Scheduler<Event>,
     nodes: Vec<Node>,
     links: Vec<Link>,
+    /// Half-duplex media; each half-duplex link sends on one (`Link::medium`).
+    media: Vec<Medium>,
     endpoints: Vec<Endpoint>,
     flows: Vec<Flow>,
     addr_index: BTreeMap<Ipv4Addr, usize>,
@@ -189,12 +191,14 @@ impl World {
             links.push(link);
         }
         compute_routes(&mut nodes, &links, None);
+        let media = build_media(s, &mut links);
         let addr_index = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
 
         let mut world = World {
             sched: Scheduler::default(),
             nodes,
             links,
+            media,
             endpoints: Vec::new(),
             flows: Vec::new(),
             addr_index,
@@ -354,7 +358,10 @@ impl World {
             match ev {
                 Event::Arrive { node, link, dir, packet } => self.arrive(now, node, link, dir, packet),
                 Event::TxDone { link, dir } => {
-                    self.links[link].finish(dir);
+                    match self.links[link].medium {
+                        Some(m) => self.media[m].finish(),
+                        None => self.links[link].finish(dir),
+                    }
                     self.kick(now, link);
                 }
                 Event::EndpointTimer { ep } => {
@@ -508,26 +515,42 @@ impl World {
         }
     }
 
-    /// Starts whatever transmissions the link can start now.
+    /// Starts whatever transmissions the link (or the medium it sends on) can start now.
     fn kick(&mut self, now: Time, link: usize) {
-        while let Some(Transmission { dir, packet, done_at, arrives_at, corrupted }) = self.links[link].start_next(now) {
-            if let Some(p) = self.links[link].pcap[dir].as_mut() {
-                let _ = p.write(now, &packet);
+        match self.links[link].medium {
+            Some(m) => {
+                if let Some((l, dir)) = self.media[m].acquire(&self.links) {
+                    let t = self.links[l].start(now, dir);
+                    self.launch(now, l, t);
+                }
             }
-            let from = self.links[link].ends[dir];
-            if let Some(agent) = self.nodes[from].agent.as_mut() {
-                let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
-                agent.on_transmit(now, side, &packet);
+            None => {
+                while let Some(t) = self.links[link].start_next(now) {
+                    self.launch(now, link, t);
+                }
             }
-            self.sched.schedule(done_at, Event::TxDone { link, dir });
-            if self.mob.as_deref().is_some_and(|m| m.detached[link]) {
-                self.lost_out_of_range(&packet);
-                continue;
-            }
-            if !corrupted {
-                let node = self.links[link].ends[1 - dir];
-                self.sched.schedule(arrives_at, Event::Arrive { node, link, dir, packet });
-            }
+        }
+    }
+
+    /// A frame went on the air on `link`: capture it, tell the sender's agent, schedule its end and arrival.
+    fn launch(&mut self, now: Time, link: usize, t: Transmission) {
+        let Transmission { dir, packet, done_at, arrives_at, corrupted } = t;
+        if let Some(p) = self.links[link].pcap[dir].as_mut() {
+            let _ = p.write(now, &packet);
+        }
+        let from = self.links[link].ends[dir];
+        if let Some(agent) = self.nodes[from].agent.as_mut() {
+            let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+            agent.on_transmit(now, side, &packet);
+        }
+        self.sched.schedule(done_at, Event::TxDone { link, dir });
+        if self.mob.as_deref().is_some_and(|m| m.detached[link]) {
+            self.lost_out_of_range(&packet);
+            return;
+        }
+        if !corrupted {
+            let node = self.links[link].ends[1 - dir];
+            self.sched.schedule(arrives_at, Event::Arrive { node, link, dir, packet });
         }
     }
 
@@ -942,6 +965,30 @@ fn add_stats(into: &mut lasthop_tcp::SenderStats, s: &lasthop_tcp::SenderStats) 
 /// Application-stream offset of sequence number `seq` for a sender whose ISS is `iss` (the SYN takes one).
 fn stream_offset(iss: SeqNum, seq: SeqNum) -> u64 {
     u64::from(seq.0.wrapping_sub(iss.0).wrapping_sub(1))
+}
+
+/// The half-duplex media: links naming the same `medium` share one, every other half-duplex link has its own.
+fn build_media(s: &Scenario, links: &mut [Link]) -> Vec<Medium> {
+    let mut media: Vec<Medium> = Vec::new();
+    let mut named: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, (l, cfg)) in links.iter_mut().zip(s.links.values()).enumerate() {
+        if !l.is_half_duplex() {
+            continue;
+        }
+        let m = match cfg.medium.as_deref() {
+            Some(name) => *named.entry(name).or_insert_with(|| {
+                media.push(Medium::default());
+                media.len() - 1
+            }),
+            None => {
+                media.push(Medium::default());
+                media.len() - 1
+            }
+        };
+        media[m].links.push(i);
+        l.medium = Some(m);
+    }
+    media
 }
 
 /// Shortest-path (hop count) routes by breadth-first search from every node; ties go to the link listed first.
