@@ -49,6 +49,9 @@ pub struct HandoffMetrics {
     pub accepted_s: Option<f64>,
     /// Handoff latency: the first data packet from the new BS reached the mobile.
     pub latency_s: Option<f64>,
+    /// The mobile first heard from the new BS after deciding: its first data packet or its acceptance
+    /// (Ack / GreetingAck), whichever came first. Defined idle and during a transfer (seed 000 Fig. 10).
+    pub completion_s: Option<f64>,
     /// Frames lost on detached links (either way) from this handoff to the next.
     pub packets_lost: u64,
     /// Packets the new primary sent from its buffer (multicast scheme).

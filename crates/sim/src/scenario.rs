@@ -441,6 +441,18 @@ impl Scenario {
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
         if let Some(m) = &self.mobility {
             m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
+            for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
+                // The handoff agent runs Snoop itself; the others have no handoff-aware version.
+                if let Some(k) = self.nodes[b].agent.0.iter().find(|k| **k != AgentKind::Snoop) {
+                    return Err((
+                        format!("nodes.{b}.agent"),
+                        format!(
+                            "a mobility base station runs \"none\" or \"snoop\" inside its handoff agent; `{}` is not supported there",
+                            AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
+                        ),
+                    ));
+                }
+            }
             for b in &m.base_stations {
                 let joined = self.links.values().any(|l| {
                     l.kind == LinkKind::Wireless && l.ends.contains(b) && l.ends.contains(&m.mobile)
@@ -524,5 +536,32 @@ mod tests {
             let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
             assert!(e.contains(needle), "{to}: {e}");
         }
+    }
+
+    #[test]
+    fn bad_mobility_is_rejected_with_the_field() {
+        let handoff =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml")).unwrap();
+        let walk = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/walk.toml")).unwrap();
+        let cases = [
+            (&handoff, "agent = \"none\"           #", "agent = \"eln\" #", "nodes.bs1.agent"),
+            (&handoff, "interval_s = 5.0", "interval_s = 5.0\nmotion = \"beacons\"", "interval_s"),
+            (&walk, "positions_m = [0.0, 100.0]", "positions_m = [0.0]", "mobility.positions_m"),
+            (&walk, "hysteresis_db = 6.0", "hysteresis_db = -1.0", "mobility.hysteresis_db"),
+            (&walk, "beacon_samples = 3", "beacon_samples = 0", "mobility.beacon_samples"),
+            (&walk, "beacon_period_s = 1.0", "beacon_period_s = 0.0", "mobility.beacon_period_s"),
+            (&walk, "speed_mps = 2.0", "speed_mps = -2.0", "mobility.speed_mps"),
+            (&walk, "repeat = \"back-and-forth\"", "repeat = \"twice\"", "twice"),
+        ];
+        for (text, from, to, needle) in cases {
+            assert!(text.contains(from), "{from}");
+            let e = Scenario::from_str(&text.replace(from, to), "x.toml").unwrap_err().to_string();
+            assert!(e.contains(needle), "{to}: {e}");
+        }
+        let mut shared = example().replace("[links.wavelan]", "[links.wavelan]\nmedium = \"air\"");
+        assert!(Scenario::from_str(&shared, "x.toml").is_ok());
+        shared = shared.replace("[links.ether]", "[links.ether]\nmedium = \"air\"");
+        let e = Scenario::from_str(&shared, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("links.ether.medium") && e.contains("half-duplex"), "{e}");
     }
 }

@@ -8,7 +8,7 @@ use crate::engine::Scheduler;
 use crate::link::{Link, Medium, Transmission};
 use crate::metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
 use crate::web::{Command, Object, Samplers, WebClient, WebParams};
-use crate::mobility::{Cells, MobState, SchemeKind};
+use crate::mobility::{BeaconState, Cells, MobState, MotionKind, SchemeKind};
 use lasthop_agents::handoff::{self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole};
 use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
@@ -42,6 +42,8 @@ enum Event {
     Move { k: u32, phase: u8 },
     /// Base station `bs` (index into the mobility's list) broadcasts a beacon.
     Beacon { bs: usize },
+    /// Beacon motion: the mobile's position is updated and cells come into or go out of range.
+    Walk,
 }
 
 struct Node {
@@ -395,6 +397,7 @@ impl World {
                 }
                 Event::Move { k, phase } => self.on_move(now, k, phase),
                 Event::Beacon { bs } => self.on_beacon(now, bs),
+                Event::Walk => self.on_walk(now),
                 Event::FlowStart { flow } => {
                     let ep = self.flows[flow].sender;
                     if let Role::Sender(s) = &mut self.endpoints[ep].role {
@@ -1045,11 +1048,40 @@ impl World {
         let addrs: Vec<Ipv4Addr> = self.nodes.iter().map(|n| n.addr).collect();
         let addr = |n: usize| addrs[n];
         let mh_addr = addr(mh);
-        // At start the mobile is in the first cell; (multicast) the next cell's BS buffers.
-        let next = (bss.len() > 1).then(|| addr(bss[1]));
-        let buffering: Vec<Ipv4Addr> = if scheme == handoff::Scheme::Multicast { next.into_iter().collect() } else { vec![] };
+        let beacons = (cfg.motion == MotionKind::Beacons).then(|| BeaconState {
+            radio: cfg.radio(),
+            walk: cfg.walk(),
+            positions: cfg.positions(),
+            shadowing: cfg
+                .base_stations
+                .iter()
+                .map(|n| rng::stream(s.seed, &format!("mobility.{n}"), "shadowing"))
+                .collect(),
+            monitor: handoff::BeaconMonitor::new(handoff::BeaconConfig {
+                hysteresis_db: cfg.hysteresis_db,
+                samples: cfg.beacon_samples,
+                // Three beacon periods without a beacon: not heard (out of range).
+                max_age: Time((cfg.beacon_period_s * 3.0 * 1e9).round() as u64),
+                buffer_threshold_dbm: cfg.buffer_threshold_dbm,
+            }),
+            step: Time((cfg.motion_step_s * 1e9).round() as u64),
+        });
+        // Scheduled motion starts in the first cell with the next one buffering; beacon motion in the cell
+        // strongest at the start position, with every other BS above the buffering threshold buffering.
+        let (first, next): (usize, Vec<usize>) = match &beacons {
+            None => (0, (bss.len() > 1).then_some(1).into_iter().collect()),
+            Some(b) => {
+                let x = b.walk.position(0.0);
+                let mean = |i: usize| b.radio.mean_dbm(x - b.positions[i]);
+                let first = (0..bss.len()).fold(0, |best, i| if mean(i) > mean(best) { i } else { best });
+                let next = (0..bss.len()).filter(|&i| i != first && mean(i) >= cfg.buffer_threshold_dbm).collect();
+                (first, next)
+            }
+        };
+        let buffering: Vec<Ipv4Addr> =
+            if scheme == handoff::Scheme::Multicast { next.iter().map(|&i| addr(bss[i])).collect() } else { vec![] };
         let mut home = HomeAgent::new(addr(ha));
-        home.set_members(mh_addr, std::iter::once(addr(bss[0])).chain(buffering.iter().copied()));
+        home.set_members(mh_addr, std::iter::once(addr(bss[first])).chain(buffering.iter().copied()));
         self.nodes[ha].agent = Some(Box::new(home));
         for (i, &b) in bss.iter().enumerate() {
             let mut c = BsConfig::new(addr(b), addr(ha));
@@ -1059,7 +1091,7 @@ impl World {
                 c.snoop = Some(s.snoop.config());
             }
             let mut agent = BaseStation::new(c);
-            let role = if i == 0 {
+            let role = if i == first {
                 BsRole::Primary
             } else if buffering.contains(&addr(b)) {
                 BsRole::Buffering
@@ -1069,9 +1101,12 @@ impl World {
             agent.set_role(mh_addr, role);
             self.nodes[b].agent = Some(Box::new(agent));
         }
+        if cfg.shares_medium() {
+            self.share_medium(&bs_link);
+        }
         let (cells, rendezvous_s, interval_s) = cfg.motion();
         let mut detached = vec![false; self.links.len()];
-        if cells == Cells::NonOverlapping {
+        if cells == Cells::NonOverlapping && beacons.is_none() {
             for &l in &bs_link[1..] {
                 detached[l] = true;
             }
@@ -1086,17 +1121,18 @@ impl World {
             beacon_period: (cfg.beacon_period_s > 0.0).then(|| secs(cfg.beacon_period_s)),
             mh,
             ha,
-            controller: MobileHost::new(mh_addr, scheme, addr(bss[0]), &buffering),
+            controller: MobileHost::new(mh_addr, scheme, addr(bss[first]), &buffering),
             bss,
             bs_link,
             detached,
-            current: 0,
+            current: first,
             handoffs: Vec::new(),
             left_at: None,
             resent_mark: 0,
             seen: Default::default(),
             seen_set: Default::default(),
             beacon_ident: 0,
+            beacons,
         };
         if let Some(t) = state.crossing(0) {
             let phase = if cells == Cells::NonOverlapping { 0 } else { 1 };
@@ -1109,7 +1145,75 @@ impl World {
                 self.sched.schedule(Time(p.0 * (i as u64 + 1) / (n + 1)), Event::Beacon { bs: i });
             }
         }
+        let walking = state.beacons.is_some();
         self.mob = Some(Box::new(state));
+        if walking {
+            self.on_walk(Time::ZERO);
+        }
+    }
+
+    /// Puts the cells of `links` on one half-duplex medium (full-duplex links keep their transmitters).
+    fn share_medium(&mut self, links: &[usize]) {
+        let mut into = None;
+        for &l in links {
+            let Some(m) = self.links[l].medium else { continue };
+            let target = *into.get_or_insert(m);
+            if m == target {
+                continue;
+            }
+            let moved = std::mem::take(&mut self.media[m].links);
+            for &k in &moved {
+                self.links[k].medium = Some(target);
+            }
+            self.media[target].links.extend(moved);
+        }
+    }
+
+    /// Beacon motion: the mobile's new position; cells out of range detach (no frames either way), cells in
+    /// range attach. Leaving the current cell's range marks the next handoff's `left_s`.
+    fn on_walk(&mut self, now: Time) {
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let Some(b) = m.beacons.as_ref() else { return };
+        let x = b.walk.position(now.as_secs_f64());
+        for i in 0..m.bss.len() {
+            let out = !b.radio.in_range(x - b.positions[i]);
+            let l = m.bs_link[i];
+            if i == m.current && out != m.detached[l] {
+                m.left_at = out.then_some(now);
+            }
+            m.detached[l] = out;
+        }
+        let next = Time(now.0 + b.step.0);
+        self.sched.schedule(next, Event::Walk);
+    }
+
+    /// Beacon motion: a beacon from `bs` reached the mobile. Sample its strength at the mobile's position, let
+    /// the beacon analysis decide, and hand off or change the buffering base stations.
+    fn on_beacon_heard(&mut self, now: Time, bs: Ipv4Addr) {
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let Some(i) = m.bss.iter().position(|&b| self.nodes[b].addr == bs) else { return };
+        let Some(b) = m.beacons.as_mut() else { return };
+        let x = b.walk.position(now.as_secs_f64());
+        let dbm = b.radio.sample(x - b.positions[i], &mut b.shadowing[i]);
+        b.monitor.on_beacon(now, bs, dbm);
+        let current = self.nodes[m.bss[m.current]].addr;
+        let decision = b.monitor.decide(now, current);
+        let index = |a: Ipv4Addr| m.bss.iter().position(|&b| self.nodes[b].addr == a).expect("a base station");
+        let likely: Vec<usize> = decision.likely.iter().map(|&a| index(a)).collect();
+        match decision.handoff_to {
+            Some(t) => {
+                let (k, t) = (m.handoffs.len() as u32, index(t));
+                self.start_handoff(now, k, t, &likely);
+            }
+            None => {
+                let msgs = m.controller.set_buffering(&decision.likely);
+                let mh = m.mh;
+                for p in msgs {
+                    let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
+                    self.route(now, mh, dst, p, false);
+                }
+            }
+        }
     }
 
     fn on_beacon(&mut self, now: Time, bs: usize) {
@@ -1135,16 +1239,31 @@ impl World {
             self.sched.schedule(at, Event::Move { k, phase: 1 });
             return;
         }
-        self.close_handoff();
         let m = self.mob.as_deref_mut().expect("mobility");
         let n = m.bss.len();
-        let (old, target) = (m.current, (m.current + 1) % n);
+        let target = (m.current + 1) % n;
         if m.cells == Cells::NonOverlapping {
             m.detached[m.bs_link[target]] = false;
         }
+        let likely: Vec<usize> = if n > 1 { vec![(target + 1) % n] } else { vec![] };
+        self.start_handoff(now, k, target, &likely);
+        let m = self.mob.as_deref().expect("mobility");
+        if let Some(t) = m.crossing(k + 1) {
+            let phase = if m.cells == Cells::NonOverlapping { 0 } else { 1 };
+            self.sched.schedule(t, Event::Move { k: k + 1, phase });
+        }
+    }
+
+    /// The mobile decides to hand off to base station `target` (index into the visiting order) with `likely`
+    /// as the likely next targets: its uplink moves to the new cell, the control messages go out, and the
+    /// handoff's measurement starts.
+    fn start_handoff(&mut self, now: Time, k: u32, target: usize, likely: &[usize]) {
+        self.close_handoff();
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let old = m.current;
         m.current = target;
         let addr = |i: usize| self.nodes[m.bss[i]].addr;
-        let likely: Vec<Ipv4Addr> = if n > 1 { vec![addr((target + 1) % n)] } else { vec![] };
+        let likely: Vec<Ipv4Addr> = likely.iter().map(|&i| addr(i)).collect();
         let msgs = m.controller.handoff(addr(target), &likely);
         let left = m.left_at.take().unwrap_or(now);
         m.handoffs.push(HandoffMetrics {
@@ -1166,11 +1285,6 @@ impl World {
         for p in msgs {
             let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
             self.route(now, mh, dst, p, false);
-        }
-        let m = self.mob.as_deref().expect("mobility");
-        if let Some(t) = m.crossing(k + 1) {
-            let phase = if m.cells == Cells::NonOverlapping { 0 } else { 1 };
-            self.sched.schedule(t, Event::Move { k: k + 1, phase });
         }
     }
 
@@ -1233,17 +1347,23 @@ impl World {
                     }
                     if h.latency_s.is_none() && from_bs == Some(current) {
                         h.latency_s = since(decided);
+                        h.completion_s = h.completion_s.or(h.latency_s);
                     }
                 }
                 return false;
             }
-            if let Some(MhEvent::Accepted { .. }) = event {
-                if let Some(h) = m.handoffs.last_mut() {
-                    h.accepted_s = since(decided);
+            match event {
+                Some(MhEvent::Accepted { .. }) => {
+                    if let Some(h) = m.handoffs.last_mut() {
+                        h.accepted_s = since(decided);
+                        h.completion_s = h.completion_s.or(h.accepted_s);
+                    }
+                    if m.fast_retransmit {
+                        self.fast_retransmit(now, node);
+                    }
                 }
-                if m.fast_retransmit {
-                    self.fast_retransmit(now, node);
-                }
+                Some(MhEvent::Beacon { bs }) => self.on_beacon_heard(now, bs),
+                _ => {}
             }
             return true;
         }

@@ -117,12 +117,7 @@ mod tests {
     }
 
     fn monitor(hysteresis_db: f64) -> BeaconMonitor {
-        BeaconMonitor::new(BeaconConfig {
-            hysteresis_db,
-            samples: 3,
-            max_age: s(3.5),
-            buffer_threshold_dbm: -75.0,
-        })
+        BeaconMonitor::new(BeaconConfig { hysteresis_db, samples: 3, max_age: s(3.5), buffer_threshold_dbm: -75.0 })
     }
 
     /// Feeds one beacon per BS per second, `samples[k]` = (bs1, bs2) strengths at second k.
