@@ -47,8 +47,12 @@ use toml::Spanned;
 /// [figure]
 /// kind = "line"                     # "line": mean of y against x with ±std error bars, one curve per
 ///                                   # `series` value; "sequence": received stream offset (MB) against time
-///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`)
-/// x = "ber"                         # line: a grid column
+///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`),
+///                                   # handoff instants marked; "cdf": the distribution of a per-handoff time
+///                                   # over every handoff of every run (one curve per `series` value); the
+///                                   # handoffs are also written to handoffs.csv
+/// x = "ber"                         # line: a grid column; cdf: a per-handoff time in ms, one of
+///                                   # [`HANDOFF_TIMES`] (`completion_ms`, `latency_ms`, `accepted_ms`, …)
 /// y = "goodput_mbps"                # line: a metric (see below)
 /// series = "agent"                  # optional grid column, one curve per value; or a list of columns
 ///                                   # (["agent", "cc"]), one curve per combination (labels keyed "snoop/reno")
@@ -197,8 +201,36 @@ pub enum Ticks {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum FigureKind {
-    Line { x: String, y: Metric, x_scale: Scale, x_ticks: Ticks },
+    Line {
+        x: String,
+        y: Metric,
+        x_scale: Scale,
+        x_ticks: Ticks,
+    },
     Sequence,
+    /// The empirical distribution of a per-handoff time (one of [`HANDOFF_TIMES`]).
+    Cdf {
+        x: String,
+    },
+}
+
+/// Per-handoff times (ms after the mobile's decision) a `cdf` figure can show, as `handoffs.csv` names them:
+/// the first word from the new BS (data or acceptance), the first data packet from it, its acceptance, the
+/// request's arrival at it, the old BS learning of the handoff (`lasthop_sim::HandoffMetrics`).
+pub const HANDOFF_TIMES: &[&str] =
+    &["completion_ms", "latency_ms", "accepted_ms", "request_at_new_bs_ms", "old_bs_told_ms"];
+
+/// The per-handoff time `name` (one of [`HANDOFF_TIMES`]) of handoff `h`, in ms.
+pub fn handoff_time(h: &lasthop_sim::HandoffMetrics, name: &str) -> Option<f64> {
+    let s = match name {
+        "completion_ms" => h.completion_s,
+        "latency_ms" => h.latency_s,
+        "accepted_ms" => h.accepted_s,
+        "request_at_new_bs_ms" => h.request_at_new_bs_s,
+        "old_bs_told_ms" => h.old_bs_told_s,
+        _ => None,
+    };
+    s.map(|s| s * 1e3)
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -331,6 +363,7 @@ struct RawFigure {
 enum RawFigureKind {
     Line,
     Sequence,
+    Cdf,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -754,6 +787,33 @@ impl Experiment {
                     }
                 }
                 FigureKind::Sequence
+            }
+            RawFigureKind::Cdf if runner == RunnerKind::Testbed => {
+                return Err(cx.err(
+                    raw.figure.span(),
+                    "figure.kind",
+                    "a testbed experiment has no handoffs; use \"line\"",
+                ));
+            }
+            RawFigureKind::Cdf => {
+                if let Some(y) = &rf.y {
+                    return Err(cx.err(
+                        y.span(),
+                        "figure.y",
+                        "a cdf figure plots the fraction of handoffs; remove `y`",
+                    ));
+                }
+                let x = rf.x.as_ref().ok_or_else(|| {
+                    cx.err(
+                        raw.figure.span(),
+                        "figure.x",
+                        format!("a cdf figure needs `x`, one of: {}", HANDOFF_TIMES.join(", ")),
+                    )
+                })?;
+                if !HANDOFF_TIMES.contains(&x.get_ref().as_str()) {
+                    return Err(cx.err(x.span(), "figure.x", format!("expected one of: {}", HANDOFF_TIMES.join(", "))));
+                }
+                FigureKind::Cdf { x: x.get_ref().clone() }
             }
         };
         let mut figure_filter = Vec::new();
