@@ -161,8 +161,7 @@ pub struct Axis {
 impl Axis {
     /// Every override that grid value `v` applies to the scenario.
     pub fn overrides<'a>(&'a self, v: &'a toml::Value) -> impl Iterator<Item = (&'a str, &'a toml::Value)> + 'a {
-        let key = variant_key(v);
-        let extra = self.variants.iter().find(|(k, _)| *k == key).map(|(_, o)| o.as_slice()).unwrap_or(&[]);
+        let extra = self.variants.iter().find(|(k, _)| variant_is(k, v)).map(|(_, o)| o.as_slice()).unwrap_or(&[]);
         self.path.as_deref().map(|p| (p, v)).into_iter().chain(extra.iter().map(|(p, x)| (p.as_str(), x)))
     }
 
@@ -173,6 +172,14 @@ impl Axis {
             None => "named variants".to_string(),
         }
     }
+}
+
+/// Whether a `variants` key names grid value `v`: its text, or for a number any text of the same number
+/// (`variants."1.53e-5"` for the value 1.53e-5, however TOML prints it).
+fn variant_is(key: &str, v: &toml::Value) -> bool {
+    variant_key(v) == key
+        || (v.is_float() || v.is_integer())
+            && key.trim().parse::<f64>().is_ok_and(|k| Cell::from_toml(v).matches(&Cell::Float(k)))
 }
 
 fn variant_key(v: &toml::Value) -> String {
@@ -568,7 +575,7 @@ impl Experiment {
             let mut variants = Vec::new();
             for (key, sets) in &a.variants {
                 let vfield = format!("{field}.variants.{}", key.get_ref());
-                if !a.values.get_ref().iter().any(|v| variant_key(v.get_ref()) == *key.get_ref()) {
+                if !a.values.get_ref().iter().any(|v| variant_is(key.get_ref(), v.get_ref())) {
                     return Err(cx.err(key.span(), vfield, "not one of the axis's values"));
                 }
                 let mut overrides = Vec::new();
@@ -582,7 +589,7 @@ impl Experiment {
                 variants.push((key.get_ref().clone(), overrides));
             }
             if a.path.is_none() {
-                if let Some(v) = a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| *k == variant_key(v.get_ref()))) {
+                if let Some(v) = a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| variant_is(k, v.get_ref()))) {
                     return Err(cx.err(v.span(), format!("{field}.values"), "a value without `path` needs a table under `variants`"));
                 }
             }

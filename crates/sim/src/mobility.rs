@@ -67,6 +67,11 @@ pub struct MobilityConfig {
     /// Packets a buffering BS keeps for the new primary to send (seed 000 §6: 12).
     #[serde(default = "twelve")]
     pub buffer_packets: usize,
+    /// Snoop at the base stations gets the link's transmission reports (lasthop's transmit-timed recovery;
+    /// default true) or not (seed 000 §6's queue-timed Snoop). A Snoop that takes over at a handoff never
+    /// gets them (`lasthop_agents::handoff::BsConfig::transmit_reports` says why).
+    #[serde(default = "yes")]
+    pub snoop_transmit_reports: bool,
     /// Packets a buffering BS's Snoop mirror keeps, freed FIFO (default 48, about one 64 KB window).
     #[serde(default = "forty_eight")]
     pub mirror_packets: usize,
@@ -158,6 +163,9 @@ pub enum Cells {
 
 fn inf() -> f64 {
     f64::INFINITY
+}
+fn yes() -> bool {
+    true
 }
 fn twelve() -> usize {
     12

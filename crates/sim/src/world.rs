@@ -1087,6 +1087,7 @@ impl World {
             let mut c = BsConfig::new(addr(b), addr(ha));
             c.buffer_packets = cfg.buffer_packets;
             c.mirror_packets = cfg.mirror_packets;
+            c.transmit_reports = cfg.snoop_transmit_reports;
             if s.nodes[&self.nodes[b].name].agent.0.contains(&crate::scenario::AgentKind::Snoop) {
                 c.snoop = Some(s.snoop.config());
             }

@@ -216,6 +216,33 @@ fn mirror_snoop_caches_without_forwarding_and_synchronises_on_the_first_ack() {
 }
 
 #[test]
+fn a_snoop_that_takes_over_at_a_handoff_is_queue_timed() {
+    let mut first = bs(BS1, true);
+    first.set_role(MH, Role::Primary);
+    assert!(first.reports_transmissions(MH), "the run's first primary times from transmissions");
+    let mut off = BsConfig::new(BS1, HA);
+    off.snoop = Some(SnoopConfig::default());
+    off.transmit_reports = false;
+    let mut off = BaseStation::new(off);
+    off.set_role(MH, Role::Primary);
+    assert!(!off.reports_transmissions(MH), "seed 000's queue-timed Snoop on request");
+    // Multicast: promoted by Forward.
+    let mut b = bs(BS2, true);
+    b.set_role(MH, Role::Buffering);
+    feed(&mut b, tunnel(0, BS2));
+    feed(&mut b, forward_req(1, &[999]));
+    assert!(b.snoop(MH).is_some() && !b.reports_transmissions(MH));
+    // A transmission report then changes nothing: the next DUPACKs are handled by the queue-timed rules.
+    b.on_transmit(Time(1), Side::ToMobile, &data(0));
+    assert!(!b.reports_transmissions(MH));
+    // Plain: the new BS after a greeting.
+    let mut g = bs(BS3, true);
+    let greeting = Control::new(Kind::Greeting, 1, MH, BS1).emit(MH, BS3, 1);
+    feed(&mut g, greeting);
+    assert!(g.snoop(MH).is_some() && !g.reports_transmissions(MH));
+}
+
+#[test]
 fn plain_handoff_greeting_notify_ack() {
     let (mut new, mut old) = (bs(BS2, false), bs(BS1, false));
     old.set_role(MH, Role::Primary);
