@@ -47,14 +47,7 @@ pub struct BsConfig {
 
 impl BsConfig {
     pub fn new(addr: Ipv4Addr, home_agent: Ipv4Addr) -> BsConfig {
-        BsConfig {
-            addr,
-            home_agent,
-            buffer_packets: 12,
-            mirror_packets: 48,
-            snoop: None,
-            transmit_reports: true,
-        }
+        BsConfig { addr, home_agent, buffer_packets: 12, mirror_packets: 48, snoop: None, transmit_reports: true }
     }
 }
 
