@@ -289,7 +289,13 @@ impl Table {
 
     /// Appends the row of one run of a web experiment: `grid` values, the seed, the metrics of web workload
     /// `name` (the first when `None`), the run-wide columns.
-    pub fn push_web_run(&mut self, grid: &[Cell], seed: u64, name: Option<&str>, result: &RunResult) -> Result<(), String> {
+    pub fn push_web_run(
+        &mut self,
+        grid: &[Cell],
+        seed: u64,
+        name: Option<&str>,
+        result: &RunResult,
+    ) -> Result<(), String> {
         let w = pick_web(result, name)?;
         let mut row: Vec<Cell> = grid.to_vec();
         row.push(Cell::Int(seed as i64));
@@ -388,7 +394,11 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     let h = &result.handoffs;
     let lat: Vec<f64> = h.iter().filter_map(|x| x.latency_s).map(|s| s * 1e3).collect();
     let sum = |f: fn(&lasthop_sim::HandoffMetrics) -> u64| {
-        if h.is_empty() { Cell::Empty } else { Cell::Int(h.iter().map(f).sum::<u64>() as i64) }
+        if h.is_empty() {
+            Cell::Empty
+        } else {
+            Cell::Int(h.iter().map(f).sum::<u64>() as i64)
+        }
     };
     row.push(Cell::Int(h.len() as i64));
     row.push(if lat.is_empty() { Cell::Empty } else { Cell::Float(lat.iter().sum::<f64>() / lat.len() as f64) });

@@ -7,12 +7,14 @@ use crate::agents::build_agent;
 use crate::engine::Scheduler;
 use crate::link::{Link, Transmission};
 use crate::metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
-use crate::web::{Command, Object, Samplers, WebClient, WebParams};
 use crate::mobility::{Cells, MobState, SchemeKind};
-use lasthop_agents::handoff::{self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole};
 use crate::scenario::{LinkKind, Scenario};
+use crate::web::{Command, Object, Samplers, WebClient, WebParams};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
+use lasthop_agents::handoff::{
+    self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole,
+};
 use lasthop_agents::{Action, Agent, Side};
 use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
@@ -25,23 +27,50 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 enum Event {
     /// A packet reaches `node` over direction `dir` of `link`.
-    Arrive { node: usize, link: usize, dir: usize, packet: Bytes },
+    Arrive {
+        node: usize,
+        link: usize,
+        dir: usize,
+        packet: Bytes,
+    },
     /// The transmitter of `dir` of `link` (or its shared medium) is free.
-    TxDone { link: usize, dir: usize },
-    EndpointTimer { ep: usize },
-    AgentTimer { node: usize },
-    FlowStart { flow: usize },
+    TxDone {
+        link: usize,
+        dir: usize,
+    },
+    EndpointTimer {
+        ep: usize,
+    },
+    AgentTimer {
+        node: usize,
+    },
+    FlowStart {
+        flow: usize,
+    },
     /// Web workload `web` begins browsing.
-    WebStart { web: usize },
+    WebStart {
+        web: usize,
+    },
     /// The think time of web workload `web` is over.
-    WebWake { web: usize },
+    WebWake {
+        web: usize,
+    },
     /// A request reaches the server (after its modelled one-way latency): connection `conn` of `web` is
     /// opened, or given `bytes` more reply bytes.
-    WebRequest { web: usize, conn: usize, bytes: u64 },
+    WebRequest {
+        web: usize,
+        conn: usize,
+        bytes: u64,
+    },
     /// Crossing `k`: phase 0 the mobile leaves its cell (non-overlapping cells), phase 1 it decides to hand off.
-    Move { k: u32, phase: u8 },
+    Move {
+        k: u32,
+        phase: u8,
+    },
     /// Base station `bs` (index into the mobility's list) broadcasts a beacon.
-    Beacon { bs: usize },
+    Beacon {
+        bs: usize,
+    },
 }
 
 struct Node {
@@ -176,7 +205,11 @@ impl World {
         for (name, l) in &s.links {
             let ends = [index(&l.ends[0]), index(&l.ends[1])];
             let fwd = l.error.build(rng::stream(s.seed, &format!("link.{name}"), "error.0"));
-            let rev = l.error_reverse.as_ref().unwrap_or(&l.error).build(rng::stream(s.seed, &format!("link.{name}"), "error.1"));
+            let rev = l.error_reverse.as_ref().unwrap_or(&l.error).build(rng::stream(
+                s.seed,
+                &format!("link.{name}"),
+                "error.1",
+            ));
             let mut link = Link::new(name.clone(), l, ends, [fwd, rev]);
             if let (Some(dir), LinkKind::Wireless) = (&opts.pcap_dir, l.kind) {
                 for (i, &end) in ends.iter().enumerate() {
@@ -211,8 +244,9 @@ impl World {
         };
         world.setup_mobility(s);
         for (i, (name, f)) in s.flows.iter().enumerate() {
-            let tcp = s.flow_tcp(name).map_err(|m| {
-                crate::ScenarioError { origin: s.origin().to_string(), message: format!("`flows.{name}.tcp`: {m}") }
+            let tcp = s.flow_tcp(name).map_err(|m| crate::ScenarioError {
+                origin: s.origin().to_string(),
+                message: format!("`flows.{name}.tcp`: {m}"),
             })?;
             world.add_flow(i, name, f.bytes, f.start_s, index(&f.from), index(&f.to), tcp)?;
         }
@@ -282,8 +316,22 @@ impl World {
         let sender = Sender::new(tcp.clone(), a, b, iss_a, bytes);
         let receiver = Receiver::new(tcp, b, a, iss_b);
         let (se, re) = (self.endpoints.len(), self.endpoints.len() + 1);
-        self.endpoints.push(Endpoint { owner: Owner::Flow(i), node: from, local: a, remote: b, role: Role::Sender(Box::new(sender)), timer: None });
-        self.endpoints.push(Endpoint { owner: Owner::Flow(i), node: to, local: b, remote: a, role: Role::Receiver(Box::new(receiver)), timer: None });
+        self.endpoints.push(Endpoint {
+            owner: Owner::Flow(i),
+            node: from,
+            local: a,
+            remote: b,
+            role: Role::Sender(Box::new(sender)),
+            timer: None,
+        });
+        self.endpoints.push(Endpoint {
+            owner: Owner::Flow(i),
+            node: to,
+            local: b,
+            remote: a,
+            role: Role::Receiver(Box::new(receiver)),
+            timer: None,
+        });
         self.nodes[from].endpoints.push(se);
         self.nodes[to].endpoints.push(re);
         let start = Time((start_s * 1e9).round() as u64);
@@ -510,7 +558,8 @@ impl World {
 
     /// Starts whatever transmissions the link can start now.
     fn kick(&mut self, now: Time, link: usize) {
-        while let Some(Transmission { dir, packet, done_at, arrives_at, corrupted }) = self.links[link].start_next(now) {
+        while let Some(Transmission { dir, packet, done_at, arrives_at, corrupted }) = self.links[link].start_next(now)
+        {
             if let Some(p) = self.links[link].pcap[dir].as_mut() {
                 let _ = p.write(now, &packet);
             }
@@ -608,7 +657,8 @@ impl World {
                         f.corrupt += chunk.len() as u64;
                     }
                     f.delivered += chunk.len() as u64;
-                    f.longest_pause_ns = f.longest_pause_ns.max(now.saturating_since(f.last_progress).as_nanos() as u64);
+                    f.longest_pause_ns =
+                        f.longest_pause_ns.max(now.saturating_since(f.last_progress).as_nanos() as u64);
                     f.last_progress = now;
                 }
                 if f.completed_at.is_none() && f.delivered >= f.bytes {
@@ -652,7 +702,8 @@ impl World {
         let mut agents = BTreeMap::new();
         for n in &self.nodes {
             if let Some(a) = &n.agent {
-                let counters: BTreeMap<String, u64> = a.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                let counters: BTreeMap<String, u64> =
+                    a.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
                 agents.insert(n.name.clone(), counters);
             }
         }
@@ -685,7 +736,8 @@ impl World {
                 local_retransmissions: counter("local_retransmissions"),
                 dupacks_suppressed: counter("dupacks_suppressed"),
                 corrupt_bytes: f.corrupt,
-                longest_pause_s: f.longest_pause_ns.max(stop.saturating_since(f.last_progress).as_nanos() as u64) as f64
+                longest_pause_s: f.longest_pause_ns.max(stop.saturating_since(f.last_progress).as_nanos() as u64)
+                    as f64
                     / 1e9,
             });
         }
@@ -1000,7 +1052,8 @@ impl World {
         let mh_addr = addr(mh);
         // At start the mobile is in the first cell; (multicast) the next cell's BS buffers.
         let next = (bss.len() > 1).then(|| addr(bss[1]));
-        let buffering: Vec<Ipv4Addr> = if scheme == handoff::Scheme::Multicast { next.into_iter().collect() } else { vec![] };
+        let buffering: Vec<Ipv4Addr> =
+            if scheme == handoff::Scheme::Multicast { next.into_iter().collect() } else { vec![] };
         let mut home = HomeAgent::new(addr(ha));
         home.set_members(mh_addr, std::iter::once(addr(bss[0])).chain(buffering.iter().copied()));
         self.nodes[ha].agent = Some(Box::new(home));

@@ -400,7 +400,8 @@ impl Sender {
     }
 
     fn finish_emit(&mut self, now: Time, repr: &TcpRepr, payload_len: usize) -> Bytes {
-        let mut pkt = repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
+        let mut pkt =
+            repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
         if let (true, Some(q)) = (self.cfg.eln, self.out_queue) {
             // Seed 002: "Piggybacked on each packet from the MH is its instantaneous output queue length."
             // A header with no 4 bytes of option space left goes without (the BS then reads "empty").

@@ -713,7 +713,10 @@ mod prop {
         // A FIN whose data all lies before the stream ends it at offset 0; a later segment claiming bytes
         // after that FIN must not be delivered (found by `wild_segments_never_panic`).
         let mut r = receiver(TcpConfig { sack: true, ..TcpConfig::default() });
-        r.handle_packet(Time::ZERO, &to_receiver(TcpRepr { seq: ISS + 1, ack: Some(IRS + 1), ..TcpRepr::default() }, &[]));
+        r.handle_packet(
+            Time::ZERO,
+            &to_receiver(TcpRepr { seq: ISS + 1, ack: Some(IRS + 1), ..TcpRepr::default() }, &[]),
+        );
         let w1: Wild = (-121, 0, 0xa9, 122, vec![]);
         let w2: Wild = (0, 0, 0x18, 3, vec![]);
         for (i, w) in [w1, w2].iter().enumerate() {
@@ -938,7 +941,8 @@ fn eln_sender_piggybacks_its_output_queue() {
         s.connect(Time::ZERO);
         let syn = s.poll_transmit(Time::ZERO).unwrap();
         assert_eq!(occupancy(&syn), want, "eln {eln}, set {set}");
-        let synack = TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(1000), ..Default::default() };
+        let synack =
+            TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(1000), ..Default::default() };
         s.handle_packet(Time::from_millis(1), &to_sender(synack));
         let d = s.poll_transmit(Time::from_millis(1)).unwrap();
         assert_eq!(occupancy(&d), want);

@@ -58,9 +58,9 @@ pub(crate) mod table;
 mod tests;
 
 use crate::flow::FlowKey;
-use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
+use crate::{Action, Agent, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::queue_option::QueueOccupancy;
 use lasthop_wire::SeqNum;
@@ -379,14 +379,14 @@ impl Agent for Eln {
     fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let count = passed_over!(self.stats);
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
-            let packet = if side == self.data_side() {
-                self.on_data(&seg);
-                // Data packets also carry ACKs for the reverse direction; those are not ours to judge.
-                packet
-            } else {
-                self.on_ack(&seg, packet)
-            };
-            out.push(Action::Forward(side, packet));
+        let packet = if side == self.data_side() {
+            self.on_data(&seg);
+            // Data packets also carry ACKs for the reverse direction; those are not ours to judge.
+            packet
+        } else {
+            self.on_ack(&seg, packet)
+        };
+        out.push(Action::Forward(side, packet));
     }
 
     fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}

@@ -62,9 +62,9 @@ use crate::eln::parse::{self, Segment};
 use crate::eln::ranges::Ranges;
 use crate::eln::table::LruTable;
 use crate::flow::FlowKey;
-use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
+use crate::{Action, Agent, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::{SackBlocks, SeqNum, TcpRepr};
 use std::collections::BTreeSet;
@@ -181,7 +181,12 @@ pub struct Nack {
 
 impl Nack {
     pub fn new(config: NackConfig) -> Nack {
-        Nack { table: LruTable::new(config.max_connections), config, timers: BTreeSet::new(), stats: NackStats::default() }
+        Nack {
+            table: LruTable::new(config.max_connections),
+            config,
+            timers: BTreeSet::new(),
+            stats: NackStats::default(),
+        }
     }
 
     pub fn config(&self) -> &NackConfig {
@@ -385,12 +390,12 @@ impl Agent for Nack {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let count = passed_over!(self.stats);
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
-            // Disposition first, then any NACK (the agent contract's order).
-            out.push(Action::Forward(side, packet));
-            match side {
-                Side::ToWired => self.on_data(now, &seg, out),
-                Side::ToMobile => self.on_ack(&seg),
-            }
+        // Disposition first, then any NACK (the agent contract's order).
+        out.push(Action::Forward(side, packet));
+        match side {
+            Side::ToWired => self.on_data(now, &seg, out),
+            Side::ToMobile => self.on_ack(&seg),
+        }
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
