@@ -251,9 +251,9 @@ impl Nack {
         if seg.syn() {
             if self.create(key) {
                 if let Some(c) = self.table.get_mut(&key) {
-                    c.next = Some(seg.seq + 1);
-                    c.floor = Some(seg.seq + 1);
-                    c.sack_mh = Some(seg.sack_permitted);
+                    c.next = Some(seg.tcp.seq + 1);
+                    c.floor = Some(seg.tcp.seq + 1);
+                    c.sack_mh = Some(seg.tcp.sack_permitted);
                 }
             }
             return;
@@ -266,8 +266,8 @@ impl Nack {
         }
         let cfg = &self.config;
         let Some(c) = self.table.get_mut(&key) else { return };
-        let mut s = seg.seq;
-        let e = seg.seq + seg.seg_len();
+        let mut s = seg.tcp.seq;
+        let e = seg.tcp.seq + seg.seg_len();
         if seg.fin() {
             c.fin_end = Some(e);
         }
@@ -322,16 +322,16 @@ impl Nack {
             self.remove(&key);
             return;
         }
-        let Some(ack) = seg.ack else { return };
+        let Some(ack) = seg.tcp.ack else { return };
         let Some(c) = self.table.get_mut(&key) else {
             self.stats.unknown_forwarded += 1;
             return;
         };
         if seg.syn() {
-            c.sack_fh = Some(seg.sack_permitted);
+            c.sack_fh = Some(seg.tcp.sack_permitted);
             return; // the SYN-ACK's ACK covers only the SYN
         }
-        let fresh = FhAck { ack, seq: seg.seq, window: seg.window, timestamps: seg.timestamps };
+        let fresh = FhAck { ack, seq: seg.tcp.seq, window: seg.tcp.window, timestamps: seg.tcp.timestamps };
         match c.fh {
             Some(f) if ack < f.ack => return, // reordered old ACK: keep the newer one
             _ => c.fh = Some(fresh),
