@@ -73,6 +73,10 @@ pub struct TcpConfig {
     pub dupack_threshold: u32,
     /// Delay of an ACK for in-order data; 0 disables delayed ACKs.
     pub delayed_ack_ms: f64,
+    /// Send delayed ACKs on 4.4BSD's fast timer instead: at the next multiple of `delayed_ack_ms` from time
+    /// 0 (`tcp_fasttimo` runs every 200 ms and flushes every pending delayed ACK), so an ACK waits anywhere
+    /// from 0 to `delayed_ack_ms`, 100 ms on average, rather than exactly `delayed_ack_ms`. Default false.
+    pub delayed_ack_tick: bool,
     /// ACK at once when this many full segments are unacknowledged.
     pub ack_every: u32,
     /// Offer SACK-permitted. A sender with [`Variant::Sack`] offers it regardless.
@@ -105,6 +109,7 @@ impl Default for TcpConfig {
             initial_rto_ms: 3000.0,
             dupack_threshold: 3,
             delayed_ack_ms: 200.0,
+            delayed_ack_tick: false,
             ack_every: 2,
             sack: false,
             timestamps: false,

@@ -3,8 +3,8 @@
 //! a segment that fills a hole (RFC 5681 §4.2), with SACK blocks when negotiated (RFC 2018 §4).
 //!
 //! The delayed ACK is a timer armed `delayed_ack_ms` after the first unacknowledged in-order segment
-//! arrives, not BSD's 200 ms fast timer ticking from boot; the latter would add a random-looking phase
-//! to every run and the papers' results do not depend on it. The application is taken to read
+//! arrives, or, with `delayed_ack_tick`, BSD's fast timer: the next multiple of `delayed_ack_ms` from
+//! time 0, so 0 to `delayed_ack_ms` later (what a base station's timers see from a 4.4BSD receiver). The application is taken to read
 //! immediately, so the advertised window is always `max_window` and there is no persist timer.
 
 use crate::config::{ms, ReceiverStats, TcpConfig};
@@ -234,7 +234,13 @@ impl Receiver {
         if filled_hole || self.delayed_ack.is_zero() || self.unacked >= full {
             self.ack_now = true;
         } else if self.ack_deadline.is_none() {
-            self.ack_deadline = Some(now + self.delayed_ack);
+            self.ack_deadline = Some(if self.cfg.delayed_ack_tick {
+                // tcp_fasttimo: the next tick strictly after now (a segment arriving on a tick waits a whole one).
+                let tick = self.delayed_ack.as_nanos() as u64;
+                Time((now.as_nanos() / tick).saturating_add(1).saturating_mul(tick))
+            } else {
+                now + self.delayed_ack
+            });
         }
     }
 

@@ -545,6 +545,28 @@ fn delayed_ack_timer_and_every_second_segment() {
 }
 
 #[test]
+fn delayed_ack_on_bsds_fast_timer_waits_for_the_next_tick() {
+    let mut r = receiver(TcpConfig { delayed_ack_tick: true, ..Default::default() });
+    // A segment 10 ms after a tick is acknowledged on the next one, 190 ms later.
+    let t = Time::from_millis(410);
+    r.handle_packet(t, &data(1, 1000, false));
+    assert!(acks(&mut r, t).is_empty());
+    assert_eq!(r.poll_timeout(), Some(Time::from_millis(600)));
+    r.handle_timeout(Time::from_millis(599));
+    assert!(acks(&mut r, t).is_empty());
+    r.handle_timeout(Time::from_millis(600));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![])]);
+    // One arriving exactly on a tick waits a whole tick (the timer has just run).
+    let t = Time::from_millis(800);
+    r.handle_packet(t, &data(1001, 1000, false));
+    assert_eq!(r.poll_timeout(), Some(Time::from_millis(1000)));
+    // A second segment still acknowledges at once, cancelling the timer.
+    r.handle_packet(t, &data(2001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(3001, vec![])]);
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
 fn out_of_order_gets_immediate_dupacks_with_sack_blocks_and_reassembles() {
     let mut r = receiver(TcpConfig { sack: true, ..Default::default() });
     let t = Time::ZERO;
