@@ -134,6 +134,8 @@ pub struct WebMetrics {
     pub pages_started: u64,
     /// Objects requested (a request may still be in progress at the end).
     pub objects_requested: u64,
+    /// Requests sent again by the client because the first copy was lost on the way to the server.
+    pub request_retransmissions: u64,
     /// TCP connections the server opened (one per object, or one per persistent connection).
     pub connections_opened: u64,
     /// Reply bytes read by the client, in order, verified against what was sent.

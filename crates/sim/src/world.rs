@@ -17,7 +17,7 @@ use lasthop_agents::handoff::{
 };
 use lasthop_agents::{Action, Agent, Side};
 use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
-use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
+use lasthop_wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_TCP, PROTO_UDP};
 use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::tcp::TcpPacket;
 use lasthop_wire::{SeqNum, Time};
@@ -55,12 +55,18 @@ enum Event {
     WebWake {
         web: usize,
     },
-    /// A request reaches the server (after its modelled one-way latency): connection `conn` of `web` is
-    /// opened, or given `bytes` more reply bytes.
-    WebRequest {
+    /// The client's SYN reaches the server (a modelled one-way latency): the server opens connection
+    /// `conn` of `web` from its side.
+    WebConnect {
         web: usize,
         conn: usize,
-        bytes: u64,
+    },
+    /// The client's retransmission timer for the request on connection `conn` of `web`, armed by send
+    /// number `attempt`.
+    WebRequestTimer {
+        web: usize,
+        conn: usize,
+        attempt: u32,
     },
     /// Crossing `k`: phase 0 the mobile leaves its cell (non-overlapping cells), phase 1 it decides to hand off.
     Move {
@@ -136,8 +142,25 @@ struct WebConn {
     /// Reply bytes assigned to this connection so far.
     assigned: u64,
     delivered: u64,
+    /// The request in progress on this connection (at most one: the client asks for the next object only
+    /// when the previous one is in).
+    request: Option<WebRequest>,
     /// Torn down: both endpoints closed.
     done: bool,
+}
+
+/// A request from the client to the server: a real frame over every hop, the lossy wireless hop included,
+/// resent on the client's retransmission timer until it arrives.
+#[derive(Clone, Copy)]
+struct WebRequest {
+    /// Request bytes (Mah's request sizes).
+    bytes: u64,
+    /// Reply bytes the server sends for it.
+    reply: u64,
+    /// Copies sent so far.
+    attempts: u32,
+    /// The server has it.
+    arrived: bool,
 }
 
 struct Web {
@@ -160,6 +183,7 @@ struct Web {
     corrupt: u64,
     /// Sender statistics of torn-down connections (live ones are added at the end).
     stats: lasthop_tcp::SenderStats,
+    request_retransmissions: u64,
 }
 
 pub struct World {
@@ -181,6 +205,8 @@ pub struct World {
     web_until: Option<Time>,
     /// Next client port for web connections (distinct from bulk flows' 20000 + i).
     next_web_port: u16,
+    /// The live web connection of each client port: (web, connection).
+    web_ports: BTreeMap<u16, (usize, usize)>,
     /// Cells, motion and handoff; `None` for a static topology (then nothing below runs).
     mob: Option<Box<MobState>>,
 }
@@ -240,6 +266,7 @@ impl World {
             webs: Vec::new(),
             web_until: None,
             next_web_port: WEB_PORT_FIRST,
+            web_ports: BTreeMap::new(),
             mob: None,
         };
         world.setup_mobility(s);
@@ -284,6 +311,7 @@ impl World {
                 delivered: 0,
                 corrupt: 0,
                 stats: Default::default(),
+                request_retransmissions: 0,
             });
             world.web_until = world.web_until.max(Some(end));
             world.sched.schedule(start, Event::WebStart { web: i });
@@ -451,17 +479,23 @@ impl World {
                     let cmds = self.webs[web].client.wake(now);
                     self.web_commands(now, web, cmds);
                 }
-                Event::WebRequest { web, conn, bytes } => {
-                    let ep = self.webs[web].conns[conn].sender;
-                    let persistent = self.webs[web].client.params().persistent;
+                Event::WebConnect { web, conn } => {
+                    let c = &self.webs[web].conns[conn];
+                    if c.done {
+                        continue;
+                    }
+                    let ep = c.sender;
                     if let Role::Sender(s) = &mut self.endpoints[ep].role {
-                        s.push(bytes);
-                        if !persistent {
-                            s.close(); // HTTP/1.0: the server closes after the one reply (FIN after the data)
-                        }
-                        s.connect(now); // no effect once connected
+                        s.connect(now);
                     }
                     self.after_endpoint(now, ep);
+                }
+                Event::WebRequestTimer { web, conn, attempt } => {
+                    let c = &self.webs[web].conns[conn];
+                    if !c.done && c.request.is_some_and(|r| !r.arrived && r.attempts == attempt) {
+                        self.webs[web].request_retransmissions += 1;
+                        self.send_request(now, web, conn);
+                    }
                 }
             }
         }
@@ -583,6 +617,10 @@ impl World {
     fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, proto) = (ip.src_addr(), ip.protocol());
+        if proto == PROTO_UDP {
+            self.deliver_request(now, src, ip.payload());
+            return;
+        }
         let tcp = match TcpPacket::new_checked(ip.payload()) {
             Ok(tcp) if proto == PROTO_TCP => tcp,
             _ => {
@@ -781,6 +819,7 @@ impl World {
                 pages_completed: w.client.pages_completed,
                 pages_started: w.client.pages_started,
                 objects_requested: w.objects_requested,
+                request_retransmissions: w.request_retransmissions,
                 connections_opened: w.conns.len() as u64,
                 bytes_delivered: w.delivered,
                 corrupt_bytes: w.corrupt,
@@ -823,17 +862,28 @@ impl World {
         for cmd in cmds {
             match cmd {
                 Command::Fetch { slot, object, new_connection } => {
-                    let conn = match self.webs[web].slot_conn[slot] {
-                        Some(c) if !new_connection => c,
-                        _ => self.open_web_conn(web, slot),
-                    };
+                    let open = self.webs[web].slot_conn[slot].filter(|_| !new_connection);
+                    let conn = open.unwrap_or_else(|| self.open_web_conn(web, slot));
                     let w = &mut self.webs[web];
                     let c = &mut w.conns[conn];
                     c.assigned += object.reply_bytes;
                     c.pending.push_back((c.assigned, object, now));
+                    c.request = Some(WebRequest {
+                        bytes: object.request_bytes,
+                        reply: object.reply_bytes,
+                        attempts: 0,
+                        arrived: false,
+                    });
                     w.objects_requested += 1;
-                    let at = now + std::time::Duration::from_nanos(self.request_latency_ns(web, object.request_bytes));
-                    self.sched.schedule(at, Event::WebRequest { web, conn, bytes: object.reply_bytes });
+                    if open.is_some() {
+                        // A persistent connection: the request goes out at once.
+                        self.send_request(now, web, conn);
+                    } else {
+                        // The client's SYN, a modelled one-way latency; the request follows once the client
+                        // has the server's SYN (see `after_web_endpoint`).
+                        let at = now + std::time::Duration::from_nanos(self.request_latency_ns(web, 0));
+                        self.sched.schedule(at, Event::WebConnect { web, conn });
+                    }
                 }
                 Command::Close { slot } => {
                     if let Some(conn) = self.webs[web].slot_conn[slot].take() {
@@ -888,14 +938,16 @@ impl World {
             pending: VecDeque::new(),
             assigned: 0,
             delivered: 0,
+            request: None,
             done: false,
         });
+        self.web_ports.insert(port, (web, conn));
         w.slot_conn[slot] = Some(conn);
         conn
     }
 
-    /// One-way latency of a request of `bytes` from client to server: transmission of its segments (40
-    /// header bytes each) plus propagation on every hop, without queueing or loss (see [`crate::web`]).
+    /// One-way latency of `bytes` of payload from client to server in segments of 40 header bytes (0: a
+    /// SYN): transmission plus propagation on every hop, without queueing or loss (see [`crate::web`]).
     fn request_latency_ns(&self, web: usize, bytes: u64) -> u64 {
         let w = &self.webs[web];
         let mss = u64::from(w.tcp.mss.max(1));
@@ -908,6 +960,64 @@ impl World {
             }
         }
         total
+    }
+
+    /// Sends (again) the request of connection `conn`: one UDP frame from the client to the server's port,
+    /// as long as the TCP segment that would carry it (20 bytes of UDP header and padding stand for the
+    /// TCP header; a request over one MSS, at most 1825 bytes in Mah's data, still travels as one frame).
+    /// The client's retransmission timer is BSD's minimum RTO, doubled per copy, on the slow timer's ticks
+    /// (seed 002's era; `examples/web.toml`); the server's arrival stops it (the ACK is not modelled).
+    fn send_request(&mut self, now: Time, web: usize, conn: usize) {
+        let w = &mut self.webs[web];
+        let c = &mut w.conns[conn];
+        let Some(req) = c.request.as_mut().filter(|r| !r.arrived) else { return };
+        req.attempts += 1;
+        let attempt = req.attempts;
+        let payload_len = 20 + req.bytes as usize;
+        let (client, server) = (self.nodes[w.client_node].addr, self.nodes[w.server_node].addr);
+        let port = self.endpoints[c.receiver].local.port();
+        let ip = Ipv4Repr { src: client, dst: server, protocol: PROTO_UDP, ident: 0, ttl: 64, payload_len };
+        let mut buf = vec![0u8; ip.buffer_len()];
+        ip.emit(&mut buf);
+        buf[20..22].copy_from_slice(&port.to_be_bytes());
+        buf[22..24].copy_from_slice(&HTTP_PORT.to_be_bytes());
+        buf[24..26].copy_from_slice(&(payload_len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
+        let ms = |x: f64| (x.max(0.0) * 1e6) as u64;
+        let rto = ms(w.tcp.min_rto_ms).saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
+        let tick = ms(w.tcp.tick_ms);
+        let mut at = now.as_nanos().saturating_add(rto.max(1));
+        if tick > 0 {
+            at = at.div_ceil(tick).saturating_mul(tick);
+        }
+        let client_node = w.client_node;
+        self.sched.schedule(Time(at), Event::WebRequestTimer { web, conn, attempt });
+        self.route(now, client_node, server, Bytes::from(buf), false);
+    }
+
+    /// A request frame reached the server: the server queues the reply (and, for HTTP/1.0, its FIN).
+    fn deliver_request(&mut self, now: Time, src: Ipv4Addr, udp: &[u8]) {
+        let ports =
+            (udp.len() >= 8).then(|| (u16::from_be_bytes([udp[0], udp[1]]), u16::from_be_bytes([udp[2], udp[3]])));
+        let found = ports
+            .filter(|&(_, dport)| dport == HTTP_PORT)
+            .and_then(|(sport, _)| self.web_ports.get(&sport).copied())
+            .filter(|&(web, _)| self.nodes[self.webs[web].client_node].addr == src);
+        let Some((web, conn)) = found else {
+            self.undeliverable += 1;
+            return;
+        };
+        let persistent = self.webs[web].client.params().persistent;
+        let c = &mut self.webs[web].conns[conn];
+        let Some(req) = c.request.as_mut().filter(|r| !r.arrived && !c.done) else { return };
+        req.arrived = true;
+        let (bytes, ep) = (req.reply, c.sender);
+        if let Role::Sender(s) = &mut self.endpoints[ep].role {
+            s.push(bytes);
+            if !persistent {
+                s.close(); // HTTP/1.0: the server closes after the one reply (FIN after the data)
+            }
+        }
+        self.after_endpoint(now, ep);
     }
 
     /// [`after_endpoint`](Self::after_endpoint) for a web connection: send, read and verify the replies,
@@ -926,10 +1036,13 @@ impl World {
         }
         let mut done_slots = Vec::new();
         let mut finished = false;
+        let mut send_request = false;
         match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
                 let w = &mut self.webs[web];
                 let c = &mut w.conns[conn];
+                // The client has the server's SYN (and has answered it): the request follows at once.
+                send_request = r.is_synchronized() && c.request.is_some_and(|q| q.attempts == 0);
                 while let Some(chunk) = r.read() {
                     if !payload::matches(c.delivered, &chunk) {
                         w.corrupt += chunk.len() as u64;
@@ -951,6 +1064,9 @@ impl World {
             Role::Closed => return,
         }
         self.arm_endpoint_timer(ep);
+        if send_request {
+            self.send_request(now, web, conn);
+        }
         for slot in done_slots {
             if !self.webs[web].client.params().persistent && self.webs[web].slot_conn[slot] == Some(conn) {
                 // HTTP/1.0: this connection carried its one object (the server closed it after the reply);
@@ -972,6 +1088,10 @@ impl World {
         }
         c.done = true;
         let (se, re) = (c.sender, c.receiver);
+        let port = self.endpoints[re].local.port();
+        if self.web_ports.get(&port) == Some(&(web, conn)) {
+            self.web_ports.remove(&port);
+        }
         for ep in [se, re] {
             let role = std::mem::replace(&mut self.endpoints[ep].role, Role::Closed);
             if let Role::Sender(s) = role {

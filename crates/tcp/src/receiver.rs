@@ -390,6 +390,12 @@ impl Receiver {
         self.delivered
     }
 
+    /// The peer's SYN has been seen (the connection is half open or open): an application on this side could
+    /// send now.
+    pub fn is_synchronized(&self) -> bool {
+        self.state != State::Listen
+    }
+
     pub fn fin_received(&self) -> bool {
         self.fin_received
     }
