@@ -41,14 +41,19 @@
 //! a think time past the browsing time ends the browsing (no page starts after `end`).
 //! Server selection (Mah: Zipf-like popularity) has no effect with one server node and is not sampled.
 //!
-//! Requests travel from client to server as a modelled delay: the one-way latency of the request's bytes
-//! over the path (transmission plus propagation on every hop, error free). With that, an HTTP/1.0 object's
-//! first byte reaches the client two round trips after it is asked for, as with a real client-opened
-//! connection, while the reply (and the connection's handshake, opened by the server) is real TCP through
-//! the base station, where Snoop sees it (seed 002 §5 studies transfers *to* the mobile host). Known
-//! simplification: a real request crosses the lossy wireless hop from the mobile and, when lost, costs
-//! the client a retransmission timeout whatever the base station runs; here it is never lost, which
-//! favours no scheme and, if anything, flatters the schemes' differences.
+//! ## Connections and requests
+//!
+//! The connection and the reply are real TCP through the base station, where Snoop sees the reply (seed 002
+//! §5 studies transfers *to* the mobile host); the request is a real frame the other way. The TCP models
+//! are one-way (a data sender and a receiver), so the handshake is mirrored: the client's SYN is a modelled
+//! one-way latency (transmission and propagation of a 40-byte frame on every hop), after which the server
+//! sends the SYN and the client answers with the SYN-ACK, so one handshake frame crosses the lossy hop each
+//! way, as in the real exchange, and a lost one costs the initial RTO (5.5–6 s with BSD's constants). Right
+//! after it the client sends its request: one UDP frame as long as the TCP segment that would carry it, over
+//! every hop, lossy hop included, resent on the client's retransmission timer (the minimum RTO, doubled per
+//! copy, on the timer ticks) until the server has it; the server then queues the reply (and, for HTTP/1.0,
+//! its FIN). On an open persistent connection the request goes out at once. An HTTP/1.0 object's first
+//! byte therefore reaches the client about two round trips after it is asked for.
 //!
 //! Every draw comes from a named [`crate::rng`] stream, one per quantity, so the workload is deterministic
 //! and changing one distribution does not shift the others' draws.
