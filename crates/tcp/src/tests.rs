@@ -158,14 +158,14 @@ fn syn_is_retransmitted_on_tick_rounded_backed_off_timeout() {
     let mut s = Sender::new(TcpConfig::default(), SENDER_ADDR, RECEIVER_ADDR, ISS, 100);
     s.connect(Time::from_millis(100));
     drain_sender(&mut s, Time::from_millis(100));
-    // 100 ms + 3 s initial RTO = 3.1 s, rounded up to the 500 ms slow-timer tick.
-    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3500)));
-    s.handle_timeout(Time::from_millis(3400));
-    assert!(drain_sender(&mut s, Time::from_millis(3400)).is_empty(), "early call does nothing");
-    s.handle_timeout(Time::from_millis(3500));
-    let syn = drain_sender(&mut s, Time::from_millis(3500));
+    // The 3 s initial RTO is 6 ticks of the 500 ms slow timer: the 6th tick after 100 ms is at 3 s.
+    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3000)));
+    s.handle_timeout(Time::from_millis(2900));
+    assert!(drain_sender(&mut s, Time::from_millis(2900)).is_empty(), "early call does nothing");
+    s.handle_timeout(Time::from_millis(3000));
+    let syn = drain_sender(&mut s, Time::from_millis(3000));
     assert!(syn[0].syn && syn[0].rexmit == Some(true));
-    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3500 + 6000)), "backoff doubles the RTO");
+    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3000 + 6000)), "backoff doubles the RTO");
     // Karn: the SYN-ACK answering a retransmitted SYN gives no RTT sample.
     let synack = TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(1000), ..Default::default() };
     s.handle_packet(Time::from_millis(3600), &to_sender(synack));
