@@ -195,6 +195,8 @@ pub(crate) struct MobState {
     pub beacon_ident: u16,
     /// The pause of the crossing under way (see `HandoffMetrics::pause_s`).
     pub pause: PauseTrack,
+    /// Data frames lost since the mobile left its cell, before the crossing's handoff entry exists.
+    pub lost_between_cells: u64,
 }
 
 /// Measures one crossing's pause: when it began, what each flow's receiver must have for the transfer to

@@ -1056,6 +1056,7 @@ impl World {
             seen_set: Default::default(),
             beacon_ident: 0,
             pause: Default::default(),
+            lost_between_cells: 0,
         };
         if let Some(t) = state.crossing(0) {
             let phase = if cells == Cells::NonOverlapping { 0 } else { 1 };
@@ -1116,6 +1117,7 @@ impl World {
             to: self.nodes[m.bss[target]].name.clone(),
             left_s: left.as_secs_f64(),
             decided_s: now.as_secs_f64(),
+            packets_lost: std::mem::take(&mut m.lost_between_cells),
             ..HandoffMetrics::default()
         });
         let i = m.handoffs.len() - 1;
@@ -1205,12 +1207,15 @@ impl World {
     }
 
     /// A data frame lost because the mobile is out of range of that link (beacons and control not counted).
+    /// Between leaving a cell and hearing the next BS the loss belongs to the crossing under way, whose
+    /// entry is made at the decision.
     fn lost_out_of_range(&mut self, packet: &[u8]) {
         let is_data = Ipv4Packet::new_checked(packet).is_ok_and(|ip| ip.protocol() != handoff::PROTO_HANDOFF);
-        if let Some(h) = self.mob.as_deref_mut().and_then(|m| m.handoffs.last_mut()) {
-            if is_data {
-                h.packets_lost += 1;
-            }
+        let Some(m) = self.mob.as_deref_mut().filter(|_| is_data) else { return };
+        if m.left_at.is_some() {
+            m.lost_between_cells += 1;
+        } else if let Some(h) = m.handoffs.last_mut() {
+            h.packets_lost += 1;
         }
     }
 
