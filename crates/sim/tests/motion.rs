@@ -78,7 +78,7 @@ fn zero_rendezvous_waits_for_one_coarse_timeout_of_half_to_one_second() {
                     (una, armed) = (a, at);
                 }
             }
-            if let Some(&fr) = resends.iter().filter(|&&x| x < t).last() {
+            if let Some(&fr) = resends.iter().rfind(|&&x| x < t) {
                 armed = f64::max(armed, fr);
             }
             assert!(t - armed > 0.5 - 1e-9 && t - armed <= 1.0 + 1e-9, "timer {} s ({h:?})", t - armed);
