@@ -160,7 +160,10 @@ pub const FLOW_COLUMNS: &[&str] = &[
 ///
 /// Handoff columns (empty cells without `[mobility]`): `handoffs` (count), `handoff_latency_mean_ms`,
 /// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
-/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs).
+/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs), `handoff_pause_mean_s`,
+/// `handoff_pause_max_s` (seed 004's pause: from leaving the old cell until the flows through the mobile
+/// move past what was sent before it, [`lasthop_sim::HandoffMetrics::pause_s`]) and
+/// `handoff_resume_mean_ms` (the same pause less the rendezvous delay: from hearing the new BS).
 pub const RUN_COLUMNS: &[&str] = &[
     "ideal_ratio",
     "sim_time_s",
@@ -172,6 +175,9 @@ pub const RUN_COLUMNS: &[&str] = &[
     "handoff_packets_lost",
     "handoff_resent",
     "handoff_duplicates",
+    "handoff_pause_mean_s",
+    "handoff_pause_max_s",
+    "handoff_resume_mean_ms",
 ];
 
 /// Every column a results table of an experiment with these grid columns has, in CSV order.
@@ -406,6 +412,12 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     row.push(sum(|x| x.packets_lost));
     row.push(sum(|x| x.resent_from_buffer));
     row.push(sum(|x| x.duplicates));
+    let pauses: Vec<f64> = h.iter().filter_map(|x| x.pause_s).collect();
+    let resume: Vec<f64> = h.iter().filter_map(|x| Some((x.pause_s? - (x.decided_s - x.left_s)) * 1e3)).collect();
+    let mean = |v: &[f64]| if v.is_empty() { Cell::Empty } else { Cell::Float(v.iter().sum::<f64>() / v.len() as f64) };
+    row.push(mean(&pauses));
+    row.push(pauses.iter().copied().reduce(f64::max).map_or(Cell::Empty, Cell::Float));
+    row.push(mean(&resume));
 }
 
 /// The metrics of flow `name` (or the first flow).

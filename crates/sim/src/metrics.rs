@@ -55,6 +55,12 @@ pub struct HandoffMetrics {
     pub resent_from_buffer: u64,
     /// Packets the mobile received twice (same source and IP ID) from this handoff to the next.
     pub duplicates: u64,
+    /// Seed 004's pause: seconds from leaving the old cell (from the decision, in overlapping cells) until
+    /// every flow to or from the mobile has delivered to its receiving application a byte its sender had not
+    /// yet sent at that moment (or its last byte): until what the crossing lost, data or ACKs, is repaired
+    /// and the transfer moves on. `None` when the run, or the next crossing, came first, or no flow runs
+    /// through the mobile.
+    pub pause_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]

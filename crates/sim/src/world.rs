@@ -716,6 +716,9 @@ impl World {
             }
             Role::Closed => {}
         }
+        if self.mob.is_some() {
+            self.check_pause(now);
+        }
         self.arm_endpoint_timer(ep);
     }
 
@@ -1209,6 +1212,8 @@ impl World {
             rendezvous: secs(rendezvous_s),
             interval_s,
             first_s: cfg.first_s.unwrap_or(interval_s),
+            jitter_s: cfg.jitter_s,
+            seed: s.seed,
             beacon_period: (cfg.beacon_period_s > 0.0).then(|| secs(cfg.beacon_period_s)),
             mh,
             ha,
@@ -1223,6 +1228,8 @@ impl World {
             seen: Default::default(),
             seen_set: Default::default(),
             beacon_ident: 0,
+            pause: Default::default(),
+            lost_between_cells: 0,
         };
         if let Some(t) = state.crossing(0) {
             let phase = if cells == Cells::NonOverlapping { 0 } else { 1 };
@@ -1259,9 +1266,13 @@ impl World {
             m.left_at = Some(now);
             let at = Time(now.0 + m.rendezvous.0);
             self.sched.schedule(at, Event::Move { k, phase: 1 });
+            self.start_pause(now);
             return;
         }
         self.close_handoff();
+        if self.mob.as_deref().is_some_and(|m| m.left_at.is_none()) {
+            self.start_pause(now); // overlapping cells: the crossing is the decision
+        }
         let m = self.mob.as_deref_mut().expect("mobility");
         let n = m.bss.len();
         let (old, target) = (m.current, (m.current + 1) % n);
@@ -1279,8 +1290,14 @@ impl World {
             to: self.nodes[m.bss[target]].name.clone(),
             left_s: left.as_secs_f64(),
             decided_s: now.as_secs_f64(),
+            packets_lost: std::mem::take(&mut m.lost_between_cells),
             ..HandoffMetrics::default()
         });
+        let i = m.handoffs.len() - 1;
+        m.pause.entry = Some(i);
+        if let Some(done) = m.pause.done {
+            m.handoffs[i].pause_s = Some(done.saturating_since(m.pause.start).as_secs_f64());
+        }
         let mark = self.resent_total();
         self.mob.as_deref_mut().expect("mobility").resent_mark = mark;
         for f in &mut self.flows {
@@ -1297,6 +1314,43 @@ impl World {
         if let Some(t) = m.crossing(k + 1) {
             let phase = if m.cells == Cells::NonOverlapping { 0 } else { 1 };
             self.sched.schedule(t, Event::Move { k: k + 1, phase });
+        }
+    }
+
+    /// A crossing begins (the mobile leaves its cell, or decides in overlapping cells): each flow through the
+    /// mobile must deliver a byte its sender has not sent yet (or its last byte) before the transfer counts
+    /// as resumed; what was in flight may have been lost, and so may the ACKs of what was delivered.
+    fn start_pause(&mut self, now: Time) {
+        let Some(m) = self.mob.as_deref_mut() else { return };
+        let mut through = false;
+        let mut marks = Vec::new();
+        for (i, f) in self.flows.iter().enumerate().filter(|(_, f)| f.path.contains(&m.mh)) {
+            through = true;
+            if let Role::Sender(s) = &self.endpoints[f.sender].role {
+                let target = (s.snd_max_offset() + 1).min(f.bytes);
+                if f.delivered < target {
+                    marks.push((i, target));
+                }
+            }
+        }
+        let done = (through && marks.is_empty()).then_some(now);
+        m.pause = crate::mobility::PauseTrack { start: now, marks, done, entry: None };
+    }
+
+    /// After a delivery: has every flow caught up with its mark? Then the crossing's pause is over.
+    fn check_pause(&mut self, now: Time) {
+        let Some(m) = self.mob.as_deref_mut() else { return };
+        if m.pause.marks.is_empty() {
+            return;
+        }
+        let flows = &self.flows;
+        m.pause.marks.retain(|&(f, mark)| flows[f].delivered < mark);
+        if m.pause.marks.is_empty() {
+            let pause = now.saturating_since(m.pause.start).as_secs_f64();
+            match m.pause.entry {
+                Some(i) => m.handoffs[i].pause_s = Some(pause),
+                None => m.pause.done = Some(now),
+            }
         }
     }
 
@@ -1326,12 +1380,15 @@ impl World {
     }
 
     /// A data frame lost because the mobile is out of range of that link (beacons and control not counted).
+    /// Between leaving a cell and hearing the next BS the loss belongs to the crossing under way, whose
+    /// entry is made at the decision.
     fn lost_out_of_range(&mut self, packet: &[u8]) {
         let is_data = Ipv4Packet::new_checked(packet).is_ok_and(|ip| ip.protocol() != handoff::PROTO_HANDOFF);
-        if let Some(h) = self.mob.as_deref_mut().and_then(|m| m.handoffs.last_mut()) {
-            if is_data {
-                h.packets_lost += 1;
-            }
+        let Some(m) = self.mob.as_deref_mut().filter(|_| is_data) else { return };
+        if m.left_at.is_some() {
+            m.lost_between_cells += 1;
+        } else if let Some(h) = m.handoffs.last_mut() {
+            h.packets_lost += 1;
         }
     }
 

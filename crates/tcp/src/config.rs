@@ -63,8 +63,9 @@ pub struct TcpConfig {
     pub initial_cwnd: u32,
     /// Initial slow-start threshold, in bytes.
     pub initial_ssthresh: u32,
-    /// Granularity of the retransmit timer: it fires only on multiples of this from time 0 (BSD's 500 ms
-    /// slow timer). 0 gives an exact timer.
+    /// Granularity of the retransmit timer (BSD's 500 ms slow timer): the RTO is counted in whole ticks
+    /// (rounded up) and the timer expires at that many multiples of this (from time 0) after it was armed,
+    /// so a 1 s RTO waits 0.5–1 s. 0 gives an exact timer.
     pub tick_ms: f64,
     pub min_rto_ms: f64,
     pub max_rto_ms: f64,

@@ -96,10 +96,14 @@ impl Receiver {
 
     /// Sends `n` ACKs of the next expected byte at once, so that the sender sees duplicate ACKs and fast
     /// retransmits: the mobile host's network layer calls this when a handoff completes (seed 004, "Fast
-    /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). Nothing before the connection
-    /// is set up.
+    /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). When an ACK of new data is
+    /// still owed (a delayed ACK pending), it goes first, so that all `n` are true duplicates. Nothing
+    /// before the connection is set up.
     pub fn send_dupacks(&mut self, n: u32) {
         if self.last_ack.is_some() {
+            if self.last_ack != Some(self.rcv_nxt) {
+                self.ack_now = true;
+            }
             self.dupacks_pending = self.dupacks_pending.saturating_add(n);
         }
     }
