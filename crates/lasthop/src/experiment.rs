@@ -589,8 +589,14 @@ impl Experiment {
                 variants.push((key.get_ref().clone(), overrides));
             }
             if a.path.is_none() {
-                if let Some(v) = a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| variant_is(k, v.get_ref()))) {
-                    return Err(cx.err(v.span(), format!("{field}.values"), "a value without `path` needs a table under `variants`"));
+                if let Some(v) =
+                    a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| variant_is(k, v.get_ref())))
+                {
+                    return Err(cx.err(
+                        v.span(),
+                        format!("{field}.values"),
+                        "a value without `path` needs a table under `variants`",
+                    ));
                 }
             }
             let mut values = Vec::new();
@@ -616,7 +622,12 @@ impl Experiment {
                 apply_override(&mut probe, path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
                     .map_err(|m| cx.err(path.span(), format!("{field}.path"), m))?;
             }
-            grid.push(Axis { column: col.clone(), path: a.path.as_ref().map(|p| p.get_ref().clone()), values, variants });
+            grid.push(Axis {
+                column: col.clone(),
+                path: a.path.as_ref().map(|p| p.get_ref().clone()),
+                values,
+                variants,
+            });
         }
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
         let columns = columns_for(&grid_cols);
@@ -781,7 +792,11 @@ impl Experiment {
                 FigureKind::Line { x: x.get_ref().clone(), y, x_scale: rf.x_scale, x_ticks: rf.x_ticks }
             }
             RawFigureKind::Sequence if runner == RunnerKind::Testbed => {
-                return Err(cx.err(raw.figure.span(), "figure.kind", "a testbed experiment has no traces; use \"line\""));
+                return Err(cx.err(
+                    raw.figure.span(),
+                    "figure.kind",
+                    "a testbed experiment has no traces; use \"line\"",
+                ));
             }
             RawFigureKind::Sequence => {
                 for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
@@ -1067,7 +1082,8 @@ impl Experiment {
                 for v in self.axis_values(axis, quick) {
                     let mut q = p.clone();
                     for (path, value) in axis.overrides(v) {
-                        apply_override(&mut q.scenario, path, value).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                        apply_override(&mut q.scenario, path, value)
+                            .map_err(|e| format!("grid.{}: {e}", axis.column))?;
                     }
                     q.values.push(Cell::from_toml(v));
                     next.push(q);
@@ -1404,7 +1420,8 @@ value = 0.9
         assert_eq!(pts[3].scenario["tcp"]["variant"].as_str(), Some("sack"));
         assert_eq!(e.point_label(&pts[3]), "agent=snoop, ber=1e-7");
 
-        let missing = text.replace("variants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\n", "");
+        let missing =
+            text.replace("variants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\n", "");
         let err = load(&missing).unwrap_err().to_string();
         assert!(err.contains("grid.agent.values") && err.contains("variants"), "{err}");
         let bad_path = text.replace("\"tcp.variant\" = \"sack\"", "\"tcp.varient\" = \"sack\"");

@@ -101,15 +101,16 @@ pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
     for combo in combos {
         let mut filters: Vec<Filter> = exp.figure.filter.clone();
         filters.extend(combo.iter().map(|(col, v)| Filter { column: col.clone(), cond: Cond::Eq(v.clone()) }));
-        let label = if combo.is_empty() {
-            y.name()
-        } else {
-            // series_labels keys: the value, or the values joined by "/" (e.g. "snoop/reno")
-            let key = combo.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>().join("/");
-            exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
-                combo.iter().map(|(col, v)| format!("{col} = {v}")).collect::<Vec<_>>().join(", ")
-            })
-        };
+        let label =
+            if combo.is_empty() {
+                y.name()
+            } else {
+                // series_labels keys: the value, or the values joined by "/" (e.g. "snoop/reno")
+                let key = combo.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>().join("/");
+                exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
+                    combo.iter().map(|(col, v)| format!("{col} = {v}")).collect::<Vec<_>>().join(", ")
+                })
+            };
         let mut points = Vec::new();
         for xv in &xs {
             let mut f = filters.clone();

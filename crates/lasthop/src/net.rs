@@ -162,7 +162,10 @@ fn check_interface(flag: &str, name: &str) -> Result<()> {
             .unwrap_or_default();
         let mut have = have;
         have.sort();
-        bail!("{flag} {name}: no such network interface here (have: {})", if have.is_empty() { "?".into() } else { have.join(", ") });
+        bail!(
+            "{flag} {name}: no such network interface here (have: {})",
+            if have.is_empty() { "?".into() } else { have.join(", ") }
+        );
     }
     Ok(())
 }
@@ -323,11 +326,7 @@ pub fn bench(cmd: BenchCommand) -> Result<ExitCode> {
         eprintln!("  repetition {}: plain {:.0} ns/frame, snoop {:.0} ns/frame", rep + 1, this[0], this[1]);
     }
     for (i, name) in ["plain", "snoop"].into_iter().enumerate() {
-        println!(
-            "{name:<6} median {:>6.0} ns/frame, {:>6.2} Gb/s of TCP payload",
-            median(&ns[i]),
-            median(&gbps[i])
-        );
+        println!("{name:<6} median {:>6.0} ns/frame, {:>6.2} Gb/s of TCP payload", median(&ns[i]), median(&gbps[i]));
     }
     println!(
         "snoop overhead: {:+.1} % time per frame (median over repetitions of the ratio snoop/plain, both measured back to back in one repetition)",

@@ -284,8 +284,11 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 
 /// The testbed configuration of a grid point of a `runner = "testbed"` experiment, with this seed.
 pub fn testbed_config(point: &Point, seed: u64) -> Result<TestbedConfig, String> {
-    let mut cfg: TestbedConfig =
-        point.scenario.clone().try_into().map_err(|e: toml::de::Error| format!("not a testbed configuration: {}", e.message()))?;
+    let mut cfg: TestbedConfig = point
+        .scenario
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("not a testbed configuration: {}", e.message()))?;
     cfg.seed = seed;
     Ok(cfg)
 }
@@ -318,7 +321,8 @@ pub fn build_table(
                     }
                     if let RunOutput::Testbed(r) = r {
                         if !r.hash_ok {
-                            failed.push(format!("{label}: the received bytes differ from the sent ones (hash mismatch)"));
+                            failed
+                                .push(format!("{label}: the received bytes differ from the sent ones (hash mismatch)"));
                         }
                     }
                 }
@@ -457,7 +461,9 @@ fn series_label(exp: &Experiment, p: &Point) -> String {
         return exp.point_label(p);
     }
     let key = values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("/");
-    exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
-        values.iter().map(|(c, v)| format!("{c} = {v}")).collect::<Vec<_>>().join(", ")
-    })
+    exp.figure
+        .series_labels
+        .get(&key)
+        .cloned()
+        .unwrap_or_else(|| values.iter().map(|(c, v)| format!("{c} = {v}")).collect::<Vec<_>>().join(", "))
 }

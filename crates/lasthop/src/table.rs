@@ -160,9 +160,12 @@ pub const FLOW_COLUMNS: &[&str] = &[
 ///
 /// Handoff columns (empty cells without `[mobility]`): `handoffs` (count), `handoff_latency_mean_ms`,
 /// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
-/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs), `handoff_completion_min_ms`,
-/// `handoff_completion_median_ms`, `handoff_completion_max_ms` (decision to the first word from the new BS,
-/// data or acceptance: defined idle too, seed 000 Fig. 10).
+/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs), `handoff_pause_mean_s`,
+/// `handoff_pause_max_s` (seed 004's pause: from leaving the old cell until the flows through the mobile
+/// move past what was sent before it, [`lasthop_sim::HandoffMetrics::pause_s`]) and
+/// `handoff_resume_mean_ms` (the same pause less the rendezvous delay: from hearing the new BS),
+/// `handoff_completion_min_ms`, `handoff_completion_median_ms`, `handoff_completion_max_ms` (decision to the
+/// first word from the new BS, data or acceptance: defined idle too, seed 000 Fig. 10).
 pub const RUN_COLUMNS: &[&str] = &[
     "ideal_ratio",
     "sim_time_s",
@@ -174,6 +177,9 @@ pub const RUN_COLUMNS: &[&str] = &[
     "handoff_packets_lost",
     "handoff_resent",
     "handoff_duplicates",
+    "handoff_pause_mean_s",
+    "handoff_pause_max_s",
+    "handoff_resume_mean_ms",
     "handoff_completion_min_ms",
     "handoff_completion_median_ms",
     "handoff_completion_max_ms",
@@ -294,7 +300,13 @@ impl Table {
 
     /// Appends the row of one run of a web experiment: `grid` values, the seed, the metrics of web workload
     /// `name` (the first when `None`), the run-wide columns.
-    pub fn push_web_run(&mut self, grid: &[Cell], seed: u64, name: Option<&str>, result: &RunResult) -> Result<(), String> {
+    pub fn push_web_run(
+        &mut self,
+        grid: &[Cell],
+        seed: u64,
+        name: Option<&str>,
+        result: &RunResult,
+    ) -> Result<(), String> {
         let w = pick_web(result, name)?;
         let mut row: Vec<Cell> = grid.to_vec();
         row.push(Cell::Int(seed as i64));
@@ -393,7 +405,11 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     let h = &result.handoffs;
     let lat: Vec<f64> = h.iter().filter_map(|x| x.latency_s).map(|s| s * 1e3).collect();
     let sum = |f: fn(&lasthop_sim::HandoffMetrics) -> u64| {
-        if h.is_empty() { Cell::Empty } else { Cell::Int(h.iter().map(f).sum::<u64>() as i64) }
+        if h.is_empty() {
+            Cell::Empty
+        } else {
+            Cell::Int(h.iter().map(f).sum::<u64>() as i64)
+        }
     };
     row.push(Cell::Int(h.len() as i64));
     row.push(if lat.is_empty() { Cell::Empty } else { Cell::Float(lat.iter().sum::<f64>() / lat.len() as f64) });
@@ -401,6 +417,12 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     row.push(sum(|x| x.packets_lost));
     row.push(sum(|x| x.resent_from_buffer));
     row.push(sum(|x| x.duplicates));
+    let pauses: Vec<f64> = h.iter().filter_map(|x| x.pause_s).collect();
+    let resume: Vec<f64> = h.iter().filter_map(|x| Some((x.pause_s? - (x.decided_s - x.left_s)) * 1e3)).collect();
+    let mean = |v: &[f64]| if v.is_empty() { Cell::Empty } else { Cell::Float(v.iter().sum::<f64>() / v.len() as f64) };
+    row.push(mean(&pauses));
+    row.push(pauses.iter().copied().reduce(f64::max).map_or(Cell::Empty, Cell::Float));
+    row.push(mean(&resume));
     let mut done: Vec<f64> = h.iter().filter_map(|x| x.completion_s).map(|s| s * 1e3).collect();
     done.sort_by(f64::total_cmp);
     let float = |x: Option<f64>| x.map_or(Cell::Empty, Cell::Float);

@@ -188,7 +188,8 @@ impl Runner for FakeTestbed {
 #[test]
 fn testbed_experiment_through_reproduce_with_a_fake_testbed_runs_one_at_a_time() {
     let out = tempfile::tempdir().unwrap();
-    let fake = FakeTestbed { in_flight: AtomicUsize::new(0), max_in_flight: AtomicUsize::new(0), runs: AtomicUsize::new(0) };
+    let fake =
+        FakeTestbed { in_flight: AtomicUsize::new(0), max_in_flight: AtomicUsize::new(0), runs: AtomicUsize::new(0) };
     let opts = ReproduceOptions {
         ids: vec!["testbed-ber".into()],
         quick: true,
@@ -240,7 +241,8 @@ fn run_real(args: &[&str]) -> Option<std::process::Output> {
 #[test]
 fn lasthop_testbed_end_to_end() {
     let bytes = 300_000u64;
-    let Some(out) = run_real(&["testbed", "--agent", "snoop", "--ber", "3.9e-6", "--bytes", &bytes.to_string(), "--seed", "2"])
+    let Some(out) =
+        run_real(&["testbed", "--agent", "snoop", "--ber", "3.9e-6", "--bytes", &bytes.to_string(), "--seed", "2"])
     else {
         return;
     };

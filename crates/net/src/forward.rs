@@ -152,7 +152,11 @@ impl MacTable {
 enum HopItem {
     /// `agent`: the agents handed this packet on (it goes toward the mobile and they hear of its
     /// transmission); `tcp`: toward the wired side, it goes through the agents.
-    Ip { packet: Bytes, tcp: bool, agent: bool },
+    Ip {
+        packet: Bytes,
+        tcp: bool,
+        agent: bool,
+    },
     Raw(Bytes),
 }
 

@@ -242,10 +242,9 @@ impl<T: Clone> Hop<T> {
             let arrival = (0..2).filter_map(|d| self.dirs[d].flight.front().map(|(t, _)| (*t, d))).min();
             // The earliest transmitter to free up while a frame waits for it (None: the medium).
             let free = match self.duplex {
-                Duplex::Half => self
-                    .medium_busy_until
-                    .filter(|_| self.dirs.iter().any(|d| d.has_frame()))
-                    .map(|t| (t, None)),
+                Duplex::Half => {
+                    self.medium_busy_until.filter(|_| self.dirs.iter().any(|d| d.has_frame())).map(|t| (t, None))
+                }
                 Duplex::Full => (0..2)
                     .filter(|&d| self.dirs[d].has_frame())
                     .filter_map(|d| self.dirs[d].busy_until.map(|t| (t, Some(d))))
@@ -278,9 +277,7 @@ impl<T: Clone> Hop<T> {
         loop {
             self.advance_transmitters(now);
             // The earliest arrival across both directions.
-            let next = (0..2)
-                .filter_map(|d| self.dirs[d].flight.front().map(|(t, _)| (*t, d)))
-                .min();
+            let next = (0..2).filter_map(|d| self.dirs[d].flight.front().map(|(t, _)| (*t, d))).min();
             match next {
                 Some((t, d)) if t <= now => {
                     let (_, item) = self.dirs[d].flight.pop_front().expect("front checked");

@@ -131,7 +131,8 @@ impl TestbedConfig {
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
             return Err(NetError::Config(format!("timeout_s must be positive, got {}", self.timeout_s)));
         }
-        if self.cc.is_empty() || self.cc.len() >= 16 || !self.cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if self.cc.is_empty() || self.cc.len() >= 16 || !self.cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
             return Err(NetError::Config(format!("bad congestion control name {:?}", self.cc)));
         }
         self.hop().validate().map_err(NetError::Config)
@@ -369,7 +370,9 @@ impl Testbed {
         let handle = BsHandle { stop, thread: Some(thread) };
         match ready_rx.recv_timeout(Duration::from_secs(10)) {
             Ok(()) => Ok(handle),
-            Err(_) => Err(handle.stop().err().unwrap_or_else(|| NetError::Transfer("base station did not start".into()))),
+            Err(_) => {
+                Err(handle.stop().err().unwrap_or_else(|| NetError::Transfer("base station did not start".into())))
+            }
         }
     }
 
@@ -384,7 +387,11 @@ impl Testbed {
         let receiver = self.spawn_in(Node::Mh, move || receive(port, total, &a, deadline, ready_tx))?;
         if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
             abort_all.store(true, Ordering::Relaxed);
-            return Err(receiver.join().ok().and_then(|r| r.err()).unwrap_or(NetError::Transfer("receiver did not start".into())));
+            return Err(receiver
+                .join()
+                .ok()
+                .and_then(|r| r.err())
+                .unwrap_or(NetError::Transfer("receiver did not start".into())));
         }
         let (a, c) = (abort_all.clone(), cfg.clone());
         let sender = self.spawn_in(Node::Fh, move || {
@@ -651,7 +658,13 @@ pub fn set_congestion_control(s: &TcpStream, cc: &str) -> Result<String, NetErro
     let fd = s.as_raw_fd();
     // SAFETY: the name is passed with its exact length; the kernel copies it.
     let r = unsafe {
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
     };
     if r < 0 {
         let e = io::Error::last_os_error();
@@ -664,7 +677,9 @@ pub fn set_congestion_control(s: &TcpStream, cc: &str) -> Result<String, NetErro
     let mut buf = [0u8; 16];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf has `len` bytes of room; the kernel writes at most that and updates len.
-    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    let r = unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len)
+    };
     if r < 0 {
         return Err(NetError::io("reading TCP_CONGESTION", io::Error::last_os_error()));
     }

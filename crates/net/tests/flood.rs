@@ -5,9 +5,9 @@
 use lasthop_net::forward::frames;
 use lasthop_net::sys::{if_mac, PacketSocket};
 use lasthop_net::testbed::{Node, TransferConfig, FH_IF, FH_IP};
-use std::net::Ipv4Addr;
 use lasthop_net::{AgentKind, HopConfig, NetError, Testbed};
 use lasthop_wire::TcpFlags;
+use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -56,7 +56,10 @@ fn syn_flood_keeps_the_connection_table_and_memory_bounded() {
     let after = rss_kib();
     // The base station still forwards a real connection.
     let t = tb
-        .transfer(&TransferConfig { bytes: 1 << 20, cc: "cubic".into(), seed: 2, timeout: Duration::from_secs(30) }, &AtomicBool::new(false))
+        .transfer(
+            &TransferConfig { bytes: 1 << 20, cc: "cubic".into(), seed: 2, timeout: Duration::from_secs(30) },
+            &AtomicBool::new(false),
+        )
         .unwrap();
     assert!(t.hash_ok());
     let c = bs.stop().unwrap();

@@ -37,9 +37,20 @@ fn run(agent: AgentKind, ber: f64, rate: f64, bytes: u64, seed: u64) -> Option<(
     let bs = tb.start_bs(agent, cfg.hop()).unwrap();
     let t = tb.transfer(&cfg.transfer(), &AtomicBool::new(false)).unwrap();
     let c = bs.stop().unwrap();
-    assert!(t.hash_ok(), "{agent}: received {} of {} bytes, hashes {:x} vs {:x}", t.bytes_received, t.bytes_sent, t.recv_hash, t.sent_hash);
+    assert!(
+        t.hash_ok(),
+        "{agent}: received {} of {} bytes, hashes {:x} vs {:x}",
+        t.bytes_received,
+        t.bytes_sent,
+        t.recv_hash,
+        t.sent_hash
+    );
     assert_eq!(t.cc, "reno");
-    eprintln!("{agent:>5} ber {ber:e} rate {rate} Mb/s seed {seed}: {:.3} Mb/s in {:.2} s\n{c}", t.goodput_mbps(), t.duration.as_secs_f64());
+    eprintln!(
+        "{agent:>5} ber {ber:e} rate {rate} Mb/s seed {seed}: {:.3} Mb/s in {:.2} s\n{c}",
+        t.goodput_mbps(),
+        t.duration.as_secs_f64()
+    );
     Some((t.goodput_mbps(), c))
 }
 
@@ -83,7 +94,8 @@ fn malformed_frames_do_not_crash_the_bs() {
         .run_in(Node::Fh, || {
             let s = PacketSocket::open(FH_IF).unwrap();
             let mac = lasthop_net::sys::if_mac(FH_IF).unwrap();
-            let good = frames::tcp([0xff; 6], mac, (FH_IP, 4000), (MH_IP, 4001), 1, Some(1), TcpFlags::PSH, &[1u8; 200]);
+            let good =
+                frames::tcp([0xff; 6], mac, (FH_IP, 4000), (MH_IP, 4001), 1, Some(1), TcpFlags::PSH, &[1u8; 200]);
             let mut n = 0;
             let mut send = |f: &[u8]| n += s.send(f).is_ok() as u32;
             // Every cut of a good frame, every header byte set to extreme values, and some noise.
@@ -99,7 +111,12 @@ fn malformed_frames_do_not_crash_the_bs() {
             }
             let mut x: u32 = 12345;
             for len in (14..1514).step_by(7) {
-                let mut f: Vec<u8> = (0..len).map(|_| { x = x.wrapping_mul(1_103_515_245).wrapping_add(12345); (x >> 16) as u8 }).collect();
+                let mut f: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                        (x >> 16) as u8
+                    })
+                    .collect();
                 f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
                 send(&f);
             }

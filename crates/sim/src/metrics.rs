@@ -58,6 +58,12 @@ pub struct HandoffMetrics {
     pub resent_from_buffer: u64,
     /// Packets the mobile received twice (same source and IP ID) from this handoff to the next.
     pub duplicates: u64,
+    /// Seed 004's pause: seconds from leaving the old cell (from the decision, in overlapping cells) until
+    /// every flow to or from the mobile has delivered to its receiving application a byte its sender had not
+    /// yet sent at that moment (or its last byte): until what the crossing lost, data or ACKs, is repaired
+    /// and the transfer moves on. `None` when the run, or the next crossing, came first, or no flow runs
+    /// through the mobile.
+    pub pause_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -137,6 +143,8 @@ pub struct WebMetrics {
     pub pages_started: u64,
     /// Objects requested (a request may still be in progress at the end).
     pub objects_requested: u64,
+    /// Requests sent again by the client because the first copy was lost on the way to the server.
+    pub request_retransmissions: u64,
     /// TCP connections the server opened (one per object, or one per persistent connection).
     pub connections_opened: u64,
     /// Reply bytes read by the client, in order, verified against what was sent.

@@ -54,6 +54,11 @@ pub struct MobilityConfig {
     /// "overlapping" (default) or "non-overlapping".
     #[serde(default)]
     pub cells: Cells,
+    /// Each crossing happens a uniform random 0 to `jitter_s` seconds after its scheduled time, drawn from
+    /// the run's seed (default 0: exactly on schedule). Seed 004's crossings fall at arbitrary moments of
+    /// the TCP's 500 ms timer ticks; a jitter of at least one tick lets seeds sample that phase.
+    #[serde(default)]
+    pub jitter_s: f64,
     /// Non-overlapping cells: seconds from leaving a cell to hearing the next BS's beacon (default 0).
     #[serde(default)]
     pub rendezvous_s: f64,
@@ -248,9 +253,18 @@ impl MobilityConfig {
                 ));
             }
         }
+        if !(self.jitter_s.is_finite() && self.jitter_s >= 0.0) {
+            return Err(("jitter_s".into(), "expected a jitter ≥ 0 s".into()));
+        }
         let (_, rv, iv) = self.motion();
         if iv.is_finite() && rv >= iv {
             return Err(("rendezvous_s".into(), "expected a rendezvous delay shorter than interval_s".into()));
+        }
+        if iv.is_finite() && rv + self.jitter_s >= iv {
+            return Err((
+                "jitter_s".into(),
+                "expected jitter_s plus the rendezvous delay shorter than interval_s (crossings would overlap)".into(),
+            ));
         }
         if self.buffer_packets == 0 {
             return Err(("buffer_packets".into(), "expected at least 1 packet".into()));
@@ -269,8 +283,8 @@ impl MobilityConfig {
         if self.beacon_period_s <= 0.0 {
             return err("beacon_period_s", "beacon motion needs beacons: expected a period > 0 s");
         }
-        if self.case.is_some() || self.interval_s.is_finite() || self.first_s.is_some() {
-            return err("motion", "beacon motion decides handoffs itself: remove `case`, `interval_s` and `first_s`");
+        if self.case.is_some() || self.interval_s.is_finite() || self.first_s.is_some() || self.jitter_s > 0.0 {
+            return err("motion", "beacon motion decides handoffs itself: remove `case`, `interval_s`, `first_s` and `jitter_s`");
         }
         if self.cells != Cells::Overlapping || self.rendezvous_s != 0.0 {
             return err(
@@ -461,6 +475,9 @@ pub(crate) struct MobState {
     pub rendezvous: lasthop_wire::Time,
     pub interval_s: f64,
     pub first_s: f64,
+    /// Crossing `k` is delayed by a uniform draw in (0, jitter_s] from the stream ("mobility", "crossing.k").
+    pub jitter_s: f64,
+    pub seed: u64,
     pub beacon_period: Option<lasthop_wire::Time>,
     pub mh: usize,
     pub ha: usize,
@@ -483,6 +500,23 @@ pub(crate) struct MobState {
     pub beacon_ident: u16,
     /// Beacon motion (`None`: scheduled).
     pub beacons: Option<BeaconState>,
+    /// The pause of the crossing under way (see `HandoffMetrics::pause_s`).
+    pub pause: PauseTrack,
+    /// Data frames lost since the mobile left its cell, before the crossing's handoff entry exists.
+    pub lost_between_cells: u64,
+}
+
+/// Measures one crossing's pause: when it began, what each flow's receiver must have for the transfer to
+/// have resumed, and where the result goes.
+#[derive(Default)]
+pub(crate) struct PauseTrack {
+    pub start: lasthop_wire::Time,
+    /// (flow, bytes its receiving application must have read) still outstanding.
+    pub marks: Vec<(usize, u64)>,
+    /// When every mark was reached, if that happened before the handoff's entry existed.
+    pub done: Option<lasthop_wire::Time>,
+    /// Index into `handoffs` of the crossing's entry, once the mobile decided.
+    pub entry: Option<usize>,
 }
 
 /// How many recent (source, IP ID) pairs the mobile remembers for duplicate counting.
@@ -510,7 +544,11 @@ impl MobState {
         if self.beacons.is_some() {
             return None;
         }
-        let t = self.first_s + f64::from(k) * self.interval_s;
+        let mut t = self.first_s + f64::from(k) * self.interval_s;
+        if self.jitter_s > 0.0 {
+            let mut r = crate::rng::stream(self.seed, "mobility", &format!("crossing.{k}"));
+            t += self.jitter_s * crate::rng::unit_open0(&mut r);
+        }
         t.is_finite().then(|| lasthop_wire::Time((t * 1e9).round() as u64))
     }
 }

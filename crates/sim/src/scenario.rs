@@ -72,8 +72,12 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
-    const NAMES: [(&'static str, AgentKind); 4] =
-        [("snoop", AgentKind::Snoop), ("eln", AgentKind::Eln), ("eln-filter", AgentKind::ElnFilter), ("nack", AgentKind::Nack)];
+    const NAMES: [(&'static str, AgentKind); 4] = [
+        ("snoop", AgentKind::Snoop),
+        ("eln", AgentKind::Eln),
+        ("eln-filter", AgentKind::ElnFilter),
+        ("nack", AgentKind::Nack),
+    ];
 }
 
 /// The agents of a node, in the order packets pass through them: `"none"`, one name, or names joined by
@@ -286,8 +290,10 @@ impl Scenario {
             .map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
         s.resolve_paths(base_dir);
-        s.validate()
-            .map_err(|(path, message)| ScenarioError { origin: origin.to_string(), message: format!("`{path}`: {message}") })?;
+        s.validate().map_err(|(path, message)| ScenarioError {
+            origin: origin.to_string(),
+            message: format!("`{path}`: {message}"),
+        })?;
         Ok(s)
     }
 
@@ -454,9 +460,10 @@ impl Scenario {
                 }
             }
             for b in &m.base_stations {
-                let joined = self.links.values().any(|l| {
-                    l.kind == LinkKind::Wireless && l.ends.contains(b) && l.ends.contains(&m.mobile)
-                });
+                let joined = self
+                    .links
+                    .values()
+                    .any(|l| l.kind == LinkKind::Wireless && l.ends.contains(b) && l.ends.contains(&m.mobile));
                 if !joined {
                     return Err((
                         "mobility.base_stations".into(),

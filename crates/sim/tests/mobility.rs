@@ -5,7 +5,16 @@ use lasthop_sim::{run, RunOptions, Scenario};
 use proptest::prelude::*;
 
 #[allow(clippy::too_many_arguments)] // one knob per scenario field the tests vary
-fn scenario(scheme: &str, interval: f64, first: f64, cells: &str, rendezvous: f64, fast: bool, bytes: u64, snoop: bool) -> Scenario {
+fn scenario(
+    scheme: &str,
+    interval: f64,
+    first: f64,
+    cells: &str,
+    rendezvous: f64,
+    fast: bool,
+    bytes: u64,
+    snoop: bool,
+) -> Scenario {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml")).unwrap();
     let mut v: toml::Value = toml::from_str(&text).unwrap();
     let m = v["mobility"].as_table_mut().unwrap();

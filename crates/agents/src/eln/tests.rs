@@ -260,7 +260,8 @@ fn marker_and_filter_in_series() {
 fn rst_and_acknowledged_fin_drop_state_and_the_table_is_bounded() {
     let mut e = Eln::new(ElnConfig { max_connections: 2, ..ElnConfig::default() });
     feed(&mut e, &[0]);
-    let rst = TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), flags: TcpFlags::RST, ..TcpRepr::default() };
+    let rst =
+        TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), flags: TcpFlags::RST, ..TcpRepr::default() };
     run(&mut e, Side::ToMobile, rst.emit_ipv4(FH, MH, 0, 64, &[]));
     assert_eq!(e.connections(), 0);
     // FIN: acknowledged -> state dropped.
@@ -274,7 +275,8 @@ fn rst_and_acknowledged_fin_drop_state_and_the_table_is_bounded() {
     };
     feed(&mut e, &[0]);
     run(&mut e, Side::ToWired, fin.emit_ipv4(MH, FH, 0, 64, &[]));
-    let fin_ack = TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), ack: Some(seg(1) + 1), ..TcpRepr::default() };
+    let fin_ack =
+        TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), ack: Some(seg(1) + 1), ..TcpRepr::default() };
     run(&mut e, Side::ToMobile, fin_ack.emit_ipv4(FH, MH, 0, 64, &[]));
     assert_eq!(e.connections(), 0);
     assert_eq!(e.stats().connections_closed, 2);

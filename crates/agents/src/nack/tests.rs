@@ -28,7 +28,14 @@ fn ms(n: u64) -> Time {
 }
 
 fn data(i: u32) -> Bytes {
-    let r = TcpRepr { src_port: MP, dst_port: FP, seq: seg(i), ack: Some(SeqNum(FH_ISS + 1)), window: 65535, ..TcpRepr::default() };
+    let r = TcpRepr {
+        src_port: MP,
+        dst_port: FP,
+        seq: seg(i),
+        ack: Some(SeqNum(FH_ISS + 1)),
+        window: 65535,
+        ..TcpRepr::default()
+    };
     r.emit_ipv4(MH, FH, 1, 64, &[7; MSS as usize])
 }
 
@@ -64,7 +71,14 @@ struct H {
 impl H {
     fn new(cfg: NackConfig, sack: bool) -> H {
         let mut h = H { n: Nack::new(cfg), now: Time::ZERO };
-        let syn = TcpRepr { src_port: MP, dst_port: FP, seq: seg(0) + u32::MAX, flags: TcpFlags::SYN, sack_permitted: sack, ..TcpRepr::default() };
+        let syn = TcpRepr {
+            src_port: MP,
+            dst_port: FP,
+            seq: seg(0) + u32::MAX,
+            flags: TcpFlags::SYN,
+            sack_permitted: sack,
+            ..TcpRepr::default()
+        };
         assert!(h.go(Side::ToWired, syn.emit_ipv4(MH, FH, 0, 64, &[])).is_empty());
         let synack = TcpRepr {
             src_port: FP,

@@ -785,9 +785,11 @@ impl Conn {
         let contiguous = freed > 0 && covered == Some(ack);
         let beyond = if contiguous && !self.tx_mode { dupacks.saturating_sub(freed - 1) } else { 0 };
         if beyond > 0 {
-            if let Some(h) = self.cache.front().filter(|h| {
-                h.seq <= ack && !h.has(flag::SENDER_REXMIT) && h.local_rexmits < cfg.max_local_rexmit
-            }) {
+            if let Some(h) = self
+                .cache
+                .front()
+                .filter(|h| h.seq <= ack && !h.has(flag::SENDER_REXMIT) && h.local_rexmits < cfg.max_local_rexmit)
+            {
                 let sent_after = self.tx_count - h.tx_idx - 1;
                 self.retransmit(0, now, out);
                 stats.local_retransmissions.dupack += 1;

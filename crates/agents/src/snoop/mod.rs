@@ -107,9 +107,9 @@ mod tests;
 mod tests_lossy;
 
 use crate::flow::FlowKey;
-use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
+use crate::{Action, Agent, Side, Time};
 use bytes::Bytes;
 use conn::{After, Conn};
 use std::time::Duration;
@@ -441,7 +441,6 @@ impl Agent for Snoop {
         }
         self.table.tidy(&self.cfg);
     }
-
 
     /// Data toward the mobile leaving the wireless link: see `Conn::on_transmit`. Anything else is ignored.
     fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {

@@ -120,7 +120,14 @@ impl H {
     }
 
     fn handshake(&mut self, iss: u32, fp: u16, mp: u16) {
-        let syn = TcpRepr { src_port: mp, dst_port: fp, seq: SeqNum(MH_ISS), flags: TcpFlags::SYN, window: WIN, ..TcpRepr::default() };
+        let syn = TcpRepr {
+            src_port: mp,
+            dst_port: fp,
+            seq: SeqNum(MH_ISS),
+            flags: TcpFlags::SYN,
+            window: WIN,
+            ..TcpRepr::default()
+        };
         assert_eq!(self.raw(Side::ToWired, tcp(MH, FH, syn, 0)), [Out::Other(Side::ToWired)]);
         let synack = TcpRepr {
             src_port: fp,
@@ -435,7 +442,7 @@ fn srtt_weights_the_new_sample_one_quarter() {
     assert_eq!(h.s.stats().rtt_samples, 1);
     h.at_ms(200).data(2);
     h.at_ms(220).ack(3); // sample 20 ms
-    // 0.75 * 100 + 0.25 * 20 = 80 ms. ns-2's filter (0.125 * 100 + 0.875 * 20) would give 30 ms.
+                         // 0.75 * 100 + 0.25 * 20 = 80 ms. ns-2's filter (0.125 * 100 + 0.875 * 20) would give 30 ms.
     assert_eq!(h.s.srtt(&key()), Some(Duration::from_millis(80)));
 }
 
@@ -552,7 +559,7 @@ fn partial_ack_leaves_alone_a_segment_still_queued() {
         h.at_ms(0).data(i);
     }
     h.tx(0).tx(1).tx(2); // 3 is still in the interface queue
-    // 1 lost, 2 arrives: retransmit 1, which overtakes 3 (priority queue) and arrives.
+                         // 1 lost, 2 arrives: retransmit 1, which overtakes 3 (priority queue) and arrives.
     assert_eq!(h.at_ms(30).ack(1), [FwdAck(1)]);
     assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
     h.at_ms(31).tx(1);
@@ -652,7 +659,14 @@ fn round_trip_timer_stays_armed_through_a_local_recovery() {
     assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
     assert_eq!(h.conn().rtx_deadline(), Some(Time::from_millis(140)));
     // A partial ACK inside segment 1: the packet still needed is the one resent locally; keep the timer.
-    let partial = TcpRepr { src_port: MP, dst_port: FP, seq: SeqNum(MH_ISS + 1), ack: Some(SeqNum(seq_of(1) + 50)), window: WIN, ..TcpRepr::default() };
+    let partial = TcpRepr {
+        src_port: MP,
+        dst_port: FP,
+        seq: SeqNum(MH_ISS + 1),
+        ack: Some(SeqNum(seq_of(1) + 50)),
+        window: WIN,
+        ..TcpRepr::default()
+    };
     h.at_ms(120).raw(Side::ToWired, tcp(MH, FH, partial, 0));
     assert_eq!(h.conn().rtx_deadline(), Some(Time::from_millis(160)));
     // Segment 1 fully acknowledged; segment 2 was forwarded before the retransmission: still recovering.
@@ -717,7 +731,11 @@ fn persist_timer_resends_after_200ms_idle_and_resets_expected_dupacks() {
     assert_eq!(h2.s.stats().local_retransmissions.persist_timer, 1);
     assert_eq!(h2.s.poll_timeout(), Some(Time::from_millis(400)), "re-armed, not back to back");
     // Persist after a DUPACK episode: expected DUPACKs go to zero, next expected ACK to last ACK + 1.
-    let mut h3 = H::established(SnoopConfig { max_rtx_timeout: Duration::from_secs(10), min_rtx_timeout: Duration::from_secs(5), ..SnoopConfig::default() });
+    let mut h3 = H::established(SnoopConfig {
+        max_rtx_timeout: Duration::from_secs(10),
+        min_rtx_timeout: Duration::from_secs(5),
+        ..SnoopConfig::default()
+    });
     for i in 0..5 {
         h3.at_ms(0).data(i);
     }
@@ -749,7 +767,16 @@ fn timer_retransmission_clears_only_the_sender_rexmit_flag() {
 #[test]
 fn clearing_sender_rexmit_clears_only_that_flag() {
     // ns-2's `x |= ~FLAG` would set every other bit instead.
-    let mut s = CachedSeg { seq: SeqNum(0), len: 1, pkt: Bytes::new(), local_rexmits: 0, flags: 0, sent_at: Time::ZERO, tx_idx: 0, tx: Default::default() };
+    let mut s = CachedSeg {
+        seq: SeqNum(0),
+        len: 1,
+        pkt: Bytes::new(),
+        local_rexmits: 0,
+        flags: 0,
+        sent_at: Time::ZERO,
+        tx_idx: 0,
+        tx: Default::default(),
+    };
     s.set(flag::SENDER_REXMIT | flag::FIN | flag::LOCAL_REXMIT);
     s.clear(flag::SENDER_REXMIT);
     assert_eq!(s.flags, flag::FIN | flag::LOCAL_REXMIT);
@@ -849,13 +876,21 @@ fn syn_reinitialises_rst_drops_and_acked_fin_ends_state() {
     h.data(0);
     h.data(1);
     // New incarnation: SYN from the FH again.
-    let synack = TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(ISS), ack: Some(SeqNum(MH_ISS + 1)), flags: TcpFlags::SYN, ..TcpRepr::default() };
+    let synack = TcpRepr {
+        src_port: FP,
+        dst_port: MP,
+        seq: SeqNum(ISS),
+        ack: Some(SeqNum(MH_ISS + 1)),
+        flags: TcpFlags::SYN,
+        ..TcpRepr::default()
+    };
     h.raw(Side::ToMobile, tcp(FH, MH, synack, 0));
     assert!(h.cached().is_empty());
     assert_eq!(h.conn().last_ack(), None);
     h.ack(0);
     h.data(0);
-    let rst = TcpRepr { src_port: MP, dst_port: FP, seq: SeqNum(MH_ISS + 1), flags: TcpFlags::RST, ..TcpRepr::default() };
+    let rst =
+        TcpRepr { src_port: MP, dst_port: FP, seq: SeqNum(MH_ISS + 1), flags: TcpFlags::RST, ..TcpRepr::default() };
     assert_eq!(h.raw(Side::ToWired, tcp(MH, FH, rst, 0)), [Other(Side::ToWired)]);
     assert_eq!(h.s.connections(), 0);
     assert_eq!(h.s.poll_timeout(), None);
@@ -866,7 +901,14 @@ fn syn_reinitialises_rst_drops_and_acked_fin_ends_state() {
     assert_eq!(h.cached(), [0, 1]);
     h.ack(1);
     assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
-    let fin_ack = TcpRepr { src_port: MP, dst_port: FP, seq: SeqNum(MH_ISS + 1), ack: Some(SeqNum(seq_of(2) + 1)), window: WIN, ..TcpRepr::default() };
+    let fin_ack = TcpRepr {
+        src_port: MP,
+        dst_port: FP,
+        seq: SeqNum(MH_ISS + 1),
+        ack: Some(SeqNum(seq_of(2) + 1)),
+        window: WIN,
+        ..TcpRepr::default()
+    };
     assert_eq!(h.raw(Side::ToWired, tcp(MH, FH, fin_ack, 0)).len(), 1);
     assert_eq!(h.s.connections(), 0);
     assert_eq!(h.s.stats().connections_closed, 2);
@@ -884,8 +926,14 @@ fn sequence_numbers_wrap() {
     }
     let a = |i| ack_on(iss, FP, MP, i, WIN);
     assert_eq!(h.run(iss, |s, now, out| s.on_packet(now, Side::ToWired, a(3), out)), [FwdAck(3)]);
-    assert_eq!(h.run(iss, |s, now, out| s.on_packet(now, Side::ToWired, a(3), out)), [Drop(DropReason::DupAckSuppressed), Prio(3)]);
-    assert_eq!(h.run(iss, |s, now, out| s.on_packet(now, Side::ToMobile, d(1), out)), [Drop(DropReason::AlreadyAcked), Regen(3)]);
+    assert_eq!(
+        h.run(iss, |s, now, out| s.on_packet(now, Side::ToWired, a(3), out)),
+        [Drop(DropReason::DupAckSuppressed), Prio(3)]
+    );
+    assert_eq!(
+        h.run(iss, |s, now, out| s.on_packet(now, Side::ToMobile, d(1), out)),
+        [Drop(DropReason::AlreadyAcked), Regen(3)]
+    );
 }
 
 // ---- malformed and foreign input ---------------------------------------------------------------------
@@ -896,8 +944,8 @@ fn malformed_packets_are_dropped_and_counted() {
     let good = data_on(ISS, FP, MP, 0, TcpFlags::PSH);
     let mut cases: Vec<Vec<u8>> = vec![
         vec![],
-        good[..10].to_vec(),               // truncated IPv4 header
-        good[..30].to_vec(),               // total length says more than present
+        good[..10].to_vec(), // truncated IPv4 header
+        good[..30].to_vec(), // total length says more than present
     ];
     let mut bad_ihl = good.to_vec();
     bad_ihl[0] = 0x44; // IHL 4 words < 5
@@ -913,7 +961,8 @@ fn malformed_packets_are_dropped_and_counted() {
     too_long_off[20 + 12] = 0xf0; // but a 60-byte TCP header
     cases.push(too_long_off[..44].to_vec());
     // A bad option: MSS with length 3.
-    let with_opts = TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(seq_of(0)), mss: Some(1460), ..TcpRepr::default() };
+    let with_opts =
+        TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(seq_of(0)), mss: Some(1460), ..TcpRepr::default() };
     let mut bad_opt = with_opts.emit_ipv4(FH, MH, 1, 64, b"x").to_vec();
     bad_opt[40 + 1] = 3;
     cases.push(bad_opt);
@@ -945,7 +994,14 @@ fn udp_fragments_and_mobile_data_pass_untouched() {
     h.s.on_packet(h.now, Side::ToWired, frag.clone(), &mut h.out);
     assert_eq!(h.out, [Action::Forward(Side::ToWired, frag)]);
     // Data from a mobile with no FH->MH state (an upload): forwarded, creates nothing.
-    let up = TcpRepr { src_port: 6000, dst_port: 80, seq: SeqNum(1), ack: Some(SeqNum(1)), window: WIN, ..TcpRepr::default() };
+    let up = TcpRepr {
+        src_port: 6000,
+        dst_port: 80,
+        seq: SeqNum(1),
+        ack: Some(SeqNum(1)),
+        window: WIN,
+        ..TcpRepr::default()
+    };
     assert_eq!(h.raw(Side::ToWired, tcp(MH, FH, up, 500)), [FwdAck(index(SeqNum(1), ISS))]);
     assert_eq!(h.s.connections(), 1);
     let st = h.s.stats();
