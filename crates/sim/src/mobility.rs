@@ -284,7 +284,10 @@ impl MobilityConfig {
             return err("beacon_period_s", "beacon motion needs beacons: expected a period > 0 s");
         }
         if self.case.is_some() || self.interval_s.is_finite() || self.first_s.is_some() || self.jitter_s > 0.0 {
-            return err("motion", "beacon motion decides handoffs itself: remove `case`, `interval_s`, `first_s` and `jitter_s`");
+            return err(
+                "motion",
+                "beacon motion decides handoffs itself: remove `case`, `interval_s`, `first_s` and `jitter_s`",
+            );
         }
         if self.cells != Cells::Overlapping || self.rendezvous_s != 0.0 {
             return err(
