@@ -346,7 +346,13 @@ fn fake_web(req: &RunRequest<'_>) -> Result<RunResult> {
     let persistent = get(doc, "web.browse.persistent").and_then(|v| v.as_bool()).ok_or_else(|| anyhow!("no p"))?;
     let think = get(doc, "web.browse.think_time").and_then(|v| v.as_bool()).ok_or_else(|| anyhow!("no think"))?;
     // think times dominate; without them P-HTTP beats HTTP/1.0
-    let base = if think { 50 } else if persistent { 1000 } else { 500 } + 10 * conns as u64;
+    let base = if think {
+        50
+    } else if persistent {
+        1000
+    } else {
+        500
+    } + 10 * conns as u64;
     let downloads = if agent == "snoop" { 4 * base } else { base };
     Ok(RunResult {
         seed: req.seed.unwrap_or(1),
