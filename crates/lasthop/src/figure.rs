@@ -5,6 +5,7 @@ use crate::claims::{select, Cond, Filter};
 use crate::experiment::{Experiment, FigureKind, Scale, Ticks};
 use crate::table::{fmt_num, mean_std, Cell, Table};
 use anyhow::{anyhow, Context, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -197,6 +198,43 @@ pub fn write(plot: &Plot, title: &str, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Every figure's chart: linear f64 axes.
+type Plane<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The chart every figure draws on: caption, margins and label areas alike, axes from the data.
+fn chart_on<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> Result<Plane<'a, DB>>
+where
+    DB::ErrorType: 'static,
+{
+    ChartBuilder::on(root)
+        .caption(title, (FONT_FAMILY, 22))
+        .margin(15)
+        .x_label_area_size(50)
+        .y_label_area_size(65)
+        .build_cartesian_2d(x, y)
+        .map_err(|e| anyhow!("{e:?}"))
+}
+
+/// The legend box, in one style for every figure.
+fn draw_legend<'a, DB: DrawingBackend + 'a>(chart: &mut Plane<'a, DB>, position: SeriesLabelPosition) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT_FAMILY, 15))
+        .position(position)
+        .draw()
+        .map_err(|e| anyhow!("{e:?}"))
+}
+
 fn draw<DB: DrawingBackend>(plot: &Plot, title: &str, root: &DrawingArea<DB, Shift>) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -226,13 +264,7 @@ where
             let (x0, x1) = (x0 - pad, x1 + pad);
             let y1 = all.iter().map(|p| p.1 + p.2).fold(0.0f64, f64::max);
             let y1 = if y1 > 0.0 && y1.is_finite() { y1 * 1.1 } else { 1.0 };
-            let mut chart = ChartBuilder::on(root)
-                .caption(title, (FONT_FAMILY, 22))
-                .margin(15)
-                .x_label_area_size(50)
-                .y_label_area_size(65)
-                .build_cartesian_2d(x0..x1, 0.0..y1)
-                .map_err(e)?;
+            let mut chart = chart_on(root, title, x0..x1, 0.0..y1)?;
             // one tick per distinct x when there are few (log2 BER axes), else plotters' choice
             let mut distinct: Vec<f64> = tx.clone();
             distinct.sort_by(|a, b| a.total_cmp(b));
@@ -273,27 +305,14 @@ where
                     }))
                     .map_err(e)?;
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT_FAMILY, 15))
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(e)?;
+            draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }
         Plot::Sequence { curves, marks, x_label, y_label } => {
             let all = curves.iter().flat_map(|c| c.1.iter());
             let (x1, y1) = all.fold((0.0f64, 0.0f64), |(a, b), p| (a.max(p.0), b.max(p.1)));
             let x1 = if x1 > 0.0 { x1 * 1.03 } else { 1.0 };
             let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
-            let mut chart = ChartBuilder::on(root)
-                .caption(title, (FONT_FAMILY, 22))
-                .margin(15)
-                .x_label_area_size(50)
-                .y_label_area_size(65)
-                .build_cartesian_2d(0.0..x1, 0.0..y1)
-                .map_err(e)?;
+            let mut chart = chart_on(root, title, 0.0..x1, 0.0..y1)?;
             chart
                 .configure_mesh()
                 .x_desc(x_label.as_str())
@@ -328,26 +347,13 @@ where
                     .label(label.as_str())
                     .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT_FAMILY, 15))
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(e)?;
+            draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         }
         Plot::Cdf { curves, x_label } => {
             let steps: Vec<(String, Vec<(f64, f64)>)> = curves.iter().map(|(l, v)| (l.clone(), ecdf(v))).collect();
             let x1 = steps.iter().flat_map(|c| c.1.iter()).map(|p| p.0).fold(0.0f64, f64::max);
             let x1 = if x1 > 0.0 { x1 * 1.05 } else { 1.0 };
-            let mut chart = ChartBuilder::on(root)
-                .caption(title, (FONT_FAMILY, 22))
-                .margin(15)
-                .x_label_area_size(50)
-                .y_label_area_size(65)
-                .build_cartesian_2d(0.0..x1, 0.0..1.02)
-                .map_err(e)?;
+            let mut chart = chart_on(root, title, 0.0..x1, 0.0..1.02)?;
             chart
                 .configure_mesh()
                 .x_desc(x_label.as_str())
@@ -367,14 +373,7 @@ where
                     .label(label)
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT_FAMILY, 15))
-                .position(SeriesLabelPosition::LowerRight)
-                .draw()
-                .map_err(e)?;
+            draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         }
     }
     Ok(())
