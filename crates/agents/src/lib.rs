@@ -185,6 +185,9 @@ impl Agent for Chain {
 }
 
 #[cfg(test)]
+mod mobile_sender_fixture;
+
+#[cfg(test)]
 mod chain_tests {
     use super::*;
 

@@ -22,7 +22,10 @@ pub(crate) enum Class<S> {
 
 /// Checks the IPv4 and fixed TCP headers, then lets `read` take what it needs from the checked views;
 /// `read` returns `None` for a segment it finds malformed. Nothing here panics on any input.
-pub(crate) fn classify<S>(bytes: &[u8], read: impl FnOnce(&Ipv4Packet<&[u8]>, &TcpPacket<&[u8]>) -> Option<S>) -> Class<S> {
+pub(crate) fn classify<S>(
+    bytes: &[u8],
+    read: impl FnOnce(&Ipv4Packet<&[u8]>, &TcpPacket<&[u8]>) -> Option<S>,
+) -> Class<S> {
     let Ok(ip) = Ipv4Packet::new_checked(bytes) else { return Class::Malformed };
     if ip.is_fragment() {
         return Class::Fragment;
@@ -54,7 +57,13 @@ pub(crate) struct PassedOver<'a> {
 
 impl<S> Class<S> {
     /// The TCP segment, or — for anything else — the one action every agent takes, counted.
-    pub(crate) fn tcp_or_pass(self, side: Side, packet: &Bytes, out: &mut Vec<Action>, count: PassedOver<'_>) -> Option<S> {
+    pub(crate) fn tcp_or_pass(
+        self,
+        side: Side,
+        packet: &Bytes,
+        out: &mut Vec<Action>,
+        count: PassedOver<'_>,
+    ) -> Option<S> {
         match self {
             Class::Tcp(seg) => return Some(seg),
             Class::Malformed => {

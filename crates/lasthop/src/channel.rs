@@ -45,7 +45,14 @@ pub fn channel(cmd: ChannelCommand) -> Result<()> {
             cfg.validate().map_err(|e| anyhow!("--model: {e}"))?;
             let t = trace(&cfg, rate_mbps, packet_bytes, packets, seed).map_err(|e| anyhow!("trace: {e}"))?;
             write(&out, &write_trace(&t))?;
-            println!("{} packets, {} lost ({:.2} %), mean burst {:.2} packets -> {}", t.packets(), t.lost(), 100.0 * t.loss_rate(), t.mean_burst(), out.display());
+            println!(
+                "{} packets, {} lost ({:.2} %), mean burst {:.2} packets -> {}",
+                t.packets(),
+                t.lost(),
+                100.0 * t.loss_rate(),
+                t.mean_burst(),
+                out.display()
+            );
         }
         ChannelCommand::Fit { trace, out } => {
             let t = read_trace(&trace).map_err(|e| anyhow!("{e}"))?;

@@ -12,7 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
-#[command(name = "lasthop", version, about = "TCP over wireless last hops: simulator, experiments and a real base station")]
+#[command(
+    name = "lasthop",
+    version,
+    about = "TCP over wireless last hops: simulator, experiments and a real base station"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -47,8 +47,12 @@ use toml::Spanned;
 /// [figure]
 /// kind = "line"                     # "line": mean of y against x with ±std error bars, one curve per
 ///                                   # `series` value; "sequence": received stream offset (MB) against time
-///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`)
-/// x = "ber"                         # line: a grid column
+///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`),
+///                                   # handoff instants marked; "cdf": the distribution of a per-handoff time
+///                                   # over every handoff of every run (one curve per `series` value); the
+///                                   # handoffs are also written to handoffs.csv
+/// x = "ber"                         # line: a grid column; cdf: a per-handoff time in ms, one of
+///                                   # [`HANDOFF_TIMES`] (`completion_ms`, `latency_ms`, `accepted_ms`, …)
 /// y = "goodput_mbps"                # line: a metric (see below)
 /// series = "agent"                  # optional grid column, one curve per value; or a list of columns
 ///                                   # (["agent", "cc"]), one curve per combination (labels keyed "snoop/reno")
@@ -157,8 +161,7 @@ pub struct Axis {
 impl Axis {
     /// Every override that grid value `v` applies to the scenario.
     pub fn overrides<'a>(&'a self, v: &'a toml::Value) -> impl Iterator<Item = (&'a str, &'a toml::Value)> + 'a {
-        let key = variant_key(v);
-        let extra = self.variants.iter().find(|(k, _)| *k == key).map(|(_, o)| o.as_slice()).unwrap_or(&[]);
+        let extra = self.variants.iter().find(|(k, _)| variant_is(k, v)).map(|(_, o)| o.as_slice()).unwrap_or(&[]);
         self.path.as_deref().map(|p| (p, v)).into_iter().chain(extra.iter().map(|(p, x)| (p.as_str(), x)))
     }
 
@@ -169,6 +172,14 @@ impl Axis {
             None => "named variants".to_string(),
         }
     }
+}
+
+/// Whether a `variants` key names grid value `v`: its text, or for a number any text of the same number
+/// (`variants."1.53e-5"` for the value 1.53e-5, however TOML prints it).
+fn variant_is(key: &str, v: &toml::Value) -> bool {
+    variant_key(v) == key
+        || (v.is_float() || v.is_integer())
+            && key.trim().parse::<f64>().is_ok_and(|k| Cell::from_toml(v).matches(&Cell::Float(k)))
 }
 
 fn variant_key(v: &toml::Value) -> String {
@@ -197,8 +208,36 @@ pub enum Ticks {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum FigureKind {
-    Line { x: String, y: Metric, x_scale: Scale, x_ticks: Ticks },
+    Line {
+        x: String,
+        y: Metric,
+        x_scale: Scale,
+        x_ticks: Ticks,
+    },
     Sequence,
+    /// The empirical distribution of a per-handoff time (one of [`HANDOFF_TIMES`]).
+    Cdf {
+        x: String,
+    },
+}
+
+/// Per-handoff times (ms after the mobile's decision) a `cdf` figure can show, as `handoffs.csv` names them:
+/// the first word from the new BS (data or acceptance), the first data packet from it, its acceptance, the
+/// request's arrival at it, the old BS learning of the handoff (`lasthop_sim::HandoffMetrics`).
+pub const HANDOFF_TIMES: &[&str] =
+    &["completion_ms", "latency_ms", "accepted_ms", "request_at_new_bs_ms", "old_bs_told_ms"];
+
+/// The per-handoff time `name` (one of [`HANDOFF_TIMES`]) of handoff `h`, in ms.
+pub fn handoff_time(h: &lasthop_sim::HandoffMetrics, name: &str) -> Option<f64> {
+    let s = match name {
+        "completion_ms" => h.completion_s,
+        "latency_ms" => h.latency_s,
+        "accepted_ms" => h.accepted_s,
+        "request_at_new_bs_ms" => h.request_at_new_bs_s,
+        "old_bs_told_ms" => h.old_bs_told_s,
+        _ => None,
+    };
+    s.map(|s| s * 1e3)
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -331,6 +370,7 @@ struct RawFigure {
 enum RawFigureKind {
     Line,
     Sequence,
+    Cdf,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -535,7 +575,7 @@ impl Experiment {
             let mut variants = Vec::new();
             for (key, sets) in &a.variants {
                 let vfield = format!("{field}.variants.{}", key.get_ref());
-                if !a.values.get_ref().iter().any(|v| variant_key(v.get_ref()) == *key.get_ref()) {
+                if !a.values.get_ref().iter().any(|v| variant_is(key.get_ref(), v.get_ref())) {
                     return Err(cx.err(key.span(), vfield, "not one of the axis's values"));
                 }
                 let mut overrides = Vec::new();
@@ -549,8 +589,14 @@ impl Experiment {
                 variants.push((key.get_ref().clone(), overrides));
             }
             if a.path.is_none() {
-                if let Some(v) = a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| *k == variant_key(v.get_ref()))) {
-                    return Err(cx.err(v.span(), format!("{field}.values"), "a value without `path` needs a table under `variants`"));
+                if let Some(v) =
+                    a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| variant_is(k, v.get_ref())))
+                {
+                    return Err(cx.err(
+                        v.span(),
+                        format!("{field}.values"),
+                        "a value without `path` needs a table under `variants`",
+                    ));
                 }
             }
             let mut values = Vec::new();
@@ -576,7 +622,12 @@ impl Experiment {
                 apply_override(&mut probe, path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
                     .map_err(|m| cx.err(path.span(), format!("{field}.path"), m))?;
             }
-            grid.push(Axis { column: col.clone(), path: a.path.as_ref().map(|p| p.get_ref().clone()), values, variants });
+            grid.push(Axis {
+                column: col.clone(),
+                path: a.path.as_ref().map(|p| p.get_ref().clone()),
+                values,
+                variants,
+            });
         }
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
         let columns = columns_for(&grid_cols);
@@ -741,7 +792,11 @@ impl Experiment {
                 FigureKind::Line { x: x.get_ref().clone(), y, x_scale: rf.x_scale, x_ticks: rf.x_ticks }
             }
             RawFigureKind::Sequence if runner == RunnerKind::Testbed => {
-                return Err(cx.err(raw.figure.span(), "figure.kind", "a testbed experiment has no traces; use \"line\""));
+                return Err(cx.err(
+                    raw.figure.span(),
+                    "figure.kind",
+                    "a testbed experiment has no traces; use \"line\"",
+                ));
             }
             RawFigureKind::Sequence => {
                 for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
@@ -754,6 +809,33 @@ impl Experiment {
                     }
                 }
                 FigureKind::Sequence
+            }
+            RawFigureKind::Cdf if runner == RunnerKind::Testbed => {
+                return Err(cx.err(
+                    raw.figure.span(),
+                    "figure.kind",
+                    "a testbed experiment has no handoffs; use \"line\"",
+                ));
+            }
+            RawFigureKind::Cdf => {
+                if let Some(y) = &rf.y {
+                    return Err(cx.err(
+                        y.span(),
+                        "figure.y",
+                        "a cdf figure plots the fraction of handoffs; remove `y`",
+                    ));
+                }
+                let x = rf.x.as_ref().ok_or_else(|| {
+                    cx.err(
+                        raw.figure.span(),
+                        "figure.x",
+                        format!("a cdf figure needs `x`, one of: {}", HANDOFF_TIMES.join(", ")),
+                    )
+                })?;
+                if !HANDOFF_TIMES.contains(&x.get_ref().as_str()) {
+                    return Err(cx.err(x.span(), "figure.x", format!("expected one of: {}", HANDOFF_TIMES.join(", "))));
+                }
+                FigureKind::Cdf { x: x.get_ref().clone() }
             }
         };
         let mut figure_filter = Vec::new();
@@ -1000,7 +1082,8 @@ impl Experiment {
                 for v in self.axis_values(axis, quick) {
                     let mut q = p.clone();
                     for (path, value) in axis.overrides(v) {
-                        apply_override(&mut q.scenario, path, value).map_err(|e| format!("grid.{}: {e}", axis.column))?;
+                        apply_override(&mut q.scenario, path, value)
+                            .map_err(|e| format!("grid.{}: {e}", axis.column))?;
                     }
                     q.values.push(Cell::from_toml(v));
                     next.push(q);
@@ -1337,7 +1420,8 @@ value = 0.9
         assert_eq!(pts[3].scenario["tcp"]["variant"].as_str(), Some("sack"));
         assert_eq!(e.point_label(&pts[3]), "agent=snoop, ber=1e-7");
 
-        let missing = text.replace("variants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\n", "");
+        let missing =
+            text.replace("variants.none = { \"nodes.bs.agent\" = \"none\", \"tcp.variant\" = \"reno\" }\n", "");
         let err = load(&missing).unwrap_err().to_string();
         assert!(err.contains("grid.agent.values") && err.contains("variants"), "{err}");
         let bad_path = text.replace("\"tcp.variant\" = \"sack\"", "\"tcp.varient\" = \"sack\"");

@@ -5,6 +5,7 @@ use crate::claims::{select, Cond, Filter};
 use crate::experiment::{Experiment, FigureKind, Scale, Ticks};
 use crate::table::{fmt_num, mean_std, Cell, Table};
 use anyhow::{anyhow, Context, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -41,12 +42,36 @@ pub enum Plot {
         x_label: String,
         y_label: String,
     },
-    /// (label, (time s, offset MB) points)
+    /// (label, (time s, offset MB) points); `marks`: times (s) drawn as vertical dashed lines (handoffs).
     Sequence {
         curves: Vec<(String, Vec<(f64, f64)>)>,
+        marks: Vec<f64>,
         x_label: String,
         y_label: String,
     },
+    /// Empirical distribution functions: (label, sample values) per curve.
+    Cdf {
+        curves: Vec<(String, Vec<f64>)>,
+        x_label: String,
+    },
+}
+
+/// The steps of an empirical distribution function: at every distinct sorted value, (value, fraction below it)
+/// then (value, fraction at or below it).
+pub fn ecdf(values: &[f64]) -> Vec<(f64, f64)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len() as f64;
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(2 * v.len());
+    for (i, &x) in v.iter().enumerate() {
+        if i + 1 < v.len() && v[i + 1] == x {
+            continue;
+        }
+        let below = out.last().map_or(0.0, |p| p.1);
+        out.push((x, below));
+        out.push((x, (i + 1) as f64 / n));
+    }
+    out
 }
 
 /// The line figure's curves: rows grouped by the series column (in grid order) and the x column; mean and
@@ -77,15 +102,16 @@ pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
     for combo in combos {
         let mut filters: Vec<Filter> = exp.figure.filter.clone();
         filters.extend(combo.iter().map(|(col, v)| Filter { column: col.clone(), cond: Cond::Eq(v.clone()) }));
-        let label = if combo.is_empty() {
-            y.name()
-        } else {
-            // series_labels keys: the value, or the values joined by "/" (e.g. "snoop/reno")
-            let key = combo.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>().join("/");
-            exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
-                combo.iter().map(|(col, v)| format!("{col} = {v}")).collect::<Vec<_>>().join(", ")
-            })
-        };
+        let label =
+            if combo.is_empty() {
+                y.name()
+            } else {
+                // series_labels keys: the value, or the values joined by "/" (e.g. "snoop/reno")
+                let key = combo.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>().join("/");
+                exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
+                    combo.iter().map(|(col, v)| format!("{col} = {v}")).collect::<Vec<_>>().join(", ")
+                })
+            };
         let mut points = Vec::new();
         for xv in &xs {
             let mut f = filters.clone();
@@ -172,6 +198,43 @@ pub fn write(plot: &Plot, title: &str, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Every figure's chart: linear f64 axes.
+type Plane<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The chart every figure draws on: caption, margins and label areas alike, axes from the data.
+fn chart_on<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> Result<Plane<'a, DB>>
+where
+    DB::ErrorType: 'static,
+{
+    ChartBuilder::on(root)
+        .caption(title, (FONT_FAMILY, 22))
+        .margin(15)
+        .x_label_area_size(50)
+        .y_label_area_size(65)
+        .build_cartesian_2d(x, y)
+        .map_err(|e| anyhow!("{e:?}"))
+}
+
+/// The legend box, in one style for every figure.
+fn draw_legend<'a, DB: DrawingBackend + 'a>(chart: &mut Plane<'a, DB>, position: SeriesLabelPosition) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT_FAMILY, 15))
+        .position(position)
+        .draw()
+        .map_err(|e| anyhow!("{e:?}"))
+}
+
 fn draw<DB: DrawingBackend>(plot: &Plot, title: &str, root: &DrawingArea<DB, Shift>) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -201,13 +264,7 @@ where
             let (x0, x1) = (x0 - pad, x1 + pad);
             let y1 = all.iter().map(|p| p.1 + p.2).fold(0.0f64, f64::max);
             let y1 = if y1 > 0.0 && y1.is_finite() { y1 * 1.1 } else { 1.0 };
-            let mut chart = ChartBuilder::on(root)
-                .caption(title, (FONT_FAMILY, 22))
-                .margin(15)
-                .x_label_area_size(50)
-                .y_label_area_size(65)
-                .build_cartesian_2d(x0..x1, 0.0..y1)
-                .map_err(e)?;
+            let mut chart = chart_on(root, title, x0..x1, 0.0..y1)?;
             // one tick per distinct x when there are few (log2 BER axes), else plotters' choice
             let mut distinct: Vec<f64> = tx.clone();
             distinct.sort_by(|a, b| a.total_cmp(b));
@@ -248,27 +305,14 @@ where
                     }))
                     .map_err(e)?;
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT_FAMILY, 15))
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(e)?;
+            draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }
-        Plot::Sequence { curves, x_label, y_label } => {
+        Plot::Sequence { curves, marks, x_label, y_label } => {
             let all = curves.iter().flat_map(|c| c.1.iter());
             let (x1, y1) = all.fold((0.0f64, 0.0f64), |(a, b), p| (a.max(p.0), b.max(p.1)));
             let x1 = if x1 > 0.0 { x1 * 1.03 } else { 1.0 };
             let y1 = if y1 > 0.0 { y1 * 1.05 } else { 1.0 };
-            let mut chart = ChartBuilder::on(root)
-                .caption(title, (FONT_FAMILY, 22))
-                .margin(15)
-                .x_label_area_size(50)
-                .y_label_area_size(65)
-                .build_cartesian_2d(0.0..x1, 0.0..y1)
-                .map_err(e)?;
+            let mut chart = chart_on(root, title, 0.0..x1, 0.0..y1)?;
             chart
                 .configure_mesh()
                 .x_desc(x_label.as_str())
@@ -279,6 +323,22 @@ where
                 .y_label_formatter(&|v| fmt_num(*v))
                 .draw()
                 .map_err(e)?;
+            let grey = RGBColor(0x70, 0x70, 0x70);
+            let shown: Vec<f64> = marks.iter().copied().filter(|&t| t <= x1).collect();
+            for (k, &t) in shown.iter().enumerate() {
+                // dashed: short segments up the whole height
+                let n = 60;
+                let dashes = (0..n).step_by(2).map(|j| {
+                    let (a, b) = (y1 * j as f64 / n as f64, y1 * (j + 1) as f64 / n as f64);
+                    PathElement::new(vec![(t, a), (t, b)], grey.stroke_width(1))
+                });
+                let series = chart.draw_series(dashes).map_err(e)?;
+                if k == 0 {
+                    series
+                        .label("handoff")
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(1)));
+                }
+            }
             for (i, (label, pts)) in curves.iter().enumerate() {
                 let color = palette[i % palette.len()];
                 chart
@@ -287,14 +347,33 @@ where
                     .label(label.as_str())
                     .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
             }
+            draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        }
+        Plot::Cdf { curves, x_label } => {
+            let steps: Vec<(String, Vec<(f64, f64)>)> = curves.iter().map(|(l, v)| (l.clone(), ecdf(v))).collect();
+            let x1 = steps.iter().flat_map(|c| c.1.iter()).map(|p| p.0).fold(0.0f64, f64::max);
+            let x1 = if x1 > 0.0 { x1 * 1.05 } else { 1.0 };
+            let mut chart = chart_on(root, title, 0.0..x1, 0.0..1.02)?;
             chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT_FAMILY, 15))
-                .position(SeriesLabelPosition::UpperLeft)
+                .configure_mesh()
+                .x_desc(x_label.as_str())
+                .y_desc("fraction of handoffs")
+                .label_style((FONT_FAMILY, 15))
+                .axis_desc_style((FONT_FAMILY, 17))
+                .x_label_formatter(&|v| fmt_num(*v))
+                .y_label_formatter(&|v| fmt_num(*v))
                 .draw()
                 .map_err(e)?;
+            for (i, (label, pts)) in steps.iter().enumerate() {
+                let color = palette[i % palette.len()];
+                let label = format!("{label} (n = {})", curves[i].1.len());
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .map_err(e)?
+                    .label(label)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            }
+            draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         }
     }
     Ok(())
@@ -303,6 +382,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ecdf_steps_at_every_distinct_value() {
+        assert_eq!(
+            ecdf(&[3.0, 1.0, 3.0, 2.0]),
+            vec![(1.0, 0.0), (1.0, 0.25), (2.0, 0.25), (2.0, 0.5), (3.0, 0.5), (3.0, 1.0)]
+        );
+        assert!(ecdf(&[]).is_empty());
+        assert_eq!(ecdf(&[f64::NAN, 5.0]), vec![(5.0, 0.0), (5.0, 1.0)]);
+    }
 
     #[test]
     fn prefixes() {
@@ -345,11 +434,22 @@ mod tests {
                 ("Reno".into(), (0..400).map(|i| (i as f64 * 0.1, i as f64 * 0.003)).collect()),
                 ("Reno + Snoop".into(), (0..400).map(|i| (i as f64 * 0.05, i as f64 * 0.006)).collect()),
             ],
+            marks: vec![5.0, 15.0],
             x_label: "time (s)".into(),
             y_label: "received offset (MB)".into(),
         };
         let d2 = tempfile::tempdir().unwrap();
         write(&seq, "Sequence", d2.path()).unwrap();
+        let svg = std::fs::read_to_string(d2.path().join("figure.svg")).unwrap();
+        assert!(svg.contains("handoff"), "handoff marks have a legend entry");
+        let cdf = Plot::Cdf {
+            curves: vec![("idle".into(), vec![2.0, 3.0, 2.5]), ("transfer".into(), vec![20.0, 40.0])],
+            x_label: "handoff latency (ms)".into(),
+        };
+        let d3 = tempfile::tempdir().unwrap();
+        write(&cdf, "Handoff latency", d3.path()).unwrap();
+        let svg = std::fs::read_to_string(d3.path().join("figure.svg")).unwrap();
+        assert!(svg.contains("idle (n = 3)") && svg.contains("fraction of handoffs"));
         if let Ok(dir) = std::env::var("LASTHOP_FIGURE_DEMO_SEQ") {
             write(&seq, "Sequence numbers at BER 3.8e-6", Path::new(&dir)).unwrap();
         }

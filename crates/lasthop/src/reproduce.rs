@@ -1,7 +1,7 @@
 //! `lasthop reproduce`: run experiments' grids on a pool of threads, then write results, figures, reports.
 
 use crate::claims::Outcome;
-use crate::experiment::{load_dir, Experiment, FigureKind, Point, RunnerKind};
+use crate::experiment::{handoff_time, load_dir, Experiment, FigureKind, Point, RunnerKind, HANDOFF_TIMES};
 use crate::figure::{self, Plot};
 use crate::report;
 use crate::runner::{series_csv, write_file, RunOutput, RunRequest, Runner, ScenarioSource};
@@ -284,8 +284,11 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 
 /// The testbed configuration of a grid point of a `runner = "testbed"` experiment, with this seed.
 pub fn testbed_config(point: &Point, seed: u64) -> Result<TestbedConfig, String> {
-    let mut cfg: TestbedConfig =
-        point.scenario.clone().try_into().map_err(|e: toml::de::Error| format!("not a testbed configuration: {}", e.message()))?;
+    let mut cfg: TestbedConfig = point
+        .scenario
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("not a testbed configuration: {}", e.message()))?;
     cfg.seed = seed;
     Ok(cfg)
 }
@@ -318,7 +321,8 @@ pub fn build_table(
                     }
                     if let RunOutput::Testbed(r) = r {
                         if !r.hash_ok {
-                            failed.push(format!("{label}: the received bytes differ from the sent ones (hash mismatch)"));
+                            failed
+                                .push(format!("{label}: the received bytes differ from the sent ones (hash mismatch)"));
                         }
                     }
                 }
@@ -343,6 +347,7 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
         FigureKind::Line { .. } => figure::line_curves(exp, &table)?,
         FigureKind::Sequence => {
             let mut curves = Vec::new();
+            let mut marks: Vec<f64> = Vec::new();
             for (p, point) in plan.points.iter().enumerate() {
                 let Some(j) = plan.seeds.iter().position(|&s| s == 1) else { continue };
                 let Some(Ok(RunOutput::Sim(r))) = results.get(p * plan.seeds.len() + j) else { continue };
@@ -354,8 +359,30 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
                 write_file(&dir.join(format!("series-{name}.csv")), series_csv(series))?;
                 let label = series_label(exp, point);
                 curves.push((label, series.received.iter().map(|&(t, off)| (t, off as f64 / 1e6)).collect()));
+                marks.extend(series.handoffs.iter().copied());
             }
-            Plot::Sequence { curves, x_label: "time (s)".into(), y_label: "received stream offset (MB)".into() }
+            marks.sort_by(f64::total_cmp);
+            marks.dedup();
+            Plot::Sequence { curves, marks, x_label: "time (s)".into(), y_label: "received stream offset (MB)".into() }
+        }
+        FigureKind::Cdf { x } => {
+            write_file(&dir.join("handoffs.csv"), handoffs_csv(exp, &plan.points, &plan.seeds, results))?;
+            let mut curves: Vec<(String, Vec<f64>)> = Vec::new();
+            for (p, point) in plan.points.iter().enumerate() {
+                let label = series_label(exp, point);
+                let values = (0..plan.seeds.len())
+                    .filter_map(|j| match results.get(p * plan.seeds.len() + j) {
+                        Some(Ok(RunOutput::Sim(r))) => Some(r),
+                        _ => None,
+                    })
+                    .flat_map(|r| r.handoffs.iter().filter_map(|h| handoff_time(h, x)));
+                match curves.iter_mut().find(|c| c.0 == label) {
+                    Some(c) => c.1.extend(values),
+                    None => curves.push((label, values.collect())),
+                }
+            }
+            let x_label = exp.figure.x_label.clone().unwrap_or_else(|| x.clone());
+            Plot::Cdf { curves, x_label }
         }
     };
     figure::write(&plot, &format!("{} ({})", exp.title, exp.paper), &dir)?;
@@ -376,6 +403,40 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
         report::experiment_md(exp, &plan.points, &plan.seeds, &table, &outcome, opts.quick),
     )?;
     Ok(outcome)
+}
+
+/// Every handoff of every run, one row each: grid values, seed, handoff index, from, to, decision time (s),
+/// the per-handoff times in ms ([`HANDOFF_TIMES`]), packets lost, re-sent from the buffer, duplicates.
+fn handoffs_csv(exp: &Experiment, points: &[Point], seeds: &[u64], results: &[Result<RunOutput, String>]) -> String {
+    let mut out = exp.grid_columns().join(",");
+    if !out.is_empty() {
+        out.push(',');
+    }
+    out.push_str("seed,index,from,to,decided_s,");
+    out.push_str(&HANDOFF_TIMES.join(","));
+    out.push_str(",packets_lost,resent_from_buffer,duplicates\n");
+    for (p, point) in points.iter().enumerate() {
+        for (j, seed) in seeds.iter().enumerate() {
+            let Some(Ok(RunOutput::Sim(r))) = results.get(p * seeds.len() + j) else { continue };
+            for h in &r.handoffs {
+                let mut row: Vec<String> = point.values.iter().map(Cell::to_string).collect();
+                row.extend([
+                    seed.to_string(),
+                    h.index.to_string(),
+                    h.from.clone(),
+                    h.to.clone(),
+                    h.decided_s.to_string(),
+                ]);
+                row.extend(
+                    HANDOFF_TIMES.iter().map(|t| handoff_time(h, t).map(|v| format!("{v:.3}")).unwrap_or_default()),
+                );
+                row.extend([h.packets_lost, h.resent_from_buffer, h.duplicates].map(|v| v.to_string()));
+                out.push_str(&row.join(","));
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// File-name part for a grid point's trace: the values joined by `-` (e.g. `snoop`, `snoop-3.81e-6`).
@@ -400,7 +461,9 @@ fn series_label(exp: &Experiment, p: &Point) -> String {
         return exp.point_label(p);
     }
     let key = values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join("/");
-    exp.figure.series_labels.get(&key).cloned().unwrap_or_else(|| {
-        values.iter().map(|(c, v)| format!("{c} = {v}")).collect::<Vec<_>>().join(", ")
-    })
+    exp.figure
+        .series_labels
+        .get(&key)
+        .cloned()
+        .unwrap_or_else(|| values.iter().map(|(c, v)| format!("{c} = {v}")).collect::<Vec<_>>().join(", "))
 }

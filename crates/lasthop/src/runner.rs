@@ -64,7 +64,9 @@ impl Runner for SimRunner {
     fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
         let mut scenario = match req.scenario {
             ScenarioSource::File(p) => Scenario::load(p)?,
-            ScenarioSource::Value { value, origin, base_dir } => Scenario::from_toml_in(value.clone(), origin, base_dir)?,
+            ScenarioSource::Value { value, origin, base_dir } => {
+                Scenario::from_toml_in(value.clone(), origin, base_dir)?
+            }
         };
         if let Some(seed) = req.seed {
             scenario.set_seed(seed);
@@ -111,6 +113,9 @@ mod tests {
             cwnd: vec![(0.0, 2920)],
             handoffs: vec![1.5],
         };
-        assert_eq!(series_csv(&s), "kind,time_s,value\nsent,0.0,0\nsent,0.5,1460\nreceived,0.01,0\ncwnd,0.0,2920\nhandoff,1.5,0\n");
+        assert_eq!(
+            series_csv(&s),
+            "kind,time_s,value\nsent,0.0,0\nsent,0.5,1460\nreceived,0.01,0\ncwnd,0.0,2920\nhandoff,1.5,0\n"
+        );
     }
 }

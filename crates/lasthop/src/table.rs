@@ -160,7 +160,13 @@ pub const FLOW_COLUMNS: &[&str] = &[
 ///
 /// Handoff columns (empty cells without `[mobility]`): `handoffs` (count), `handoff_latency_mean_ms`,
 /// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
-/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs).
+/// `handoff_resent`, `handoff_duplicates`, `handoff_purged` (frames the old BS discarded from its queue,
+/// `mobility.old_bs_drains = false`) (sums over the run's handoffs), `handoff_pause_mean_s`,
+/// `handoff_pause_max_s` (seed 004's pause: from leaving the old cell until the flows through the mobile
+/// move past what was sent before it, [`lasthop_sim::HandoffMetrics::pause_s`]) and
+/// `handoff_resume_mean_ms` (the same pause less the rendezvous delay: from hearing the new BS),
+/// `handoff_completion_min_ms`, `handoff_completion_median_ms`, `handoff_completion_max_ms` (decision to the
+/// first word from the new BS, data or acceptance: defined idle too, seed 000 Fig. 10).
 pub const RUN_COLUMNS: &[&str] = &[
     "ideal_ratio",
     "sim_time_s",
@@ -172,6 +178,13 @@ pub const RUN_COLUMNS: &[&str] = &[
     "handoff_packets_lost",
     "handoff_resent",
     "handoff_duplicates",
+    "handoff_purged",
+    "handoff_pause_mean_s",
+    "handoff_pause_max_s",
+    "handoff_resume_mean_ms",
+    "handoff_completion_min_ms",
+    "handoff_completion_median_ms",
+    "handoff_completion_max_ms",
 ];
 
 /// Every column a results table of an experiment with these grid columns has, in CSV order.
@@ -413,6 +426,29 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     row.push(sum(|x| x.packets_lost));
     row.push(sum(|x| x.resent_from_buffer));
     row.push(sum(|x| x.duplicates));
+    row.push(sum(|x| x.purged_at_old_bs));
+    let pauses: Vec<f64> = h.iter().filter_map(|x| x.pause_s).collect();
+    let resume: Vec<f64> = h.iter().filter_map(|x| Some((x.pause_s? - (x.decided_s - x.left_s)) * 1e3)).collect();
+    let mean = |v: &[f64]| if v.is_empty() { Cell::Empty } else { Cell::Float(v.iter().sum::<f64>() / v.len() as f64) };
+    row.push(mean(&pauses));
+    row.push(pauses.iter().copied().reduce(f64::max).map_or(Cell::Empty, Cell::Float));
+    row.push(mean(&resume));
+    let mut done: Vec<f64> = h.iter().filter_map(|x| x.completion_s).map(|s| s * 1e3).collect();
+    done.sort_by(f64::total_cmp);
+    let float = |x: Option<f64>| x.map_or(Cell::Empty, Cell::Float);
+    row.push(float(done.first().copied()));
+    row.push(float(median(&done)));
+    row.push(float(done.last().copied()));
+}
+
+/// The median of sorted values (the mean of the middle two for an even count).
+pub fn median(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
 }
 
 /// The metrics of flow `name` (or the first flow).

@@ -51,11 +51,17 @@ impl SyntheticFlow {
     /// `segments` data frames, each second one followed by the mobile's cumulative ACK.
     pub fn batch(&mut self, segments: usize, out: &mut Vec<(Port, Vec<u8>)>) {
         for i in 0..segments {
-            out.push((Port::Wired, frames::tcp(MH_MAC, FH_MAC, FH, MH, self.seq, Some(8), TcpFlags::PSH, &self.payload)));
+            out.push((
+                Port::Wired,
+                frames::tcp(MH_MAC, FH_MAC, FH, MH, self.seq, Some(8), TcpFlags::PSH, &self.payload),
+            ));
             self.seq = self.seq.wrapping_add(MSS as u32);
             if i % 2 == 1 {
                 self.acked = self.seq;
-                out.push((Port::Wireless, frames::tcp(FH_MAC, MH_MAC, MH, FH, 8, Some(self.acked), TcpFlags::default(), &[])));
+                out.push((
+                    Port::Wireless,
+                    frames::tcp(FH_MAC, MH_MAC, MH, FH, 8, Some(self.acked), TcpFlags::default(), &[]),
+                ));
             }
         }
     }

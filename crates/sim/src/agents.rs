@@ -51,7 +51,8 @@ impl SnoopSettings {
 
     pub fn config(&self) -> SnoopConfig {
         let d = SnoopConfig::default();
-        let ms = |v: Option<f64>, default: Duration| v.map_or(default, |v| Duration::from_nanos((v * 1e6).round() as u64));
+        let ms =
+            |v: Option<f64>, default: Duration| v.map_or(default, |v| Duration::from_nanos((v * 1e6).round() as u64));
         SnoopConfig {
             max_connections: self.max_connections.unwrap_or(d.max_connections),
             high_water_bytes: self.high_water_bytes.unwrap_or(d.high_water_bytes),

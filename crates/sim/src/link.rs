@@ -1,6 +1,14 @@
 //! Links: a wired point-to-point link (full duplex, one drop-tail queue each way) and the wireless hop
 //! (rate, propagation delay, per-frame MAC overhead, a shared half-duplex medium by default, and two transmit
 //! queues per station so that local retransmissions go first: seed 000 §3.1.2, "two queues at the link layer").
+//!
+//! A half-duplex link sends one frame at a time on a [`Medium`]. By default every half-duplex link is its own
+//! medium; links given the same `medium` name (or the cells of overlapping base stations, see
+//! [`crate::mobility`]) share one, as seed 000's two WaveLAN cells in one room share one channel (§6): a frame
+//! on one link then keeps every other link of the medium waiting. Within a link the two stations are served
+//! first come first served, local retransmissions first; across links the medium goes to the links with a
+//! frame waiting in turn, frame by frame (roughly the per-station fairness of WaveLAN's CSMA/CA), again with
+//! local retransmissions first.
 
 use crate::error_model::ErrorModel;
 use crate::scenario::{Duplex, LinkConfig, LinkKind};
@@ -56,8 +64,8 @@ pub struct Link {
     overhead_ns: u64,
     capacity: usize,
     pub dirs: [Direction; 2],
-    /// Only for half duplex: the shared medium is in use.
-    medium_busy: bool,
+    /// Half duplex: the index of the medium this link sends on (set by whoever owns the media).
+    pub medium: Option<usize>,
     next_order: u64,
     /// Per end (same index as `ends`): pcap of what that end's interface sent and received.
     pub pcap: [Option<Pcap>; 2],
@@ -87,7 +95,7 @@ impl Link {
             overhead_ns: (cfg.mac_overhead_us * 1e3).round() as u64,
             capacity: cfg.queue_packets,
             dirs: [dir(e0), dir(e1)],
-            medium_busy: false,
+            medium: None,
             next_order: 0,
             pcap: [None, None],
         }
@@ -126,20 +134,43 @@ impl Link {
         true
     }
 
-    /// Starts the next transmission if a transmitter is free and a frame waits. Call until None.
+    /// Takes out of both transmit queues of `dir` every frame not yet on the air for which `matches` holds;
+    /// returns how many. (A base station that discards what it queued for a mobile that moved away:
+    /// `mobility.old_bs_drains = false`.)
+    pub fn purge(&mut self, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
+        let d = &mut self.dirs[dir];
+        let before = d.high.len() + d.normal.len();
+        d.high.retain(|q| !matches(&q.packet));
+        d.normal.retain(|q| !matches(&q.packet));
+        (before - d.high.len() - d.normal.len()) as u64
+    }
+
+    /// Full duplex: starts the next transmission if a direction's transmitter is free and a frame waits. Call
+    /// until None. (Half-duplex links start frames through their [`Medium`].)
     pub fn start_next(&mut self, now: Time) -> Option<Transmission> {
-        let dir = match self.duplex {
-            Duplex::Full => (0..2).find(|&d| !self.dirs[d].busy && self.has_frame(d))?,
-            Duplex::Half => {
-                if self.medium_busy {
-                    return None;
-                }
-                self.pick_shared()?
-            }
+        if self.duplex == Duplex::Half {
+            return None;
+        }
+        let dir = (0..2).find(|&d| !self.dirs[d].busy && self.has_frame(d))?;
+        self.dirs[dir].busy = true;
+        Some(self.start(now, dir))
+    }
+
+    /// Half duplex: the direction whose frame goes next when the medium is given to this link, and whether
+    /// that frame is a local retransmission (priority queue).
+    pub fn next_on_medium(&self) -> Option<(usize, bool)> {
+        let head = |q: &VecDeque<Queued>| q.front().map(|f| f.order);
+        let earliest = |sel: &dyn Fn(&Direction) -> Option<u64>| {
+            (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
         };
+        earliest(&|d| head(&d.high)).map(|d| (d, true)).or_else(|| earliest(&|d| head(&d.normal)).map(|d| (d, false)))
+    }
+
+    /// Puts the head frame of `dir` on the air (the caller checked that the transmitter or medium is free).
+    pub fn start(&mut self, now: Time, dir: usize) -> Transmission {
         let q = {
             let d = &mut self.dirs[dir];
-            d.high.pop_front().or_else(|| d.normal.pop_front()).expect("has_frame checked")
+            d.high.pop_front().or_else(|| d.normal.pop_front()).expect("a frame waits")
         };
         let bytes = q.packet.len();
         let air = self.airtime_ns(bytes);
@@ -152,32 +183,16 @@ impl Link {
         if corrupted {
             d.frames_lost += 1;
         }
-        match self.duplex {
-            Duplex::Full => d.busy = true,
-            Duplex::Half => self.medium_busy = true,
-        }
-        Some(Transmission { dir, packet: q.packet, done_at, arrives_at: Time(done_at.0 + self.delay_ns), corrupted })
+        Transmission { dir, packet: q.packet, done_at, arrives_at: Time(done_at.0 + self.delay_ns), corrupted }
     }
 
-    /// The transmitter of `dir` (or the shared medium) finished its frame.
+    /// Full duplex: the transmitter of `dir` finished its frame. (A medium is freed by [`Medium::finish`].)
     pub fn finish(&mut self, dir: usize) {
-        match self.duplex {
-            Duplex::Full => self.dirs[dir].busy = false,
-            Duplex::Half => self.medium_busy = false,
-        }
+        self.dirs[dir].busy = false;
     }
 
     fn has_frame(&self, dir: usize) -> bool {
         !self.dirs[dir].high.is_empty() || !self.dirs[dir].normal.is_empty()
-    }
-
-    /// On a shared medium: local retransmissions first, then first come first served across stations.
-    fn pick_shared(&self) -> Option<usize> {
-        let head = |q: &VecDeque<Queued>| q.front().map(|f| f.order);
-        let earliest = |sel: &dyn Fn(&Direction) -> Option<u64>| {
-            (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
-        };
-        earliest(&|d| head(&d.high)).or_else(|| earliest(&|d| head(&d.normal)))
     }
 
     pub fn is_half_duplex(&self) -> bool {
@@ -187,6 +202,57 @@ impl Link {
     /// How full the normal transmit queue of `dir` is, 0.0–1.0 (what a host reports as its queue length).
     pub fn occupancy(&self, dir: usize) -> f64 {
         self.dirs[dir].normal.len() as f64 / self.capacity as f64
+    }
+}
+
+/// One half-duplex medium: at most one frame in the air over all the links that share it.
+#[derive(Debug, Clone, Default)]
+pub struct Medium {
+    /// Links (indices into the owner's link list) that send on this medium, in a fixed order.
+    pub links: Vec<usize>,
+    busy: bool,
+    /// Position in `links` of the link served last, for taking turns.
+    last: usize,
+}
+
+impl Medium {
+    pub fn new(links: Vec<usize>) -> Medium {
+        Medium { links, busy: false, last: 0 }
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.busy
+    }
+
+    /// If the medium is free and a frame waits on one of its links, takes the medium and returns (link,
+    /// direction) of the frame to send: local retransmissions on any link first, then the links take turns,
+    /// starting after the one served last. With one link this is that link's own first-come-first-served order.
+    pub fn acquire(&mut self, links: &[Link]) -> Option<(usize, usize)> {
+        if self.busy {
+            return None;
+        }
+        let n = self.links.len();
+        let candidates = (1..=n).map(|k| (self.last + k) % n).filter_map(|i| {
+            let (dir, high) = links[self.links[i]].next_on_medium()?;
+            Some((i, dir, high))
+        });
+        let mut first = None;
+        for (i, dir, high) in candidates {
+            if high {
+                first = Some((i, dir));
+                break;
+            }
+            first = first.or(Some((i, dir)));
+        }
+        let (i, dir) = first?;
+        self.busy = true;
+        self.last = i;
+        Some((self.links[i], dir))
+    }
+
+    /// The frame on the air is done.
+    pub fn finish(&mut self) {
+        self.busy = false;
     }
 }
 
@@ -204,15 +270,21 @@ mod tests {
         Link::new("w".into(), &cfg, [0, 1], [ErrorModelConfig::None.build(rng()), ErrorModelConfig::None.build(rng())])
     }
 
+    /// Starts the next frame of a half-duplex link that is its own medium.
+    fn start_half(l: &mut Link, m: &mut Medium, now: Time) -> Option<Transmission> {
+        let (_, dir) = m.acquire(std::slice::from_ref(l))?;
+        Some(l.start(now, dir))
+    }
+
     fn pkt(n: usize) -> Bytes {
         Bytes::from(vec![0u8; n])
     }
 
     #[test]
     fn airtime_includes_overhead_and_delay() {
-        let mut l = link("half");
+        let (mut l, mut m) = (link("half"), Medium::new(vec![0]));
         assert!(l.enqueue(0, pkt(1000), false));
-        let t = l.start_next(Time(0)).unwrap();
+        let t = start_half(&mut l, &mut m, Time(0)).unwrap();
         // 8000 bits at 2 Mb/s = 4 ms, plus 100 µs overhead; arrival 0.5 ms later.
         assert_eq!(t.done_at, Time(4_100_000));
         assert_eq!(t.arrives_at, Time(4_600_000));
@@ -221,14 +293,15 @@ mod tests {
 
     #[test]
     fn half_duplex_serves_one_frame_at_a_time_in_arrival_order() {
-        let mut l = link("half");
+        let (mut l, mut m) = (link("half"), Medium::new(vec![0]));
         l.enqueue(1, pkt(40), false);
         l.enqueue(0, pkt(1000), false);
-        let t = l.start_next(Time(0)).unwrap();
+        let t = start_half(&mut l, &mut m, Time(0)).unwrap();
         assert_eq!(t.dir, 1, "the ACK queued first goes first");
-        assert!(l.start_next(Time(0)).is_none(), "medium busy");
-        l.finish(1);
-        assert_eq!(l.start_next(t.done_at).unwrap().dir, 0);
+        assert!(start_half(&mut l, &mut m, Time(0)).is_none(), "medium busy");
+        assert!(l.start_next(Time(0)).is_none(), "a half-duplex link starts frames only through its medium");
+        m.finish();
+        assert_eq!(start_half(&mut l, &mut m, t.done_at).unwrap().dir, 0);
     }
 
     #[test]
@@ -242,13 +315,62 @@ mod tests {
 
     #[test]
     fn priority_queue_goes_first_and_queues_are_drop_tail() {
-        let mut l = link("half");
+        let (mut l, mut m) = (link("half"), Medium::new(vec![0]));
         assert!(l.enqueue(0, pkt(100), false));
         assert!(l.enqueue(0, pkt(101), false));
         assert!(!l.enqueue(0, pkt(102), false), "capacity 2");
         assert_eq!(l.dirs[0].frames_dropped_queue, 1);
         assert!(l.enqueue(1, pkt(40), false));
         assert!(l.enqueue(0, pkt(103), true));
-        assert_eq!(l.start_next(Time(0)).unwrap().packet.len(), 103);
+        assert_eq!(start_half(&mut l, &mut m, Time(0)).unwrap().packet.len(), 103);
+    }
+
+    #[test]
+    fn links_sharing_a_medium_take_turns_and_never_overlap() {
+        let mut links = vec![link("half"), link("half")];
+        let mut m = Medium::new(vec![0, 1]);
+        // The first link has a long backlog queued before the second link's one frame.
+        for _ in 0..2 {
+            assert!(links[0].enqueue(0, pkt(1000), false));
+        }
+        assert!(links[1].enqueue(0, pkt(40), false));
+        let mut order = Vec::new();
+        let mut now = Time(0);
+        while let Some((l, dir)) = m.acquire(&links) {
+            assert!(m.acquire(&links).is_none(), "one frame on the medium at a time");
+            let t = links[l].start(now, dir);
+            now = t.done_at;
+            order.push(l);
+            m.finish();
+        }
+        assert_eq!(order, [1, 0, 0], "the second link gets the medium after at most one frame of the first");
+        // The medium time of every frame is spent one after another: 40 B + 2 × 1000 B at 2 Mb/s + 3 × 100 µs.
+        assert_eq!(now, Time(160_000 + 2 * 4_000_000 + 300_000));
+    }
+
+    #[test]
+    fn purge_takes_matching_frames_from_both_queues_only() {
+        let mut l = link("half");
+        assert!(l.enqueue(0, pkt(100), false));
+        assert!(l.enqueue(0, pkt(200), false));
+        assert!(l.enqueue(0, pkt(100), true));
+        assert!(l.enqueue(1, pkt(100), false));
+        assert_eq!(l.purge(0, |p| p.len() == 100), 2);
+        let t = l.start(Time::ZERO, 0);
+        assert_eq!(t.packet.len(), 200, "the other frame stays queued");
+        l.finish(0);
+        assert!(l.next_on_medium().is_some_and(|(dir, _)| dir == 1), "the other direction is untouched");
+        assert_eq!(l.purge(0, |_| true), 0);
+    }
+
+    #[test]
+    fn local_retransmissions_go_first_across_a_shared_medium() {
+        let mut links = vec![link("half"), link("half")];
+        let mut m = Medium::new(vec![0, 1]);
+        assert!(links[0].enqueue(0, pkt(1000), false));
+        assert!(links[0].enqueue(1, pkt(40), false));
+        assert!(links[1].enqueue(0, pkt(500), true));
+        let (l, dir) = m.acquire(&links).unwrap();
+        assert_eq!((l, links[l].start(Time(0), dir).packet.len()), (1, 500));
     }
 }

@@ -49,12 +49,24 @@ pub struct HandoffMetrics {
     pub accepted_s: Option<f64>,
     /// Handoff latency: the first data packet from the new BS reached the mobile.
     pub latency_s: Option<f64>,
+    /// The mobile first heard from the new BS after deciding: its first data packet or its acceptance
+    /// (Ack / GreetingAck), whichever came first. Defined idle and during a transfer (seed 000 Fig. 10).
+    pub completion_s: Option<f64>,
     /// Frames lost on detached links (either way) from this handoff to the next.
     pub packets_lost: u64,
     /// Packets the new primary sent from its buffer (multicast scheme).
     pub resent_from_buffer: u64,
     /// Packets the mobile received twice (same source and IP ID) from this handoff to the next.
     pub duplicates: u64,
+    /// Frames for the mobile the old BS discarded from its wireless queue when told to stop forwarding
+    /// (`mobility.old_bs_drains = false`; else 0).
+    pub purged_at_old_bs: u64,
+    /// Seed 004's pause: seconds from leaving the old cell (from the decision, in overlapping cells) until
+    /// every flow to or from the mobile has delivered to its receiving application a byte its sender had not
+    /// yet sent at that moment (or its last byte): until what the crossing lost, data or ACKs, is repaired
+    /// and the transfer moves on. `None` when the run, or the next crossing, came first, or no flow runs
+    /// through the mobile.
+    pub pause_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -134,6 +146,8 @@ pub struct WebMetrics {
     pub pages_started: u64,
     /// Objects requested (a request may still be in progress at the end).
     pub objects_requested: u64,
+    /// Requests sent again by the client because the first copy was lost on the way to the server.
+    pub request_retransmissions: u64,
     /// TCP connections the server opened (one per object, or one per persistent connection).
     pub connections_opened: u64,
     /// Reply bytes read by the client, in order, verified against what was sent.

@@ -13,6 +13,20 @@
 //!
 //! The mobile visits the listed base stations in order, cyclically (two BSs: back and forth). Handoff
 //! control is the sans-IO `lasthop_agents::handoff` machinery, its messages real packets.
+//!
+//! Overlapping cells share one half-duplex medium by default (`shared_medium`): seed 000's two WaveLAN cells
+//! are in one room on one channel (§6), so frames still queued at the old BS after a handoff go out, but take
+//! air time from the new cell. Non-overlapping cells are separate media.
+//!
+//! # Beacon-driven motion (`motion = "beacons"`, seed 000 §4, §6)
+//!
+//! The base stations stand on a line (`positions_m`) and the mobile walks along it through `waypoints_m` at
+//! `speed_mps`, back and forth (or once). Every BS beacons each `beacon_period_s` (seed 000 §6: 1 s) as a real
+//! frame on its cell; the mobile samples each beacon it hears from a log-distance path-loss model with seeded
+//! log-normal shadowing ([`Radio`]) and hands its samples to `lasthop_agents::handoff::BeaconMonitor`, which
+//! decides with hysteresis when to hand off and which BSs are likely targets (asked to buffer). A BS is out of
+//! range when its mean received power at the mobile's position is below `range_dbm`: its cell's link is then
+//! detached both ways (no frames, beacons included), so whether cells overlap follows from the geometry.
 
 use serde::Deserialize;
 
@@ -40,6 +54,11 @@ pub struct MobilityConfig {
     /// "overlapping" (default) or "non-overlapping".
     #[serde(default)]
     pub cells: Cells,
+    /// Each crossing happens a uniform random 0 to `jitter_s` seconds after its scheduled time, drawn from
+    /// the run's seed (default 0: exactly on schedule). Seed 004's crossings fall at arbitrary moments of
+    /// the TCP's 500 ms timer ticks; a jitter of at least one tick lets seeds sample that phase.
+    #[serde(default)]
+    pub jitter_s: f64,
     /// Non-overlapping cells: seconds from leaving a cell to hearing the next BS's beacon (default 0).
     #[serde(default)]
     pub rendezvous_s: f64,
@@ -53,12 +72,88 @@ pub struct MobilityConfig {
     /// Packets a buffering BS keeps for the new primary to send (seed 000 §6: 12).
     #[serde(default = "twelve")]
     pub buffer_packets: usize,
+    /// Snoop at the base stations gets the link's transmission reports (lasthop's transmit-timed recovery;
+    /// default true) or not (seed 000 §6's queue-timed Snoop). A Snoop that takes over at a handoff never
+    /// gets them (`lasthop_agents::handoff::BsConfig::transmit_reports` says why).
+    #[serde(default = "yes")]
+    pub snoop_transmit_reports: bool,
+    /// A base station told to stop forwarding to the mobile (Buffer, Stop, or the plain scheme's Notify) still
+    /// sends the frames it had already queued for it (default true: what a real driver does with its
+    /// interface queue; seed 000 does not say). false discards them from the BS's wireless queue when the
+    /// request arrives, a deviation for measuring what those frames cost: in overlapping cells on one
+    /// channel they are the duplicates of what the new primary re-sends from its buffer (handoff-rate).
+    #[serde(default = "yes")]
+    pub old_bs_drains: bool,
     /// Packets a buffering BS's Snoop mirror keeps, freed FIFO (default 48, about one 64 KB window).
     #[serde(default = "forty_eight")]
     pub mirror_packets: usize,
     /// Seconds between beacons of each BS, real frames on its wireless link (seed 000 §6: 1 s; 0 = none).
     #[serde(default = "one")]
     pub beacon_period_s: f64,
+    /// The base stations' cells share one half-duplex medium (one channel). Default: true, except for
+    /// scheduled motion in non-overlapping cells.
+    #[serde(default)]
+    pub shared_medium: Option<bool>,
+    /// "scheduled" (default: handoffs at `first_s` + k·`interval_s`) or "beacons" (the mobile walks and hands
+    /// off on beacon strength; the fields below).
+    #[serde(default)]
+    pub motion: MotionKind,
+    /// Beacon motion: each base station's position on the line, metres (default 0, 50, 100, …).
+    #[serde(default)]
+    pub positions_m: Option<Vec<f64>>,
+    /// Beacon motion: the points the mobile walks through, metres (default: the first and the last BS).
+    #[serde(default)]
+    pub waypoints_m: Option<Vec<f64>>,
+    /// Beacon motion: walking speed, m/s (default 1; 0 stands still at the first waypoint).
+    #[serde(default = "one")]
+    pub speed_mps: f64,
+    /// Beacon motion: "back-and-forth" (default: through the waypoints and back, forever) or "once" (stop at
+    /// the last one).
+    #[serde(default)]
+    pub repeat: Repeat,
+    /// Beacon motion: transmit power of a BS, dBm (default 20).
+    #[serde(default = "twenty")]
+    pub tx_power_dbm: f64,
+    /// Beacon motion: path loss at 1 m, dB (default 40).
+    #[serde(default = "forty")]
+    pub ref_loss_db: f64,
+    /// Beacon motion: log-distance path-loss exponent (default 3, indoors).
+    #[serde(default = "three")]
+    pub path_loss_exponent: f64,
+    /// Beacon motion: standard deviation of the log-normal shadowing of each beacon sample, dB (default 4).
+    #[serde(default = "four")]
+    pub shadowing_db: f64,
+    /// Beacon motion: a BS whose mean received power is below this (dBm) is out of range (default -85).
+    #[serde(default = "minus_85")]
+    pub range_dbm: f64,
+    /// Beacon motion: hand off only to a BS this much stronger than the current one, dB (default 6).
+    #[serde(default = "six")]
+    pub hysteresis_db: f64,
+    /// Beacon motion: beacons averaged per BS (default 3).
+    #[serde(default = "three_usize")]
+    pub beacon_samples: usize,
+    /// Beacon motion: BSs heard at least this strong (dBm) are likely targets and buffer (default -75).
+    #[serde(default = "minus_75")]
+    pub buffer_threshold_dbm: f64,
+    /// Beacon motion: how often the mobile's position is updated for range, seconds (default 0.05).
+    #[serde(default = "step")]
+    pub motion_step_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MotionKind {
+    #[default]
+    Scheduled,
+    Beacons,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Repeat {
+    #[default]
+    BackAndForth,
+    Once,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -81,6 +176,9 @@ pub enum Cells {
 fn inf() -> f64 {
     f64::INFINITY
 }
+fn yes() -> bool {
+    true
+}
 fn twelve() -> usize {
     12
 }
@@ -89,6 +187,33 @@ fn forty_eight() -> usize {
 }
 fn one() -> f64 {
     1.0
+}
+fn twenty() -> f64 {
+    20.0
+}
+fn forty() -> f64 {
+    40.0
+}
+fn three() -> f64 {
+    3.0
+}
+fn four() -> f64 {
+    4.0
+}
+fn six() -> f64 {
+    6.0
+}
+fn minus_85() -> f64 {
+    -85.0
+}
+fn minus_75() -> f64 {
+    -75.0
+}
+fn three_usize() -> usize {
+    3
+}
+fn step() -> f64 {
+    0.05
 }
 
 impl MobilityConfig {
@@ -135,9 +260,18 @@ impl MobilityConfig {
                 ));
             }
         }
+        if !(self.jitter_s.is_finite() && self.jitter_s >= 0.0) {
+            return Err(("jitter_s".into(), "expected a jitter ≥ 0 s".into()));
+        }
         let (_, rv, iv) = self.motion();
         if iv.is_finite() && rv >= iv {
             return Err(("rendezvous_s".into(), "expected a rendezvous delay shorter than interval_s".into()));
+        }
+        if iv.is_finite() && rv + self.jitter_s >= iv {
+            return Err((
+                "jitter_s".into(),
+                "expected jitter_s plus the rendezvous delay shorter than interval_s (crossings would overlap)".into(),
+            ));
         }
         if self.buffer_packets == 0 {
             return Err(("buffer_packets".into(), "expected at least 1 packet".into()));
@@ -145,17 +279,217 @@ impl MobilityConfig {
         if !(self.beacon_period_s.is_finite() && self.beacon_period_s >= 0.0) {
             return Err(("beacon_period_s".into(), "expected a period ≥ 0 s (0: no beacons)".into()));
         }
+        if self.motion == MotionKind::Beacons {
+            self.validate_beacons()?;
+        }
         Ok(())
     }
+
+    fn validate_beacons(&self) -> Result<(), (String, String)> {
+        let err = |f: &str, m: &str| Err((f.to_string(), m.to_string()));
+        if self.beacon_period_s <= 0.0 {
+            return err("beacon_period_s", "beacon motion needs beacons: expected a period > 0 s");
+        }
+        if self.case.is_some() || self.interval_s.is_finite() || self.first_s.is_some() || self.jitter_s > 0.0 {
+            return err(
+                "motion",
+                "beacon motion decides handoffs itself: remove `case`, `interval_s`, `first_s` and `jitter_s`",
+            );
+        }
+        if self.cells != Cells::Overlapping || self.rendezvous_s != 0.0 {
+            return err(
+                "motion",
+                "with beacon motion, range follows from the positions: remove `cells` and `rendezvous_s`",
+            );
+        }
+        if let Some(p) = &self.positions_m {
+            if p.len() != self.base_stations.len() {
+                return err("positions_m", "expected one position per base station");
+            }
+            if !p.iter().all(|x| x.is_finite()) {
+                return err("positions_m", "expected finite positions in metres");
+            }
+        }
+        if let Some(w) = &self.waypoints_m {
+            if w.is_empty() || !w.iter().all(|x| x.is_finite()) {
+                return err("waypoints_m", "expected at least one finite position in metres");
+            }
+        }
+        let checks: [(&str, bool, &str); 8] = [
+            ("speed_mps", self.speed_mps.is_finite() && self.speed_mps >= 0.0, "expected a speed ≥ 0 m/s"),
+            ("tx_power_dbm", self.tx_power_dbm.is_finite(), "expected a power in dBm"),
+            ("ref_loss_db", self.ref_loss_db.is_finite(), "expected a loss in dB"),
+            (
+                "path_loss_exponent",
+                self.path_loss_exponent.is_finite() && self.path_loss_exponent > 0.0,
+                "expected an exponent > 0",
+            ),
+            (
+                "shadowing_db",
+                self.shadowing_db.is_finite() && self.shadowing_db >= 0.0,
+                "expected a standard deviation ≥ 0 dB",
+            ),
+            ("range_dbm", self.range_dbm.is_finite(), "expected a power in dBm"),
+            ("hysteresis_db", self.hysteresis_db.is_finite() && self.hysteresis_db >= 0.0, "expected a margin ≥ 0 dB"),
+            ("buffer_threshold_dbm", self.buffer_threshold_dbm.is_finite(), "expected a power in dBm"),
+        ];
+        for (f, ok, m) in checks {
+            if !ok {
+                return err(f, m);
+            }
+        }
+        if self.beacon_samples == 0 {
+            return err("beacon_samples", "expected at least 1 sample");
+        }
+        if !(self.motion_step_s.is_finite() && self.motion_step_s > 0.0) {
+            return err("motion_step_s", "expected a step > 0 s");
+        }
+        Ok(())
+    }
+
+    /// Whether the base stations' cells share one medium.
+    pub fn shares_medium(&self) -> bool {
+        self.shared_medium.unwrap_or(self.motion == MotionKind::Beacons || self.motion().0 == Cells::Overlapping)
+    }
+
+    /// Base-station positions for beacon motion (given, or 0, 50, 100, … m).
+    pub fn positions(&self) -> Vec<f64> {
+        self.positions_m.clone().unwrap_or_else(|| (0..self.base_stations.len()).map(|i| 50.0 * i as f64).collect())
+    }
+
+    /// The radio model of beacon motion.
+    pub fn radio(&self) -> Radio {
+        Radio {
+            tx_power_dbm: self.tx_power_dbm,
+            ref_loss_db: self.ref_loss_db,
+            exponent: self.path_loss_exponent,
+            shadowing_db: self.shadowing_db,
+            range_dbm: self.range_dbm,
+        }
+    }
+
+    /// The mobile's walk for beacon motion.
+    pub fn walk(&self) -> Walk {
+        let p = self.positions();
+        let waypoints = self.waypoints_m.clone().unwrap_or_else(|| {
+            let (a, b) = (p[0], p[p.len() - 1]);
+            if a == b {
+                vec![a]
+            } else {
+                vec![a, b]
+            }
+        });
+        Walk { waypoints, speed_mps: self.speed_mps, repeat: self.repeat }
+    }
+}
+
+/// Received signal strength of a beacon: log-distance path loss with log-normal shadowing,
+/// `P(d) = tx_power_dbm − ref_loss_db − 10·n·log10(max(d, 1 m)) + X`, `X ~ N(0, shadowing_db²)` drawn afresh
+/// for every beacon from the BS's own seeded stream. Logarithms come from `lasthop_channel::rng::ln`
+/// (basic IEEE operations only), so the samples are the same on every machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Radio {
+    pub tx_power_dbm: f64,
+    pub ref_loss_db: f64,
+    pub exponent: f64,
+    pub shadowing_db: f64,
+    /// Mean power below which the BS is out of range.
+    pub range_dbm: f64,
+}
+
+impl Radio {
+    /// Mean received power at `d` metres, dBm.
+    pub fn mean_dbm(&self, d: f64) -> f64 {
+        let log10 = crate::rng::ln(d.abs().max(1.0)) / crate::rng::ln(10.0);
+        self.tx_power_dbm - self.ref_loss_db - 10.0 * self.exponent * log10
+    }
+
+    pub fn in_range(&self, d: f64) -> bool {
+        self.mean_dbm(d) >= self.range_dbm
+    }
+
+    /// One beacon's received power at `d` metres: the mean plus a shadowing draw from `rng`.
+    pub fn sample<R: rand::RngCore + ?Sized>(&self, d: f64, rng: &mut R) -> f64 {
+        self.mean_dbm(d) + self.shadowing_db * standard_normal(rng)
+    }
+}
+
+/// A standard normal draw by Marsaglia's polar method, from `+ − × ÷`, `sqrt` (exact in IEEE 754) and
+/// `rng::ln` only, so it is bit-identical on every platform.
+pub fn standard_normal<R: rand::RngCore + ?Sized>(rng: &mut R) -> f64 {
+    loop {
+        let u = 2.0 * crate::rng::unit_open0(rng) - 1.0;
+        let v = 2.0 * crate::rng::unit_open0(rng) - 1.0;
+        let s = u * u + v * v;
+        if s > 0.0 && s < 1.0 {
+            return u * (-2.0 * crate::rng::ln(s) / s).sqrt();
+        }
+    }
+}
+
+/// The mobile's walk along the line: through `waypoints` at `speed_mps`, then back (or stopping at the end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Walk {
+    pub waypoints: Vec<f64>,
+    pub speed_mps: f64,
+    pub repeat: Repeat,
+}
+
+impl Walk {
+    /// Position (m) at `t` seconds.
+    pub fn position(&self, t: f64) -> f64 {
+        let w = &self.waypoints;
+        let legs: Vec<f64> = w.windows(2).map(|p| (p[1] - p[0]).abs()).collect();
+        let total: f64 = legs.iter().sum();
+        if total == 0.0 || self.speed_mps == 0.0 {
+            return w[0];
+        }
+        let mut s = self.speed_mps * t.max(0.0);
+        s = match self.repeat {
+            Repeat::Once => s.min(total),
+            Repeat::BackAndForth => {
+                let r = s % (2.0 * total);
+                if r > total {
+                    2.0 * total - r
+                } else {
+                    r
+                }
+            }
+        };
+        for (i, &len) in legs.iter().enumerate() {
+            if s <= len {
+                let dir = if w[i + 1] >= w[i] { 1.0 } else { -1.0 };
+                return w[i] + dir * s;
+            }
+            s -= len;
+        }
+        w[w.len() - 1]
+    }
+}
+
+/// Run-time state of beacon motion.
+pub(crate) struct BeaconState {
+    pub radio: Radio,
+    pub walk: Walk,
+    /// Per base station (same order as `MobState::bss`): position, and its shadowing stream.
+    pub positions: Vec<f64>,
+    pub shadowing: Vec<crate::rng::SimRng>,
+    pub monitor: lasthop_agents::handoff::BeaconMonitor,
+    pub step: lasthop_wire::Time,
 }
 
 /// Run-time state of mobility inside a world (node and link indices are the world's).
 pub(crate) struct MobState {
     pub fast_retransmit: bool,
+    /// `MobilityConfig::old_bs_drains`.
+    pub old_bs_drains: bool,
     pub cells: Cells,
     pub rendezvous: lasthop_wire::Time,
     pub interval_s: f64,
     pub first_s: f64,
+    /// Crossing `k` is delayed by a uniform draw in (0, jitter_s] from the stream ("mobility", "crossing.k").
+    pub jitter_s: f64,
+    pub seed: u64,
     pub beacon_period: Option<lasthop_wire::Time>,
     pub mh: usize,
     pub ha: usize,
@@ -176,6 +510,25 @@ pub(crate) struct MobState {
     pub seen: std::collections::VecDeque<(std::net::Ipv4Addr, u16)>,
     pub seen_set: std::collections::BTreeSet<(std::net::Ipv4Addr, u16)>,
     pub beacon_ident: u16,
+    /// Beacon motion (`None`: scheduled).
+    pub beacons: Option<BeaconState>,
+    /// The pause of the crossing under way (see `HandoffMetrics::pause_s`).
+    pub pause: PauseTrack,
+    /// Data frames lost since the mobile left its cell, before the crossing's handoff entry exists.
+    pub lost_between_cells: u64,
+}
+
+/// Measures one crossing's pause: when it began, what each flow's receiver must have for the transfer to
+/// have resumed, and where the result goes.
+#[derive(Default)]
+pub(crate) struct PauseTrack {
+    pub start: lasthop_wire::Time,
+    /// (flow, bytes its receiving application must have read) still outstanding.
+    pub marks: Vec<(usize, u64)>,
+    /// When every mark was reached, if that happened before the handoff's entry existed.
+    pub done: Option<lasthop_wire::Time>,
+    /// Index into `handoffs` of the crossing's entry, once the mobile decided.
+    pub entry: Option<usize>,
 }
 
 /// How many recent (source, IP ID) pairs the mobile remembers for duplicate counting.
@@ -197,9 +550,59 @@ impl MobState {
         false
     }
 
-    /// Time of crossing `k` (0-based): the leave time (non-overlapping) or decision time (overlapping).
+    /// Time of crossing `k` (0-based): the leave time (non-overlapping) or decision time (overlapping);
+    /// none with beacon motion.
     pub fn crossing(&self, k: u32) -> Option<lasthop_wire::Time> {
-        let t = self.first_s + f64::from(k) * self.interval_s;
+        if self.beacons.is_some() {
+            return None;
+        }
+        let mut t = self.first_s + f64::from(k) * self.interval_s;
+        if self.jitter_s > 0.0 {
+            let mut r = crate::rng::stream(self.seed, "mobility", &format!("crossing.{k}"));
+            t += self.jitter_s * crate::rng::unit_open0(&mut r);
+        }
         t.is_finite().then(|| lasthop_wire::Time((t * 1e9).round() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_goes_back_and_forth_or_stops() {
+        let mut w = Walk { waypoints: vec![0.0, 100.0], speed_mps: 10.0, repeat: Repeat::BackAndForth };
+        let at = |w: &Walk| [0.0, 5.0, 10.0, 15.0, 20.0, 25.0].map(|t| w.position(t));
+        assert_eq!(at(&w), [0.0, 50.0, 100.0, 50.0, 0.0, 50.0]);
+        w.repeat = Repeat::Once;
+        assert_eq!(at(&w), [0.0, 50.0, 100.0, 100.0, 100.0, 100.0]);
+        let legs = Walk { waypoints: vec![10.0, 30.0, 20.0], speed_mps: 1.0, repeat: Repeat::Once };
+        assert_eq!([0.0, 20.0, 25.0, 40.0].map(|t| legs.position(t)), [10.0, 30.0, 25.0, 20.0]);
+        let still = Walk { waypoints: vec![7.0], speed_mps: 3.0, repeat: Repeat::BackAndForth };
+        assert_eq!(still.position(100.0), 7.0);
+    }
+
+    #[test]
+    fn log_distance_path_loss_and_range() {
+        let r = Radio { tx_power_dbm: 20.0, ref_loss_db: 40.0, exponent: 3.0, shadowing_db: 0.0, range_dbm: -80.0 };
+        assert!((r.mean_dbm(1.0) + 20.0).abs() < 1e-9);
+        assert!((r.mean_dbm(0.2) + 20.0).abs() < 1e-9, "closer than 1 m counts as 1 m");
+        assert!((r.mean_dbm(100.0) + 80.0).abs() < 1e-9, "30 dB per decade");
+        assert!(r.in_range(99.0) && !r.in_range(101.0));
+    }
+
+    #[test]
+    fn shadowing_has_the_configured_spread_and_repeats() {
+        let r = Radio { tx_power_dbm: 20.0, ref_loss_db: 40.0, exponent: 3.0, shadowing_db: 4.0, range_dbm: -80.0 };
+        let draw = |seed| {
+            let mut g = crate::rng::stream(seed, "mobility.bs1", "shadowing");
+            (0..20_000).map(|_| r.sample(10.0, &mut g) - r.mean_dbm(10.0)).collect::<Vec<f64>>()
+        };
+        let x = draw(1);
+        assert_eq!(x, draw(1), "same seed, same draws");
+        assert_ne!(x, draw(2));
+        let mean = x.iter().sum::<f64>() / x.len() as f64;
+        let sd = (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / x.len() as f64).sqrt();
+        assert!(mean.abs() < 0.1 && (sd - 4.0).abs() < 0.1, "mean {mean}, sd {sd}");
     }
 }

@@ -72,8 +72,12 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
-    const NAMES: [(&'static str, AgentKind); 4] =
-        [("snoop", AgentKind::Snoop), ("eln", AgentKind::Eln), ("eln-filter", AgentKind::ElnFilter), ("nack", AgentKind::Nack)];
+    const NAMES: [(&'static str, AgentKind); 4] = [
+        ("snoop", AgentKind::Snoop),
+        ("eln", AgentKind::Eln),
+        ("eln-filter", AgentKind::ElnFilter),
+        ("nack", AgentKind::Nack),
+    ];
 }
 
 /// The agents of a node, in the order packets pass through them: `"none"`, one name, or names joined by
@@ -147,6 +151,10 @@ pub struct LinkConfig {
     /// Medium time added to every frame, µs (default 0): preamble, contention, MAC header.
     #[serde(default)]
     pub mac_overhead_us: f64,
+    /// Half-duplex links with the same medium name share one medium: one frame at a time over all of them
+    /// (several cells on one channel). Default: the link is its own medium.
+    #[serde(default)]
+    pub medium: Option<String>,
     /// Error model of the a→b direction, and of b→a too unless `error_reverse` is given (default none).
     #[serde(default)]
     pub error: ErrorModelConfig,
@@ -282,8 +290,10 @@ impl Scenario {
             .map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
         s.resolve_paths(base_dir);
-        s.validate()
-            .map_err(|(path, message)| ScenarioError { origin: origin.to_string(), message: format!("`{path}`: {message}") })?;
+        s.validate().map_err(|(path, message)| ScenarioError {
+            origin: origin.to_string(),
+            message: format!("`{path}`: {message}"),
+        })?;
         Ok(s)
     }
 
@@ -366,6 +376,14 @@ impl Scenario {
             if l.queue_packets == 0 {
                 return Err((p("queue_packets"), "expected at least 1 packet".into()));
             }
+            if let Some(m) = &l.medium {
+                if l.duplex() != Duplex::Half {
+                    return Err((p("medium"), "only half-duplex links share a medium (set duplex = \"half\")".into()));
+                }
+                if m.is_empty() {
+                    return Err((p("medium"), "expected a medium name".into()));
+                }
+            }
             l.error.validate().map_err(|m| (p("error"), m))?;
             if let Some(e) = &l.error_reverse {
                 e.validate().map_err(|m| (p("error_reverse"), m))?;
@@ -429,10 +447,23 @@ impl Scenario {
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
         if let Some(m) = &self.mobility {
             m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
+            for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
+                // The handoff agent runs Snoop itself; the others have no handoff-aware version.
+                if let Some(k) = self.nodes[b].agent.0.iter().find(|k| **k != AgentKind::Snoop) {
+                    return Err((
+                        format!("nodes.{b}.agent"),
+                        format!(
+                            "a mobility base station runs \"none\" or \"snoop\" inside its handoff agent; `{}` is not supported there",
+                            AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
+                        ),
+                    ));
+                }
+            }
             for b in &m.base_stations {
-                let joined = self.links.values().any(|l| {
-                    l.kind == LinkKind::Wireless && l.ends.contains(b) && l.ends.contains(&m.mobile)
-                });
+                let joined = self
+                    .links
+                    .values()
+                    .any(|l| l.kind == LinkKind::Wireless && l.ends.contains(b) && l.ends.contains(&m.mobile));
                 if !joined {
                     return Err((
                         "mobility.base_stations".into(),
@@ -512,5 +543,32 @@ mod tests {
             let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
             assert!(e.contains(needle), "{to}: {e}");
         }
+    }
+
+    #[test]
+    fn bad_mobility_is_rejected_with_the_field() {
+        let handoff =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml")).unwrap();
+        let walk = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/walk.toml")).unwrap();
+        let cases = [
+            (&handoff, "agent = \"none\"           #", "agent = \"eln\" #", "nodes.bs1.agent"),
+            (&handoff, "interval_s = 5.0", "interval_s = 5.0\nmotion = \"beacons\"", "interval_s"),
+            (&walk, "positions_m = [0.0, 100.0]", "positions_m = [0.0]", "mobility.positions_m"),
+            (&walk, "hysteresis_db = 6.0", "hysteresis_db = -1.0", "mobility.hysteresis_db"),
+            (&walk, "beacon_samples = 3", "beacon_samples = 0", "mobility.beacon_samples"),
+            (&walk, "beacon_period_s = 1.0", "beacon_period_s = 0.0", "mobility.beacon_period_s"),
+            (&walk, "speed_mps = 2.0", "speed_mps = -2.0", "mobility.speed_mps"),
+            (&walk, "repeat = \"back-and-forth\"", "repeat = \"twice\"", "twice"),
+        ];
+        for (text, from, to, needle) in cases {
+            assert!(text.contains(from), "{from}");
+            let e = Scenario::from_str(&text.replace(from, to), "x.toml").unwrap_err().to_string();
+            assert!(e.contains(needle), "{to}: {e}");
+        }
+        let mut shared = example().replace("[links.wavelan]", "[links.wavelan]\nmedium = \"air\"");
+        assert!(Scenario::from_str(&shared, "x.toml").is_ok());
+        shared = shared.replace("[links.ether]", "[links.ether]\nmedium = \"air\"");
+        let e = Scenario::from_str(&shared, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("links.ether.medium") && e.contains("half-duplex"), "{e}");
     }
 }

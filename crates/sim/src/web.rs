@@ -1,7 +1,7 @@
 //! The Web workload of seed 002 §5 ("Web Workload"): a client (the mobile host) browsing pages served by a
 //! fixed host, following B. A. Mah's empirical model of HTTP traffic ("An Empirical Model of HTTP Network
-//! Traffic", INFOCOM '97, ref. [16] of seed 002). Seed 002 does not print Mah's distributions, so this
-//! module approximates what Mah published with parametric samplers and says where each number comes from.
+//! Traffic", INFOCOM '97, ref. [16] of seed 002). Seed 002 does not print Mah's distributions; this module
+//! samples Mah's own measured CDFs (see *Distributions*).
 //!
 //! ## The model
 //!
@@ -18,126 +18,316 @@
 //!
 //! ## Distributions
 //!
-//! Mah's paper gives empirical CDFs and summary statistics, not fitted laws; the numbers below are the
-//! summary statistics as publicly quoted (medians and means), matched by the simple laws named. Entries
-//! marked *approx.* are recalled from Mah 1997 rather than copied from its tables and are the first thing to
-//! revise against the paper; *chosen* entries are ours, with the reason.
+//! Mah's model is empirical: each quantity is the CDF measured in his packet traces of HTTP/1.0 clients
+//! (Berkeley, 1995), published with the paper as data files (`HttpPrimaryReply.cdf`, `HttpSecondaryReply.cdf`,
+//! `HttpPrimaryRequest.cdf`, `HttpSecondaryRequest.cdf`, `HttpFilesPerDocument.cdf`, `HttpConsecutiveDocs.cdf`,
+//! `HttpThinkTime.cdf`) and used that way by later simulators. This module samples those CDFs by inversion:
+//! the size and time tables below are the files' quantiles read at every 5 % (plus the points where the
+//! CDF jumps and the upper tail to the maximum), interpolated linearly between points as Mah's own CDF
+//! class does; the two count tables are the files' step CDFs, rounded to four decimals. No parameter here
+//! is ours. What the tables give (medians and means of our samplers, checked by the tests):
 //!
-//! | quantity | law | parameters | median / mean | source |
+//! | quantity | Mah's file | median | mean | range |
 //! |---|---|---|---|---|
-//! | request size (bytes) | lognormal, clamped to [100, 2000] | median 250, σ = 0.5 | 250 / ≈283 | approx., Mah 1997 §4 "request length" (a few hundred bytes, mostly one segment) |
-//! | reply size (bytes) | lognormal, clamped to [100, 4 MB] | median 2000, σ = 1.734 | 2000 / ≈9000 | Mah 1997 §4 "reply length": median ≈ 2 KB, mean 8–10 KB, tail to MBs; σ = √(2 ln(9000/2000)) sets the mean to 9 KB |
-//! | objects per page | 1 w.p. 0.55, else 1 + geometric (mean 4), at most 60 | | 1 / 2.8 | Mah 1997 "files per Web page": median 1, mean ≈ 2.8; the mixture is chosen to hit both |
-//! | pages per visit ("consecutive document retrievals") | geometric on {1, 2, …}, at most 100 | mean 4 | 3 / 4 | approx., Mah 1997 "consecutive document retrievals" (a few pages per server) |
-//! | think time (s) | lognormal, clamped to [1, 600] | median 15, σ = 1.177 | 15 / ≈30 | approx., Mah 1997 "user think time" (median ≈ 15 s, heavy tail); Mah's own 1 s threshold between pages is the lower clamp; the 10 min cap is chosen so one long pause cannot eat a 1000 s run |
-//! | server | the scenario's `server` node | | | chosen: one fixed host behind the base station, as in seed 002's topology |
+//! | primary reply (the page's first document), bytes | `HttpPrimaryReply` | 2.1 KB | ≈ 16 KB | 80 B – 8.1 MB |
+//! | secondary reply (an embedded object), bytes | `HttpSecondaryReply` | 2.0 KB | ≈ 7.1 KB | 62 B – 246 KB; 15 % below 110 B |
+//! | primary request, bytes | `HttpPrimaryRequest` | 238 | ≈ 400 | 100 – 1825; 19 % ≈ 1.1 KB |
+//! | secondary request, bytes | `HttpSecondaryRequest` | 227 | ≈ 335 | 106 – 1288; 13 % ≈ 1.1 KB |
+//! | files per Web page (primary included) | `HttpFilesPerDocument` | 2 | ≈ 2.9 | 1 – 65; 49 % are 1 |
+//! | consecutive pages from one server | `HttpConsecutiveDocs` | 2 | ≈ 4.1 | 1 – 37 |
+//! | user think time between pages, s | `HttpThinkTime` | 15.3 | ≈ 1400 | 1 s (Mah's threshold between pages) – 24 h; 10 % above 9 min |
 //!
-//! Requests travel from client to server as a modelled delay: the one-way latency of the request's bytes
-//! over the path (transmission plus propagation on every hop, error free). With that, an HTTP/1.0 object's
-//! first byte reaches the client two round trips after it is asked for, as with a real client-opened
-//! connection, while the reply (and the connection's handshake, opened by the server) is real TCP through
-//! the base station, where Snoop sees it (seed 002 §5 studies transfers *to* the mobile host).
+//! The think time's tail is the trace's: some "think times" are the user leaving for hours. In a 1000 s run
+//! a think time past the browsing time ends the browsing (no page starts after `end`).
+//! Server selection (Mah: Zipf-like popularity) has no effect with one server node and is not sampled.
+//!
+//! ## Connections and requests
+//!
+//! The connection and the reply are real TCP through the base station, where Snoop sees the reply (seed 002
+//! §5 studies transfers *to* the mobile host); the request is a real frame the other way. The TCP models
+//! are one-way (a data sender and a receiver), so the handshake is mirrored: the client's SYN is a modelled
+//! one-way latency (transmission and propagation of a 40-byte frame on every hop), after which the server
+//! sends the SYN and the client answers with the SYN-ACK, so one handshake frame crosses the lossy hop each
+//! way, as in the real exchange, and a lost one costs the initial RTO (5.5–6 s with BSD's constants). Right
+//! after it the client sends its request: one UDP frame as long as the TCP segment that would carry it, over
+//! every hop, lossy hop included, resent on the client's retransmission timer (the minimum RTO, doubled per
+//! copy, on the timer ticks) until the server has it; the server then queues the reply (and, for HTTP/1.0,
+//! its FIN). On an open persistent connection the request goes out at once. An HTTP/1.0 object's first
+//! byte therefore reaches the client about two round trips after it is asked for.
 //!
 //! Every draw comes from a named [`crate::rng`] stream, one per quantity, so the workload is deterministic
-//! and changing one distribution does not shift the others' draws. The normal deviates use Acklam's
-//! rational inverse CDF and [`exp`] is built from `+ - * /`, like [`crate::rng::ln`], so results are
-//! bit-identical on every platform.
+//! and changing one distribution does not shift the others' draws.
 
 use crate::rng::{self, SimRng};
 use lasthop_wire::Time;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Request size: lognormal median (bytes) and σ.
-pub const REQUEST_MEDIAN: f64 = 250.0;
-pub const REQUEST_SIGMA: f64 = 0.5;
-pub const REQUEST_RANGE: (f64, f64) = (100.0, 2000.0);
-/// Reply size: lognormal median (bytes) and σ (mean 9000 bytes).
-pub const REPLY_MEDIAN: f64 = 2000.0;
-pub const REPLY_SIGMA: f64 = 1.734;
-pub const REPLY_RANGE: (f64, f64) = (100.0, 4_000_000.0);
-/// Objects per page: probability of a single object, mean of the geometric rest, cap.
-pub const PAGE_SINGLE: f64 = 0.55;
-pub const PAGE_EXTRA_MEAN: f64 = 4.0;
-pub const PAGE_MAX: u64 = 60;
-/// Pages per visit to one server.
-pub const VISIT_MEAN: f64 = 4.0;
-pub const VISIT_MAX: u64 = 100;
-/// Think time: lognormal median (s) and σ (mean ≈ 30 s).
-pub const THINK_MEDIAN_S: f64 = 15.0;
-pub const THINK_SIGMA: f64 = 1.177;
-pub const THINK_RANGE_S: (f64, f64) = (1.0, 600.0);
+/// An empirical distribution as (cumulative probability, value) points, sorted in both, first point at
+/// probability 0, last at 1. Sampled by inverting the CDF with linear interpolation between points.
+pub struct Empirical(pub &'static [(f64, f64)]);
 
-/// `e^x` from `+ - * /` only: x = k·ln 2 + r with |r| ≤ ln2/2, a Taylor series for e^r, then 2^k by
-/// building the exponent bits. Relative error below 1e-13 over the range the samplers use.
-pub fn exp(x: f64) -> f64 {
-    if x.is_nan() {
-        return f64::NAN;
+impl Empirical {
+    /// The value at cumulative probability `u` in [0, 1].
+    pub fn quantile(&self, u: f64) -> f64 {
+        let pts = self.0;
+        let i = pts.partition_point(|&(p, _)| p < u);
+        if i == 0 {
+            return pts[0].1;
+        }
+        if i >= pts.len() {
+            return pts[pts.len() - 1].1;
+        }
+        let ((p0, v0), (p1, v1)) = (pts[i - 1], pts[i]);
+        if p1 <= p0 {
+            v1
+        } else {
+            v0 + (v1 - v0) * (u - p0) / (p1 - p0)
+        }
     }
-    if x > 709.0 {
-        return f64::INFINITY;
-    }
-    if x < -708.0 {
-        return 0.0;
-    }
-    const LN2: f64 = std::f64::consts::LN_2;
-    let k = (x / LN2 + if x >= 0.0 { 0.5 } else { -0.5 }) as i64;
-    let r = x - k as f64 * LN2;
-    let mut term = 1.0;
-    let mut sum = 1.0;
-    for n in 1..=22 {
-        term = term * r / f64::from(n);
-        sum += term;
-    }
-    sum * f64::from_bits(((k + 1023) as u64) << 52)
-}
 
-/// The standard normal quantile at `p` in (0, 1) (P. J. Acklam's rational approximation, relative error
-/// below 1.2e-9), from `+ - * /`, [`rng::ln`] and `sqrt` (which IEEE 754 rounds exactly).
-pub fn normal_quantile(p: f64) -> f64 {
-    const A: [f64; 6] =
-        [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.383_577_518_672_69e2, -3.066479806614716e1, 2.506628277459239];
-    const B: [f64; 5] = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
-    const C: [f64; 6] =
-        [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
-    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
-    const LOW: f64 = 0.02425;
-    let tail = |q: f64| {
-        let q = (-2.0 * rng::ln(q)).sqrt();
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5]) / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    };
-    if p < LOW {
-        tail(p)
-    } else if p > 1.0 - LOW {
-        -tail(1.0 - p)
-    } else {
-        let q = p - 0.5;
-        let r = q * q;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    /// One draw (consumes one `u64`).
+    pub fn sample(&self, r: &mut SimRng) -> f64 {
+        self.quantile(rng::unit_open0(r))
+    }
+
+    /// The mean of the interpolated distribution (exact for the piecewise-linear inverse CDF).
+    pub fn mean(&self) -> f64 {
+        self.0.windows(2).map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0).sum()
     }
 }
 
-/// A lognormal draw with the given median and σ, clamped to `range`. Consumes one `u64`.
-pub fn lognormal(r: &mut SimRng, median: f64, sigma: f64, range: (f64, f64)) -> f64 {
-    // unit_open0 is in (0, 1]; 1 - u is in [0, 1), so use u itself and keep it off 1.
-    let u = rng::unit_open0(r).min(1.0 - f64::EPSILON / 2.0);
-    (median * exp(sigma * normal_quantile(u))).clamp(range.0, range.1)
+/// A discrete distribution as a step CDF: (value, P(X ≤ value)), sorted, last probability 1.
+pub struct Discrete(pub &'static [(u64, f64)]);
+
+impl Discrete {
+    /// The smallest value whose cumulative probability reaches `u`.
+    pub fn quantile(&self, u: f64) -> u64 {
+        let i = self.0.partition_point(|&(_, p)| p < u).min(self.0.len() - 1);
+        self.0[i].0
+    }
+
+    pub fn sample(&self, r: &mut SimRng) -> u64 {
+        self.quantile(rng::unit_open0(r))
+    }
+
+    pub fn mean(&self) -> f64 {
+        let mut prev = 0.0;
+        let mut m = 0.0;
+        for &(v, p) in self.0 {
+            m += v as f64 * (p - prev);
+            prev = p;
+        }
+        m
+    }
 }
 
-/// A geometric draw on {1, 2, …} with the given mean (≥ 1), at most `max`. Consumes one `u64`.
-pub fn geometric(r: &mut SimRng, mean: f64, max: u64) -> u64 {
-    if mean <= 1.0 {
-        return 1;
-    }
-    let q = 1.0 - 1.0 / mean; // continuation probability
-    let n = 1.0 + (rng::ln(rng::unit_open0(r)) / rng::ln(q)).floor();
-    if n.is_finite() && n < max as f64 {
-        n as u64
-    } else {
-        max
-    }
-}
+/// Mah's `HttpPrimaryReply.cdf`: size of a page's first document, bytes.
+pub const PRIMARY_REPLY: Empirical = Empirical(&[
+    (0.0, 80.0),
+    (0.05, 200.0),
+    (0.10, 308.0),
+    (0.15, 336.0),
+    (0.20, 460.0),
+    (0.25, 722.0),
+    (0.30, 938.0),
+    (0.35, 1165.0),
+    (0.40, 1466.0),
+    (0.45, 1756.0),
+    (0.50, 2099.0),
+    (0.55, 2363.0),
+    (0.60, 2677.0),
+    (0.65, 3211.0),
+    (0.70, 3852.0),
+    (0.75, 4461.0),
+    (0.80, 5496.0),
+    (0.85, 6876.0),
+    (0.90, 11606.0),
+    (0.95, 26241.0),
+    (0.97, 54938.0),
+    (0.98, 85056.0),
+    (0.99, 286568.0),
+    (0.9926, 544413.0),
+    (0.9959, 649354.0),
+    (0.9983, 1047903.0),
+    (0.9994, 1636039.0),
+    (1.0, 8146976.0),
+]);
+
+/// Mah's `HttpSecondaryReply.cdf`: size of an embedded object, bytes (the small mode near 100 bytes is
+/// replies without a body, e.g. "not modified").
+pub const SECONDARY_REPLY: Empirical = Empirical(&[
+    (0.0, 62.0),
+    (0.05, 83.0),
+    (0.10, 103.0),
+    (0.15, 109.0),
+    (0.155, 110.0),
+    (0.20, 303.0),
+    (0.25, 422.0),
+    (0.30, 558.0),
+    (0.35, 831.0),
+    (0.40, 1135.0),
+    (0.45, 1496.0),
+    (0.50, 1981.0),
+    (0.55, 2476.0),
+    (0.60, 2905.0),
+    (0.65, 3426.0),
+    (0.70, 4139.0),
+    (0.75, 5640.0),
+    (0.80, 7586.0),
+    (0.85, 11054.0),
+    (0.90, 16918.0),
+    (0.95, 29336.0),
+    (0.97, 45090.0),
+    (0.98, 60356.0),
+    (0.99, 73490.0),
+    (0.995, 109775.0),
+    (0.999, 210795.0),
+    (1.0, 246212.0),
+]);
+
+/// Mah's `HttpPrimaryRequest.cdf`: bytes of the request for a page's first document.
+pub const PRIMARY_REQUEST: Empirical = Empirical(&[
+    (0.0, 100.0),
+    (0.05, 155.0),
+    (0.10, 175.0),
+    (0.15, 200.0),
+    (0.20, 207.0),
+    (0.25, 212.0),
+    (0.30, 217.0),
+    (0.35, 221.0),
+    (0.40, 226.0),
+    (0.45, 233.0),
+    (0.50, 238.0),
+    (0.55, 246.0),
+    (0.60, 258.0),
+    (0.65, 269.0),
+    (0.70, 283.0),
+    (0.75, 293.0),
+    (0.80, 319.0),
+    (0.811, 496.0),
+    (0.8135, 1034.0),
+    (0.85, 1074.0),
+    (0.90, 1114.0),
+    (0.95, 1133.0),
+    (0.99, 1158.0),
+    (1.0, 1825.0),
+]);
+
+/// Mah's `HttpSecondaryRequest.cdf`: bytes of the request for an embedded object.
+pub const SECONDARY_REQUEST: Empirical = Empirical(&[
+    (0.0, 106.0),
+    (0.05, 135.0),
+    (0.10, 142.0),
+    (0.15, 193.0),
+    (0.20, 199.0),
+    (0.25, 204.0),
+    (0.30, 209.0),
+    (0.35, 213.0),
+    (0.40, 218.0),
+    (0.45, 222.0),
+    (0.50, 227.0),
+    (0.55, 235.0),
+    (0.60, 242.0),
+    (0.65, 252.0),
+    (0.70, 264.0),
+    (0.75, 278.0),
+    (0.80, 288.0),
+    (0.85, 300.0),
+    (0.867, 351.0),
+    (0.870, 1036.0),
+    (0.90, 1057.0),
+    (0.95, 1073.0),
+    (0.99, 1152.0),
+    (1.0, 1288.0),
+]);
+
+/// Mah's `HttpThinkTime.cdf`: seconds between the end of a page and the next request (at least Mah's 1 s
+/// threshold that separates pages in the traces).
+pub const THINK_TIME: Empirical = Empirical(&[
+    (0.0, 1.0),
+    (0.05, 1.615),
+    (0.10, 2.355),
+    (0.15, 3.364),
+    (0.20, 4.307),
+    (0.25, 5.230),
+    (0.30, 6.526),
+    (0.35, 8.000),
+    (0.40, 10.091),
+    (0.45, 12.495),
+    (0.50, 15.318),
+    (0.55, 19.377),
+    (0.60, 24.332),
+    (0.65, 31.309),
+    (0.70, 41.165),
+    (0.75, 60.245),
+    (0.80, 94.160),
+    (0.85, 194.375),
+    (0.90, 538.093),
+    (0.95, 4038.538),
+    (0.96, 6083.311),
+    (0.97, 9115.377),
+    (0.98, 13889.928),
+    (0.985, 21596.407),
+    (0.99, 53173.234),
+    (1.0, 86394.941),
+]);
+
+/// Mah's `HttpFilesPerDocument.cdf`: files per Web page, the primary included.
+pub const FILES_PER_PAGE: Discrete = Discrete(&[
+    (1, 0.4864),
+    (2, 0.6916),
+    (3, 0.7814),
+    (4, 0.8261),
+    (5, 0.8754),
+    (6, 0.9043),
+    (7, 0.9235),
+    (8, 0.9397),
+    (9, 0.9507),
+    (10, 0.9612),
+    (11, 0.9664),
+    (12, 0.9722),
+    (13, 0.9745),
+    (14, 0.9780),
+    (15, 0.9803),
+    (16, 0.9872),
+    (17, 0.9878),
+    (18, 0.9896),
+    (19, 0.9930),
+    (20, 0.9959),
+    (21, 0.9965),
+    (32, 0.9971),
+    (33, 0.9977),
+    (35, 0.9983),
+    (37, 0.9988),
+    (63, 0.9994),
+    (65, 1.0),
+]);
+
+/// Mah's `HttpConsecutiveDocs.cdf`: pages fetched from one server before the user moves on.
+pub const PAGES_PER_VISIT: Discrete = Discrete(&[
+    (1, 0.3557),
+    (2, 0.5494),
+    (3, 0.6640),
+    (4, 0.7470),
+    (5, 0.7905),
+    (6, 0.8142),
+    (7, 0.8419),
+    (8, 0.8814),
+    (9, 0.8933),
+    (10, 0.9012),
+    (11, 0.9051),
+    (12, 0.9091),
+    (13, 0.9289),
+    (14, 0.9447),
+    (15, 0.9565),
+    (16, 0.9644),
+    (17, 0.9684),
+    (18, 0.9763),
+    (19, 0.9921),
+    (21, 0.9960),
+    (37, 1.0),
+]);
 
 /// The samplers of one workload, each quantity with its own stream.
 pub struct Samplers {
@@ -160,24 +350,24 @@ impl Samplers {
             think: rng::stream(seed, &c, "think"),
         }
     }
-    pub fn request_bytes(&mut self) -> u64 {
-        lognormal(&mut self.request, REQUEST_MEDIAN, REQUEST_SIGMA, REQUEST_RANGE).round() as u64
+    /// Request bytes for a page's primary document (`primary`) or an embedded object.
+    pub fn request_bytes(&mut self, primary: bool) -> u64 {
+        let d = if primary { &PRIMARY_REQUEST } else { &SECONDARY_REQUEST };
+        d.sample(&mut self.request).round() as u64
     }
-    pub fn reply_bytes(&mut self) -> u64 {
-        lognormal(&mut self.reply, REPLY_MEDIAN, REPLY_SIGMA, REPLY_RANGE).round() as u64
+    /// Reply bytes for a page's primary document (`primary`) or an embedded object; at least 1.
+    pub fn reply_bytes(&mut self, primary: bool) -> u64 {
+        let d = if primary { &PRIMARY_REPLY } else { &SECONDARY_REPLY };
+        (d.sample(&mut self.reply).round() as u64).max(1)
     }
     pub fn objects_per_page(&mut self) -> u64 {
-        if rng::unit_open0(&mut self.page) <= PAGE_SINGLE {
-            1
-        } else {
-            (1 + geometric(&mut self.page, PAGE_EXTRA_MEAN, PAGE_MAX - 1)).min(PAGE_MAX)
-        }
+        FILES_PER_PAGE.sample(&mut self.page)
     }
     pub fn pages_per_visit(&mut self) -> u64 {
-        geometric(&mut self.visit, VISIT_MEAN, VISIT_MAX)
+        PAGES_PER_VISIT.sample(&mut self.visit)
     }
     pub fn think_time(&mut self) -> Duration {
-        Duration::from_secs_f64(lognormal(&mut self.think, THINK_MEDIAN_S, THINK_SIGMA, THINK_RANGE_S))
+        Duration::from_secs_f64(THINK_TIME.sample(&mut self.think))
     }
 }
 
@@ -310,12 +500,12 @@ impl WebClient {
         out
     }
 
-    fn new_object(&mut self) -> Object {
+    fn new_object(&mut self, primary: bool) -> Object {
         let o = Object {
             id: self.next_object,
             page: self.next_page - 1,
-            request_bytes: self.samplers.request_bytes(),
-            reply_bytes: self.samplers.reply_bytes(),
+            request_bytes: self.samplers.request_bytes(primary),
+            reply_bytes: self.samplers.reply_bytes(primary),
         };
         self.next_object += 1;
         o
@@ -333,9 +523,9 @@ impl WebClient {
         self.pages_started += 1;
         self.in_page = true;
         let n = self.samplers.objects_per_page();
-        let primary = self.new_object();
+        let primary = self.new_object(true);
         for _ in 1..n {
-            let o = self.new_object();
+            let o = self.new_object(false);
             self.queue.push_back(o);
         }
         self.primary_pending = true;
@@ -400,52 +590,89 @@ mod tests {
     }
 
     #[test]
-    fn exp_and_quantile_are_accurate() {
-        for x in [-30.0, -2.5, -0.1, 0.0, 0.3, 1.0, 7.7, 50.0] {
-            let (a, b) = (exp(x), f64::exp(x));
-            assert!((a - b).abs() <= 1e-13 * b, "exp({x}) = {a}, std {b}");
+    fn tables_are_valid_cdfs() {
+        for (name, d) in [
+            ("primary reply", &PRIMARY_REPLY),
+            ("secondary reply", &SECONDARY_REPLY),
+            ("primary request", &PRIMARY_REQUEST),
+            ("secondary request", &SECONDARY_REQUEST),
+            ("think", &THINK_TIME),
+        ] {
+            let pts = d.0;
+            assert_eq!(pts[0].0, 0.0, "{name}");
+            assert_eq!(pts[pts.len() - 1].0, 1.0, "{name}");
+            assert!(pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "{name}");
         }
-        for (p, z) in [(0.5, 0.0), (0.975, 1.959963984540054), (0.001, -3.090232306167813), (0.8413447460685429, 1.0)] {
-            assert!((normal_quantile(p) - z).abs() < 1e-8, "{p}");
+        for (name, d) in [("files", &FILES_PER_PAGE), ("visit", &PAGES_PER_VISIT)] {
+            let pts = d.0;
+            assert_eq!(pts[pts.len() - 1].1, 1.0, "{name}");
+            assert!(pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1), "{name}");
         }
     }
 
     #[test]
-    fn samplers_match_documented_medians_and_means() {
+    fn quantiles_interpolate_and_clamp() {
+        const D: Empirical = Empirical(&[(0.0, 10.0), (0.5, 20.0), (1.0, 60.0)]);
+        assert_eq!(D.quantile(0.0), 10.0);
+        assert_eq!(D.quantile(0.25), 15.0);
+        assert_eq!(D.quantile(0.75), 40.0);
+        assert_eq!(D.quantile(1.0), 60.0);
+        assert_eq!(D.mean(), 0.5 * 15.0 + 0.5 * 40.0);
+        const K: Discrete = Discrete(&[(1, 0.5), (3, 0.75), (9, 1.0)]);
+        assert_eq!(K.quantile(0.1), 1);
+        assert_eq!(K.quantile(0.5), 1);
+        assert_eq!(K.quantile(0.6), 3);
+        assert_eq!(K.quantile(0.99), 9);
+        assert_eq!(K.mean(), 0.5 + 0.25 * 3.0 + 0.25 * 9.0);
+    }
+
+    #[test]
+    fn samplers_match_mahs_medians_and_means() {
         let mut s = Samplers::new(7, "t");
         let n = 400_000;
-        let (m, mean) = stats((0..n).map(|_| s.reply_bytes() as f64).collect());
-        assert!((m - 2000.0).abs() < 40.0, "reply median {m}");
-        assert!((mean - 9000.0).abs() < 600.0, "reply mean {mean}");
-        let (m, mean) = stats((0..n).map(|_| s.request_bytes() as f64).collect());
-        assert!((m - 250.0).abs() < 3.0 && (mean - 283.0).abs() < 4.0, "request {m} {mean}");
+        let close = |x: f64, want: f64, tol: f64| (x - want).abs() <= tol * want;
+        for (primary, median, mean) in [(true, 2099.0, PRIMARY_REPLY.mean()), (false, 1981.0, SECONDARY_REPLY.mean())] {
+            let (m, avg) = stats((0..n).map(|_| s.reply_bytes(primary) as f64).collect());
+            assert!(close(m, median, 0.03), "reply median {m}");
+            assert!(close(avg, mean, 0.1), "reply mean {avg} vs {mean}");
+        }
+        assert!(close(PRIMARY_REPLY.mean(), 16_000.0, 0.05), "{}", PRIMARY_REPLY.mean());
+        assert!(close(SECONDARY_REPLY.mean(), 7_100.0, 0.05), "{}", SECONDARY_REPLY.mean());
+        let (m, _) = stats((0..n).map(|_| s.request_bytes(true) as f64).collect());
+        assert!(close(m, 238.0, 0.02), "primary request {m}");
+        let (m, _) = stats((0..n).map(|_| s.request_bytes(false) as f64).collect());
+        assert!(close(m, 227.0, 0.02), "secondary request {m}");
         let (m, mean) = stats((0..n).map(|_| s.objects_per_page() as f64).collect());
-        assert!(m == 1.0 && (mean - 2.8).abs() < 0.03, "objects per page {m} {mean}");
+        assert!(m == 2.0 && close(mean, FILES_PER_PAGE.mean(), 0.02), "files per page {m} {mean}");
+        assert!(close(FILES_PER_PAGE.mean(), 2.92, 0.02), "{}", FILES_PER_PAGE.mean());
+        let singles = (0..n).filter(|_| s.objects_per_page() == 1).count() as f64 / n as f64;
+        assert!(close(singles, 0.4864, 0.02), "{singles}");
         let (m, mean) = stats((0..n).map(|_| s.pages_per_visit() as f64).collect());
-        assert!(m == 3.0 && (mean - 4.0).abs() < 0.05, "pages per visit {m} {mean}");
-        let (m, mean) = stats((0..n).map(|_| s.think_time().as_secs_f64()).collect());
-        assert!((m - 15.0).abs() < 0.3 && (mean - 29.5).abs() < 1.5, "think {m} {mean}");
-        // the tail reaches megabytes, and every draw stays in range
-        let max = (0..n).map(|_| s.reply_bytes()).max().unwrap();
-        assert!(max > 1_000_000 && max <= 4_000_000, "{max}");
+        assert!(m == 2.0 && close(mean, PAGES_PER_VISIT.mean(), 0.02), "pages per visit {m} {mean}");
+        let (m, _) = stats((0..n).map(|_| s.think_time().as_secs_f64()).collect());
+        assert!(close(m, 15.318, 0.03), "think {m}");
+        // every draw stays within the measured range
+        assert!((0..n).all(|_| (80..=8_146_976).contains(&s.reply_bytes(true))));
+        assert!((0..n).all(|_| (62..=246_212).contains(&s.reply_bytes(false))));
+        assert!((0..n).all(|_| (1.0..=86_395.0).contains(&s.think_time().as_secs_f64())));
     }
 
     #[test]
     fn samplers_are_deterministic_and_independent_per_stream() {
         let draw = |seed| {
             let mut s = Samplers::new(seed, "w");
-            (0..50).map(|_| (s.reply_bytes(), s.objects_per_page())).collect::<Vec<_>>()
+            (0..50).map(|_| (s.reply_bytes(false), s.objects_per_page())).collect::<Vec<_>>()
         };
         assert_eq!(draw(3), draw(3));
         assert_ne!(draw(3), draw(4));
         // drawing think times in between does not shift the reply sizes
         let mut a = Samplers::new(3, "w");
         let mut b = Samplers::new(3, "w");
-        let ra: Vec<u64> = (0..20).map(|_| a.reply_bytes()).collect();
+        let ra: Vec<u64> = (0..20).map(|_| a.reply_bytes(true)).collect();
         let rb: Vec<u64> = (0..20)
             .map(|_| {
                 b.think_time();
-                b.reply_bytes()
+                b.reply_bytes(true)
             })
             .collect();
         assert_eq!(ra, rb);

@@ -5,17 +5,19 @@
 
 use crate::agents::build_agent;
 use crate::engine::Scheduler;
-use crate::link::{Link, Transmission};
+use crate::link::{Link, Medium, Transmission};
 use crate::metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
-use crate::web::{Command, Object, Samplers, WebClient, WebParams};
-use crate::mobility::{Cells, MobState, SchemeKind};
-use lasthop_agents::handoff::{self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole};
+use crate::mobility::{BeaconState, Cells, MobState, MotionKind, SchemeKind};
 use crate::scenario::{LinkKind, Scenario};
+use crate::web::{Command, Object, Samplers, WebClient, WebParams};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
+use lasthop_agents::handoff::{
+    self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole,
+};
 use lasthop_agents::{Action, Agent, Side};
 use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
-use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
+use lasthop_wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_TCP, PROTO_UDP};
 use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::tcp::TcpPacket;
 use lasthop_wire::{SeqNum, Time};
@@ -25,23 +27,58 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 enum Event {
     /// A packet reaches `node` over direction `dir` of `link`.
-    Arrive { node: usize, link: usize, dir: usize, packet: Bytes },
+    Arrive {
+        node: usize,
+        link: usize,
+        dir: usize,
+        packet: Bytes,
+    },
     /// The transmitter of `dir` of `link` (or its shared medium) is free.
-    TxDone { link: usize, dir: usize },
-    EndpointTimer { ep: usize },
-    AgentTimer { node: usize },
-    FlowStart { flow: usize },
+    TxDone {
+        link: usize,
+        dir: usize,
+    },
+    EndpointTimer {
+        ep: usize,
+    },
+    AgentTimer {
+        node: usize,
+    },
+    FlowStart {
+        flow: usize,
+    },
     /// Web workload `web` begins browsing.
-    WebStart { web: usize },
+    WebStart {
+        web: usize,
+    },
     /// The think time of web workload `web` is over.
-    WebWake { web: usize },
-    /// A request reaches the server (after its modelled one-way latency): connection `conn` of `web` is
-    /// opened, or given `bytes` more reply bytes.
-    WebRequest { web: usize, conn: usize, bytes: u64 },
+    WebWake {
+        web: usize,
+    },
+    /// The client's SYN reaches the server (a modelled one-way latency): the server opens connection
+    /// `conn` of `web` from its side.
+    WebConnect {
+        web: usize,
+        conn: usize,
+    },
+    /// The client's retransmission timer for the request on connection `conn` of `web`, armed by send
+    /// number `attempt`.
+    WebRequestTimer {
+        web: usize,
+        conn: usize,
+        attempt: u32,
+    },
     /// Crossing `k`: phase 0 the mobile leaves its cell (non-overlapping cells), phase 1 it decides to hand off.
-    Move { k: u32, phase: u8 },
+    Move {
+        k: u32,
+        phase: u8,
+    },
     /// Base station `bs` (index into the mobility's list) broadcasts a beacon.
-    Beacon { bs: usize },
+    Beacon {
+        bs: usize,
+    },
+    /// Beacon motion: the mobile's position is updated and cells come into or go out of range.
+    Walk,
 }
 
 struct Node {
@@ -107,8 +144,25 @@ struct WebConn {
     /// Reply bytes assigned to this connection so far.
     assigned: u64,
     delivered: u64,
+    /// The request in progress on this connection (at most one: the client asks for the next object only
+    /// when the previous one is in).
+    request: Option<WebRequest>,
     /// Torn down: both endpoints closed.
     done: bool,
+}
+
+/// A request from the client to the server: a real frame over every hop, the lossy wireless hop included,
+/// resent on the client's retransmission timer until it arrives.
+#[derive(Clone, Copy)]
+struct WebRequest {
+    /// Request bytes (Mah's request sizes).
+    bytes: u64,
+    /// Reply bytes the server sends for it.
+    reply: u64,
+    /// Copies sent so far.
+    attempts: u32,
+    /// The server has it.
+    arrived: bool,
 }
 
 struct Web {
@@ -131,12 +185,15 @@ struct Web {
     corrupt: u64,
     /// Sender statistics of torn-down connections (live ones are added at the end).
     stats: lasthop_tcp::SenderStats,
+    request_retransmissions: u64,
 }
 
 pub struct World {
     sched: Scheduler<Event>,
     nodes: Vec<Node>,
     links: Vec<Link>,
+    /// Half-duplex media; each half-duplex link sends on one (`Link::medium`).
+    media: Vec<Medium>,
     endpoints: Vec<Endpoint>,
     flows: Vec<Flow>,
     addr_index: BTreeMap<Ipv4Addr, usize>,
@@ -152,6 +209,8 @@ pub struct World {
     web_until: Option<Time>,
     /// Next client port for web connections (distinct from bulk flows' 20000 + i).
     next_web_port: u16,
+    /// The live web connection of each client port: (web, connection).
+    web_ports: BTreeMap<u16, (usize, usize)>,
     /// Cells, motion and handoff; `None` for a static topology (then nothing below runs).
     mob: Option<Box<MobState>>,
 }
@@ -176,7 +235,11 @@ impl World {
         for (name, l) in &s.links {
             let ends = [index(&l.ends[0]), index(&l.ends[1])];
             let fwd = l.error.build(rng::stream(s.seed, &format!("link.{name}"), "error.0"));
-            let rev = l.error_reverse.as_ref().unwrap_or(&l.error).build(rng::stream(s.seed, &format!("link.{name}"), "error.1"));
+            let rev = l.error_reverse.as_ref().unwrap_or(&l.error).build(rng::stream(
+                s.seed,
+                &format!("link.{name}"),
+                "error.1",
+            ));
             let mut link = Link::new(name.clone(), l, ends, [fwd, rev]);
             if let (Some(dir), LinkKind::Wireless) = (&opts.pcap_dir, l.kind) {
                 for (i, &end) in ends.iter().enumerate() {
@@ -189,12 +252,14 @@ impl World {
             links.push(link);
         }
         compute_routes(&mut nodes, &links, None);
+        let media = build_media(s, &mut links);
         let addr_index = nodes.iter().enumerate().map(|(i, n)| (n.addr, i)).collect();
 
         let mut world = World {
             sched: Scheduler::default(),
             nodes,
             links,
+            media,
             endpoints: Vec::new(),
             flows: Vec::new(),
             addr_index,
@@ -207,12 +272,14 @@ impl World {
             webs: Vec::new(),
             web_until: None,
             next_web_port: WEB_PORT_FIRST,
+            web_ports: BTreeMap::new(),
             mob: None,
         };
         world.setup_mobility(s);
         for (i, (name, f)) in s.flows.iter().enumerate() {
-            let tcp = s.flow_tcp(name).map_err(|m| {
-                crate::ScenarioError { origin: s.origin().to_string(), message: format!("`flows.{name}.tcp`: {m}") }
+            let tcp = s.flow_tcp(name).map_err(|m| crate::ScenarioError {
+                origin: s.origin().to_string(),
+                message: format!("`flows.{name}.tcp`: {m}"),
             })?;
             world.add_flow(i, name, f.bytes, f.start_s, index(&f.from), index(&f.to), tcp)?;
         }
@@ -250,6 +317,7 @@ impl World {
                 delivered: 0,
                 corrupt: 0,
                 stats: Default::default(),
+                request_retransmissions: 0,
             });
             world.web_until = world.web_until.max(Some(end));
             world.sched.schedule(start, Event::WebStart { web: i });
@@ -282,8 +350,22 @@ impl World {
         let sender = Sender::new(tcp.clone(), a, b, iss_a, bytes);
         let receiver = Receiver::new(tcp, b, a, iss_b);
         let (se, re) = (self.endpoints.len(), self.endpoints.len() + 1);
-        self.endpoints.push(Endpoint { owner: Owner::Flow(i), node: from, local: a, remote: b, role: Role::Sender(Box::new(sender)), timer: None });
-        self.endpoints.push(Endpoint { owner: Owner::Flow(i), node: to, local: b, remote: a, role: Role::Receiver(Box::new(receiver)), timer: None });
+        self.endpoints.push(Endpoint {
+            owner: Owner::Flow(i),
+            node: from,
+            local: a,
+            remote: b,
+            role: Role::Sender(Box::new(sender)),
+            timer: None,
+        });
+        self.endpoints.push(Endpoint {
+            owner: Owner::Flow(i),
+            node: to,
+            local: b,
+            remote: a,
+            role: Role::Receiver(Box::new(receiver)),
+            timer: None,
+        });
         self.nodes[from].endpoints.push(se);
         self.nodes[to].endpoints.push(re);
         let start = Time((start_s * 1e9).round() as u64);
@@ -354,7 +436,10 @@ impl World {
             match ev {
                 Event::Arrive { node, link, dir, packet } => self.arrive(now, node, link, dir, packet),
                 Event::TxDone { link, dir } => {
-                    self.links[link].finish(dir);
+                    match self.links[link].medium {
+                        Some(m) => self.media[m].finish(),
+                        None => self.links[link].finish(dir),
+                    }
                     self.kick(now, link);
                 }
                 Event::EndpointTimer { ep } => {
@@ -388,6 +473,7 @@ impl World {
                 }
                 Event::Move { k, phase } => self.on_move(now, k, phase),
                 Event::Beacon { bs } => self.on_beacon(now, bs),
+                Event::Walk => self.on_walk(now),
                 Event::FlowStart { flow } => {
                     let ep = self.flows[flow].sender;
                     if let Role::Sender(s) = &mut self.endpoints[ep].role {
@@ -403,17 +489,23 @@ impl World {
                     let cmds = self.webs[web].client.wake(now);
                     self.web_commands(now, web, cmds);
                 }
-                Event::WebRequest { web, conn, bytes } => {
-                    let ep = self.webs[web].conns[conn].sender;
-                    let persistent = self.webs[web].client.params().persistent;
+                Event::WebConnect { web, conn } => {
+                    let c = &self.webs[web].conns[conn];
+                    if c.done {
+                        continue;
+                    }
+                    let ep = c.sender;
                     if let Role::Sender(s) = &mut self.endpoints[ep].role {
-                        s.push(bytes);
-                        if !persistent {
-                            s.close(); // HTTP/1.0: the server closes after the one reply (FIN after the data)
-                        }
-                        s.connect(now); // no effect once connected
+                        s.connect(now);
                     }
                     self.after_endpoint(now, ep);
+                }
+                Event::WebRequestTimer { web, conn, attempt } => {
+                    let c = &self.webs[web].conns[conn];
+                    if !c.done && c.request.is_some_and(|r| !r.arrived && r.attempts == attempt) {
+                        self.webs[web].request_retransmissions += 1;
+                        self.send_request(now, web, conn);
+                    }
                 }
             }
         }
@@ -508,32 +600,52 @@ impl World {
         }
     }
 
-    /// Starts whatever transmissions the link can start now.
+    /// Starts whatever transmissions the link (or the medium it sends on) can start now.
     fn kick(&mut self, now: Time, link: usize) {
-        while let Some(Transmission { dir, packet, done_at, arrives_at, corrupted }) = self.links[link].start_next(now) {
-            if let Some(p) = self.links[link].pcap[dir].as_mut() {
-                let _ = p.write(now, &packet);
+        match self.links[link].medium {
+            Some(m) => {
+                if let Some((l, dir)) = self.media[m].acquire(&self.links) {
+                    let t = self.links[l].start(now, dir);
+                    self.launch(now, l, t);
+                }
             }
-            let from = self.links[link].ends[dir];
-            if let Some(agent) = self.nodes[from].agent.as_mut() {
-                let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
-                agent.on_transmit(now, side, &packet);
+            None => {
+                while let Some(t) = self.links[link].start_next(now) {
+                    self.launch(now, link, t);
+                }
             }
-            self.sched.schedule(done_at, Event::TxDone { link, dir });
-            if self.mob.as_deref().is_some_and(|m| m.detached[link]) {
-                self.lost_out_of_range(&packet);
-                continue;
-            }
-            if !corrupted {
-                let node = self.links[link].ends[1 - dir];
-                self.sched.schedule(arrives_at, Event::Arrive { node, link, dir, packet });
-            }
+        }
+    }
+
+    /// A frame went on the air on `link`: capture it, tell the sender's agent, schedule its end and arrival.
+    fn launch(&mut self, now: Time, link: usize, t: Transmission) {
+        let Transmission { dir, packet, done_at, arrives_at, corrupted } = t;
+        if let Some(p) = self.links[link].pcap[dir].as_mut() {
+            let _ = p.write(now, &packet);
+        }
+        let from = self.links[link].ends[dir];
+        if let Some(agent) = self.nodes[from].agent.as_mut() {
+            let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+            agent.on_transmit(now, side, &packet);
+        }
+        self.sched.schedule(done_at, Event::TxDone { link, dir });
+        if self.mob.as_deref().is_some_and(|m| m.detached[link]) {
+            self.lost_out_of_range(&packet);
+            return;
+        }
+        if !corrupted {
+            let node = self.links[link].ends[1 - dir];
+            self.sched.schedule(arrives_at, Event::Arrive { node, link, dir, packet });
         }
     }
 
     fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, proto) = (ip.src_addr(), ip.protocol());
+        if proto == PROTO_UDP {
+            self.deliver_request(now, src, ip.payload());
+            return;
+        }
         let tcp = match TcpPacket::new_checked(ip.payload()) {
             Ok(tcp) if proto == PROTO_TCP => tcp,
             _ => {
@@ -608,7 +720,8 @@ impl World {
                         f.corrupt += chunk.len() as u64;
                     }
                     f.delivered += chunk.len() as u64;
-                    f.longest_pause_ns = f.longest_pause_ns.max(now.saturating_since(f.last_progress).as_nanos() as u64);
+                    f.longest_pause_ns =
+                        f.longest_pause_ns.max(now.saturating_since(f.last_progress).as_nanos() as u64);
                     f.last_progress = now;
                 }
                 if f.completed_at.is_none() && f.delivered >= f.bytes {
@@ -627,6 +740,9 @@ impl World {
                 }
             }
             Role::Closed => {}
+        }
+        if self.mob.is_some() {
+            self.check_pause(now);
         }
         self.arm_endpoint_timer(ep);
     }
@@ -652,7 +768,8 @@ impl World {
         let mut agents = BTreeMap::new();
         for n in &self.nodes {
             if let Some(a) = &n.agent {
-                let counters: BTreeMap<String, u64> = a.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                let counters: BTreeMap<String, u64> =
+                    a.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
                 agents.insert(n.name.clone(), counters);
             }
         }
@@ -685,7 +802,8 @@ impl World {
                 local_retransmissions: counter("local_retransmissions"),
                 dupacks_suppressed: counter("dupacks_suppressed"),
                 corrupt_bytes: f.corrupt,
-                longest_pause_s: f.longest_pause_ns.max(stop.saturating_since(f.last_progress).as_nanos() as u64) as f64
+                longest_pause_s: f.longest_pause_ns.max(stop.saturating_since(f.last_progress).as_nanos() as u64)
+                    as f64
                     / 1e9,
             });
         }
@@ -729,6 +847,7 @@ impl World {
                 pages_completed: w.client.pages_completed,
                 pages_started: w.client.pages_started,
                 objects_requested: w.objects_requested,
+                request_retransmissions: w.request_retransmissions,
                 connections_opened: w.conns.len() as u64,
                 bytes_delivered: w.delivered,
                 corrupt_bytes: w.corrupt,
@@ -771,17 +890,28 @@ impl World {
         for cmd in cmds {
             match cmd {
                 Command::Fetch { slot, object, new_connection } => {
-                    let conn = match self.webs[web].slot_conn[slot] {
-                        Some(c) if !new_connection => c,
-                        _ => self.open_web_conn(web, slot),
-                    };
+                    let open = self.webs[web].slot_conn[slot].filter(|_| !new_connection);
+                    let conn = open.unwrap_or_else(|| self.open_web_conn(web, slot));
                     let w = &mut self.webs[web];
                     let c = &mut w.conns[conn];
                     c.assigned += object.reply_bytes;
                     c.pending.push_back((c.assigned, object, now));
+                    c.request = Some(WebRequest {
+                        bytes: object.request_bytes,
+                        reply: object.reply_bytes,
+                        attempts: 0,
+                        arrived: false,
+                    });
                     w.objects_requested += 1;
-                    let at = now + std::time::Duration::from_nanos(self.request_latency_ns(web, object.request_bytes));
-                    self.sched.schedule(at, Event::WebRequest { web, conn, bytes: object.reply_bytes });
+                    if open.is_some() {
+                        // A persistent connection: the request goes out at once.
+                        self.send_request(now, web, conn);
+                    } else {
+                        // The client's SYN, a modelled one-way latency; the request follows once the client
+                        // has the server's SYN (see `after_web_endpoint`).
+                        let at = now + std::time::Duration::from_nanos(self.request_latency_ns(web, 0));
+                        self.sched.schedule(at, Event::WebConnect { web, conn });
+                    }
                 }
                 Command::Close { slot } => {
                     if let Some(conn) = self.webs[web].slot_conn[slot].take() {
@@ -836,14 +966,16 @@ impl World {
             pending: VecDeque::new(),
             assigned: 0,
             delivered: 0,
+            request: None,
             done: false,
         });
+        self.web_ports.insert(port, (web, conn));
         w.slot_conn[slot] = Some(conn);
         conn
     }
 
-    /// One-way latency of a request of `bytes` from client to server: transmission of its segments (40
-    /// header bytes each) plus propagation on every hop, without queueing or loss (see [`crate::web`]).
+    /// One-way latency of `bytes` of payload from client to server in segments of 40 header bytes (0: a
+    /// SYN): transmission plus propagation on every hop, without queueing or loss (see [`crate::web`]).
     fn request_latency_ns(&self, web: usize, bytes: u64) -> u64 {
         let w = &self.webs[web];
         let mss = u64::from(w.tcp.mss.max(1));
@@ -856,6 +988,64 @@ impl World {
             }
         }
         total
+    }
+
+    /// Sends (again) the request of connection `conn`: one UDP frame from the client to the server's port,
+    /// as long as the TCP segment that would carry it (20 bytes of UDP header and padding stand for the
+    /// TCP header; a request over one MSS, at most 1825 bytes in Mah's data, still travels as one frame).
+    /// The client's retransmission timer is BSD's minimum RTO, doubled per copy, on the slow timer's ticks
+    /// (seed 002's era; `examples/web.toml`); the server's arrival stops it (the ACK is not modelled).
+    fn send_request(&mut self, now: Time, web: usize, conn: usize) {
+        let w = &mut self.webs[web];
+        let c = &mut w.conns[conn];
+        let Some(req) = c.request.as_mut().filter(|r| !r.arrived) else { return };
+        req.attempts += 1;
+        let attempt = req.attempts;
+        let payload_len = 20 + req.bytes as usize;
+        let (client, server) = (self.nodes[w.client_node].addr, self.nodes[w.server_node].addr);
+        let port = self.endpoints[c.receiver].local.port();
+        let ip = Ipv4Repr { src: client, dst: server, protocol: PROTO_UDP, ident: 0, ttl: 64, payload_len };
+        let mut buf = vec![0u8; ip.buffer_len()];
+        ip.emit(&mut buf);
+        buf[20..22].copy_from_slice(&port.to_be_bytes());
+        buf[22..24].copy_from_slice(&HTTP_PORT.to_be_bytes());
+        buf[24..26].copy_from_slice(&(payload_len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
+        let ms = |x: f64| (x.max(0.0) * 1e6) as u64;
+        let rto = ms(w.tcp.min_rto_ms).saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
+        let tick = ms(w.tcp.tick_ms);
+        let mut at = now.as_nanos().saturating_add(rto.max(1));
+        if tick > 0 {
+            at = at.div_ceil(tick).saturating_mul(tick);
+        }
+        let client_node = w.client_node;
+        self.sched.schedule(Time(at), Event::WebRequestTimer { web, conn, attempt });
+        self.route(now, client_node, server, Bytes::from(buf), false);
+    }
+
+    /// A request frame reached the server: the server queues the reply (and, for HTTP/1.0, its FIN).
+    fn deliver_request(&mut self, now: Time, src: Ipv4Addr, udp: &[u8]) {
+        let ports =
+            (udp.len() >= 8).then(|| (u16::from_be_bytes([udp[0], udp[1]]), u16::from_be_bytes([udp[2], udp[3]])));
+        let found = ports
+            .filter(|&(_, dport)| dport == HTTP_PORT)
+            .and_then(|(sport, _)| self.web_ports.get(&sport).copied())
+            .filter(|&(web, _)| self.nodes[self.webs[web].client_node].addr == src);
+        let Some((web, conn)) = found else {
+            self.undeliverable += 1;
+            return;
+        };
+        let persistent = self.webs[web].client.params().persistent;
+        let c = &mut self.webs[web].conns[conn];
+        let Some(req) = c.request.as_mut().filter(|r| !r.arrived && !c.done) else { return };
+        req.arrived = true;
+        let (bytes, ep) = (req.reply, c.sender);
+        if let Role::Sender(s) = &mut self.endpoints[ep].role {
+            s.push(bytes);
+            if !persistent {
+                s.close(); // HTTP/1.0: the server closes after the one reply (FIN after the data)
+            }
+        }
+        self.after_endpoint(now, ep);
     }
 
     /// [`after_endpoint`](Self::after_endpoint) for a web connection: send, read and verify the replies,
@@ -874,10 +1064,13 @@ impl World {
         }
         let mut done_slots = Vec::new();
         let mut finished = false;
+        let mut send_request = false;
         match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
                 let w = &mut self.webs[web];
                 let c = &mut w.conns[conn];
+                // The client has the server's SYN (and has answered it): the request follows at once.
+                send_request = r.is_synchronized() && c.request.is_some_and(|q| q.attempts == 0);
                 while let Some(chunk) = r.read() {
                     if !payload::matches(c.delivered, &chunk) {
                         w.corrupt += chunk.len() as u64;
@@ -899,6 +1092,9 @@ impl World {
             Role::Closed => return,
         }
         self.arm_endpoint_timer(ep);
+        if send_request {
+            self.send_request(now, web, conn);
+        }
         for slot in done_slots {
             if !self.webs[web].client.params().persistent && self.webs[web].slot_conn[slot] == Some(conn) {
                 // HTTP/1.0: this connection carried its one object (the server closed it after the reply);
@@ -920,6 +1116,10 @@ impl World {
         }
         c.done = true;
         let (se, re) = (c.sender, c.receiver);
+        let port = self.endpoints[re].local.port();
+        if self.web_ports.get(&port) == Some(&(web, conn)) {
+            self.web_ports.remove(&port);
+        }
         for ep in [se, re] {
             let role = std::mem::replace(&mut self.endpoints[ep].role, Role::Closed);
             if let Role::Sender(s) = role {
@@ -942,6 +1142,30 @@ fn add_stats(into: &mut lasthop_tcp::SenderStats, s: &lasthop_tcp::SenderStats) 
 /// Application-stream offset of sequence number `seq` for a sender whose ISS is `iss` (the SYN takes one).
 fn stream_offset(iss: SeqNum, seq: SeqNum) -> u64 {
     u64::from(seq.0.wrapping_sub(iss.0).wrapping_sub(1))
+}
+
+/// The half-duplex media: links naming the same `medium` share one, every other half-duplex link has its own.
+fn build_media(s: &Scenario, links: &mut [Link]) -> Vec<Medium> {
+    let mut media: Vec<Medium> = Vec::new();
+    let mut named: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, (l, cfg)) in links.iter_mut().zip(s.links.values()).enumerate() {
+        if !l.is_half_duplex() {
+            continue;
+        }
+        let m = match cfg.medium.as_deref() {
+            Some(name) => *named.entry(name).or_insert_with(|| {
+                media.push(Medium::default());
+                media.len() - 1
+            }),
+            None => {
+                media.push(Medium::default());
+                media.len() - 1
+            }
+        };
+        media[m].links.push(i);
+        l.medium = Some(m);
+    }
+    media
 }
 
 /// Shortest-path (hop count) routes by breadth-first search from every node; ties go to the link listed first.
@@ -998,21 +1222,51 @@ impl World {
         let addrs: Vec<Ipv4Addr> = self.nodes.iter().map(|n| n.addr).collect();
         let addr = |n: usize| addrs[n];
         let mh_addr = addr(mh);
-        // At start the mobile is in the first cell; (multicast) the next cell's BS buffers.
-        let next = (bss.len() > 1).then(|| addr(bss[1]));
-        let buffering: Vec<Ipv4Addr> = if scheme == handoff::Scheme::Multicast { next.into_iter().collect() } else { vec![] };
+        let beacons = (cfg.motion == MotionKind::Beacons).then(|| BeaconState {
+            radio: cfg.radio(),
+            walk: cfg.walk(),
+            positions: cfg.positions(),
+            shadowing: cfg
+                .base_stations
+                .iter()
+                .map(|n| rng::stream(s.seed, &format!("mobility.{n}"), "shadowing"))
+                .collect(),
+            monitor: handoff::BeaconMonitor::new(handoff::BeaconConfig {
+                hysteresis_db: cfg.hysteresis_db,
+                samples: cfg.beacon_samples,
+                // Three beacon periods without a beacon: not heard (out of range).
+                max_age: Time((cfg.beacon_period_s * 3.0 * 1e9).round() as u64),
+                buffer_threshold_dbm: cfg.buffer_threshold_dbm,
+            }),
+            step: Time((cfg.motion_step_s * 1e9).round() as u64),
+        });
+        // Scheduled motion starts in the first cell with the next one buffering; beacon motion in the cell
+        // strongest at the start position, with every other BS above the buffering threshold buffering.
+        let (first, next): (usize, Vec<usize>) = match &beacons {
+            None => (0, (bss.len() > 1).then_some(1).into_iter().collect()),
+            Some(b) => {
+                let x = b.walk.position(0.0);
+                let mean = |i: usize| b.radio.mean_dbm(x - b.positions[i]);
+                let first = (0..bss.len()).fold(0, |best, i| if mean(i) > mean(best) { i } else { best });
+                let next = (0..bss.len()).filter(|&i| i != first && mean(i) >= cfg.buffer_threshold_dbm).collect();
+                (first, next)
+            }
+        };
+        let buffering: Vec<Ipv4Addr> =
+            if scheme == handoff::Scheme::Multicast { next.iter().map(|&i| addr(bss[i])).collect() } else { vec![] };
         let mut home = HomeAgent::new(addr(ha));
-        home.set_members(mh_addr, std::iter::once(addr(bss[0])).chain(buffering.iter().copied()));
+        home.set_members(mh_addr, std::iter::once(addr(bss[first])).chain(buffering.iter().copied()));
         self.nodes[ha].agent = Some(Box::new(home));
         for (i, &b) in bss.iter().enumerate() {
             let mut c = BsConfig::new(addr(b), addr(ha));
             c.buffer_packets = cfg.buffer_packets;
             c.mirror_packets = cfg.mirror_packets;
+            c.transmit_reports = cfg.snoop_transmit_reports;
             if s.nodes[&self.nodes[b].name].agent.0.contains(&crate::scenario::AgentKind::Snoop) {
                 c.snoop = Some(s.snoop.config());
             }
             let mut agent = BaseStation::new(c);
-            let role = if i == 0 {
+            let role = if i == first {
                 BsRole::Primary
             } else if buffering.contains(&addr(b)) {
                 BsRole::Buffering
@@ -1022,9 +1276,12 @@ impl World {
             agent.set_role(mh_addr, role);
             self.nodes[b].agent = Some(Box::new(agent));
         }
+        if cfg.shares_medium() {
+            self.share_medium(&bs_link);
+        }
         let (cells, rendezvous_s, interval_s) = cfg.motion();
         let mut detached = vec![false; self.links.len()];
-        if cells == Cells::NonOverlapping {
+        if cells == Cells::NonOverlapping && beacons.is_none() {
             for &l in &bs_link[1..] {
                 detached[l] = true;
             }
@@ -1032,24 +1289,30 @@ impl World {
         let secs = |v: f64| Time((v * 1e9).round() as u64);
         let state = MobState {
             fast_retransmit: cfg.fast_retransmit,
+            old_bs_drains: cfg.old_bs_drains,
             cells,
             rendezvous: secs(rendezvous_s),
             interval_s,
             first_s: cfg.first_s.unwrap_or(interval_s),
+            jitter_s: cfg.jitter_s,
+            seed: s.seed,
             beacon_period: (cfg.beacon_period_s > 0.0).then(|| secs(cfg.beacon_period_s)),
             mh,
             ha,
-            controller: MobileHost::new(mh_addr, scheme, addr(bss[0]), &buffering),
+            controller: MobileHost::new(mh_addr, scheme, addr(bss[first]), &buffering),
             bss,
             bs_link,
             detached,
-            current: 0,
+            current: first,
             handoffs: Vec::new(),
             left_at: None,
             resent_mark: 0,
             seen: Default::default(),
             seen_set: Default::default(),
             beacon_ident: 0,
+            beacons,
+            pause: Default::default(),
+            lost_between_cells: 0,
         };
         if let Some(t) = state.crossing(0) {
             let phase = if cells == Cells::NonOverlapping { 0 } else { 1 };
@@ -1062,7 +1325,80 @@ impl World {
                 self.sched.schedule(Time(p.0 * (i as u64 + 1) / (n + 1)), Event::Beacon { bs: i });
             }
         }
+        let walking = state.beacons.is_some();
         self.mob = Some(Box::new(state));
+        if walking {
+            self.on_walk(Time::ZERO);
+        }
+    }
+
+    /// Puts the cells of `links` on one half-duplex medium (full-duplex links keep their transmitters).
+    fn share_medium(&mut self, links: &[usize]) {
+        let mut into = None;
+        for &l in links {
+            let Some(m) = self.links[l].medium else { continue };
+            let target = *into.get_or_insert(m);
+            if m == target {
+                continue;
+            }
+            let moved = std::mem::take(&mut self.media[m].links);
+            for &k in &moved {
+                self.links[k].medium = Some(target);
+            }
+            self.media[target].links.extend(moved);
+        }
+    }
+
+    /// Beacon motion: the mobile's new position; cells out of range detach (no frames either way), cells in
+    /// range attach. Leaving the current cell's range marks the next handoff's `left_s`.
+    fn on_walk(&mut self, now: Time) {
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let Some(b) = m.beacons.as_ref() else { return };
+        let x = b.walk.position(now.as_secs_f64());
+        let mut left = false;
+        for i in 0..m.bss.len() {
+            let out = !b.radio.in_range(x - b.positions[i]);
+            let l = m.bs_link[i];
+            if i == m.current && out != m.detached[l] {
+                m.left_at = out.then_some(now);
+                left = out;
+            }
+            m.detached[l] = out;
+        }
+        let next = Time(now.0 + b.step.0);
+        self.sched.schedule(next, Event::Walk);
+        if left {
+            self.start_pause(now); // the crossing begins when the mobile leaves its cell's range
+        }
+    }
+
+    /// Beacon motion: a beacon from `bs` reached the mobile. Sample its strength at the mobile's position, let
+    /// the beacon analysis decide, and hand off or change the buffering base stations.
+    fn on_beacon_heard(&mut self, now: Time, bs: Ipv4Addr) {
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let Some(i) = m.bss.iter().position(|&b| self.nodes[b].addr == bs) else { return };
+        let Some(b) = m.beacons.as_mut() else { return };
+        let x = b.walk.position(now.as_secs_f64());
+        let dbm = b.radio.sample(x - b.positions[i], &mut b.shadowing[i]);
+        b.monitor.on_beacon(now, bs, dbm);
+        let current = self.nodes[m.bss[m.current]].addr;
+        let decision = b.monitor.decide(now, current);
+        let index = |a: Ipv4Addr| m.bss.iter().position(|&b| self.nodes[b].addr == a).expect("a base station");
+        let likely: Vec<usize> = decision.likely.iter().map(|&a| index(a)).collect();
+        match decision.handoff_to {
+            Some(t) => {
+                let (k, t) = (m.handoffs.len() as u32, index(t));
+                self.start_handoff(now, k, t, &likely);
+            }
+            None => {
+                let msgs = m.controller.set_buffering(&decision.likely);
+                let mh = m.mh;
+                for p in msgs {
+                    let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
+                    self.route(now, mh, dst, p, false);
+                }
+            }
+        }
     }
 
     fn on_beacon(&mut self, now: Time, bs: usize) {
@@ -1086,18 +1422,37 @@ impl World {
             m.left_at = Some(now);
             let at = Time(now.0 + m.rendezvous.0);
             self.sched.schedule(at, Event::Move { k, phase: 1 });
+            self.start_pause(now);
             return;
         }
-        self.close_handoff();
         let m = self.mob.as_deref_mut().expect("mobility");
         let n = m.bss.len();
-        let (old, target) = (m.current, (m.current + 1) % n);
+        let target = (m.current + 1) % n;
         if m.cells == Cells::NonOverlapping {
             m.detached[m.bs_link[target]] = false;
         }
+        let likely: Vec<usize> = if n > 1 { vec![(target + 1) % n] } else { vec![] };
+        self.start_handoff(now, k, target, &likely);
+        let m = self.mob.as_deref().expect("mobility");
+        if let Some(t) = m.crossing(k + 1) {
+            let phase = if m.cells == Cells::NonOverlapping { 0 } else { 1 };
+            self.sched.schedule(t, Event::Move { k: k + 1, phase });
+        }
+    }
+
+    /// The mobile decides to hand off to base station `target` (index into the visiting order) with `likely`
+    /// as the likely next targets: its uplink moves to the new cell, the control messages go out, and the
+    /// handoff's measurement starts.
+    fn start_handoff(&mut self, now: Time, k: u32, target: usize, likely: &[usize]) {
+        self.close_handoff();
+        if self.mob.as_deref().is_some_and(|m| m.left_at.is_none()) {
+            self.start_pause(now); // overlapping cells: the crossing is the decision
+        }
+        let m = self.mob.as_deref_mut().expect("mobility");
+        let old = m.current;
         m.current = target;
         let addr = |i: usize| self.nodes[m.bss[i]].addr;
-        let likely: Vec<Ipv4Addr> = if n > 1 { vec![addr((target + 1) % n)] } else { vec![] };
+        let likely: Vec<Ipv4Addr> = likely.iter().map(|&i| addr(i)).collect();
         let msgs = m.controller.handoff(addr(target), &likely);
         let left = m.left_at.take().unwrap_or(now);
         m.handoffs.push(HandoffMetrics {
@@ -1106,8 +1461,14 @@ impl World {
             to: self.nodes[m.bss[target]].name.clone(),
             left_s: left.as_secs_f64(),
             decided_s: now.as_secs_f64(),
+            packets_lost: std::mem::take(&mut m.lost_between_cells),
             ..HandoffMetrics::default()
         });
+        let i = m.handoffs.len() - 1;
+        m.pause.entry = Some(i);
+        if let Some(done) = m.pause.done {
+            m.handoffs[i].pause_s = Some(done.saturating_since(m.pause.start).as_secs_f64());
+        }
         let mark = self.resent_total();
         self.mob.as_deref_mut().expect("mobility").resent_mark = mark;
         for f in &mut self.flows {
@@ -1120,10 +1481,42 @@ impl World {
             let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
             self.route(now, mh, dst, p, false);
         }
-        let m = self.mob.as_deref().expect("mobility");
-        if let Some(t) = m.crossing(k + 1) {
-            let phase = if m.cells == Cells::NonOverlapping { 0 } else { 1 };
-            self.sched.schedule(t, Event::Move { k: k + 1, phase });
+    }
+
+    /// A crossing begins (the mobile leaves its cell, or decides in overlapping cells): each flow through the
+    /// mobile must deliver a byte its sender has not sent yet (or its last byte) before the transfer counts
+    /// as resumed; what was in flight may have been lost, and so may the ACKs of what was delivered.
+    fn start_pause(&mut self, now: Time) {
+        let Some(m) = self.mob.as_deref_mut() else { return };
+        let mut through = false;
+        let mut marks = Vec::new();
+        for (i, f) in self.flows.iter().enumerate().filter(|(_, f)| f.path.contains(&m.mh)) {
+            through = true;
+            if let Role::Sender(s) = &self.endpoints[f.sender].role {
+                let target = (s.snd_max_offset() + 1).min(f.bytes);
+                if f.delivered < target {
+                    marks.push((i, target));
+                }
+            }
+        }
+        let done = (through && marks.is_empty()).then_some(now);
+        m.pause = crate::mobility::PauseTrack { start: now, marks, done, entry: None };
+    }
+
+    /// After a delivery: has every flow caught up with its mark? Then the crossing's pause is over.
+    fn check_pause(&mut self, now: Time) {
+        let Some(m) = self.mob.as_deref_mut() else { return };
+        if m.pause.marks.is_empty() {
+            return;
+        }
+        let flows = &self.flows;
+        m.pause.marks.retain(|&(f, mark)| flows[f].delivered < mark);
+        if m.pause.marks.is_empty() {
+            let pause = now.saturating_since(m.pause.start).as_secs_f64();
+            match m.pause.entry {
+                Some(i) => m.handoffs[i].pause_s = Some(pause),
+                None => m.pause.done = Some(now),
+            }
         }
     }
 
@@ -1153,12 +1546,15 @@ impl World {
     }
 
     /// A data frame lost because the mobile is out of range of that link (beacons and control not counted).
+    /// Between leaving a cell and hearing the next BS the loss belongs to the crossing under way, whose
+    /// entry is made at the decision.
     fn lost_out_of_range(&mut self, packet: &[u8]) {
         let is_data = Ipv4Packet::new_checked(packet).is_ok_and(|ip| ip.protocol() != handoff::PROTO_HANDOFF);
-        if let Some(h) = self.mob.as_deref_mut().and_then(|m| m.handoffs.last_mut()) {
-            if is_data {
-                h.packets_lost += 1;
-            }
+        let Some(m) = self.mob.as_deref_mut().filter(|_| is_data) else { return };
+        if m.left_at.is_some() {
+            m.lost_between_cells += 1;
+        } else if let Some(h) = m.handoffs.last_mut() {
+            h.packets_lost += 1;
         }
     }
 
@@ -1186,23 +1582,30 @@ impl World {
                     }
                     if h.latency_s.is_none() && from_bs == Some(current) {
                         h.latency_s = since(decided);
+                        h.completion_s = h.completion_s.or(h.latency_s);
                     }
                 }
                 return false;
             }
-            if let Some(MhEvent::Accepted { .. }) = event {
-                if let Some(h) = m.handoffs.last_mut() {
-                    h.accepted_s = since(decided);
+            match event {
+                Some(MhEvent::Accepted { .. }) => {
+                    if let Some(h) = m.handoffs.last_mut() {
+                        h.accepted_s = since(decided);
+                        h.completion_s = h.completion_s.or(h.accepted_s);
+                    }
+                    if m.fast_retransmit {
+                        self.fast_retransmit(now, node);
+                    }
                 }
-                if m.fast_retransmit {
-                    self.fast_retransmit(now, node);
-                }
+                Some(MhEvent::Beacon { bs }) => self.on_beacon_heard(now, bs),
+                _ => {}
             }
             return true;
         }
         let is_bs = m.bss.contains(&node);
         let mine = dst == self.nodes[node].addr;
         if is_bs && mine && proto == handoff::PROTO_HANDOFF {
+            let mh_addr = self.nodes[m.mh].addr;
             if let (Some(c), Some(h)) = (Control::parse(packet), m.handoffs.last_mut()) {
                 if c.seq == m.controller.seq() {
                     let at = Some(now.saturating_since(Time((h.decided_s * 1e9).round() as u64)).as_secs_f64());
@@ -1210,6 +1613,21 @@ impl World {
                         Kind::Forward | Kind::Greeting if h.request_at_new_bs_s.is_none() => h.request_at_new_bs_s = at,
                         Kind::Buffer | Kind::Stop | Kind::Notify if h.old_bs_told_s.is_none() => h.old_bs_told_s = at,
                         _ => {}
+                    }
+                    if !m.old_bs_drains
+                        && matches!(c.kind, Kind::Buffer | Kind::Stop | Kind::Notify)
+                        && c.mobile == mh_addr
+                    {
+                        // `mobility.old_bs_drains = false`: the old BS discards what it queued for the mobile.
+                        if let Some(i) = m.bss.iter().position(|&b| b == node) {
+                            let link = &mut self.links[m.bs_link[i]];
+                            let dir = link.dir_from(node);
+                            let to_mobile = |p: &[u8]| {
+                                Ipv4Packet::new_checked(p)
+                                    .is_ok_and(|ip| ip.dst_addr() == mh_addr && ip.protocol() != handoff::PROTO_HANDOFF)
+                            };
+                            h.purged_at_old_bs += link.purge(dir, to_mobile);
+                        }
                     }
                 }
             }

@@ -81,10 +81,8 @@ proptest! {
 fn same_seed_same_metrics_and_pcap_bytes() {
     let s = scenario(|v| set(v, "flows.bulk.bytes", 500_000i64));
     let dirs = [tempdir("a"), tempdir("b")];
-    let runs: Vec<RunResult> = dirs
-        .iter()
-        .map(|d| run(&s, &RunOptions { trace: true, pcap_dir: Some(d.clone()) }).unwrap())
-        .collect();
+    let runs: Vec<RunResult> =
+        dirs.iter().map(|d| run(&s, &RunOptions { trace: true, pcap_dir: Some(d.clone()) }).unwrap()).collect();
     assert_eq!(runs[0], runs[1]);
     for name in ["wavelan-bs.pcap", "wavelan-mh.pcap"] {
         let a = std::fs::read(dirs[0].join(name)).unwrap();
@@ -92,7 +90,15 @@ fn same_seed_same_metrics_and_pcap_bytes() {
         assert!(a.len() > 1000, "{name} is nearly empty");
         assert_eq!(a, b, "{name} differs between identical runs");
     }
-    let other = run(&{ let mut s2 = s.clone(); s2.set_seed(2); s2 }, &RunOptions::default()).unwrap();
+    let other = run(
+        &{
+            let mut s2 = s.clone();
+            s2.set_seed(2);
+            s2
+        },
+        &RunOptions::default(),
+    )
+    .unwrap();
     assert_ne!(other.flows[0].duration_s, runs[0].flows[0].duration_s, "a different seed should change the run");
 }
 

@@ -5,7 +5,16 @@ use lasthop_sim::{run, RunOptions, Scenario};
 use proptest::prelude::*;
 
 #[allow(clippy::too_many_arguments)] // one knob per scenario field the tests vary
-fn scenario(scheme: &str, interval: f64, first: f64, cells: &str, rendezvous: f64, fast: bool, bytes: u64, snoop: bool) -> Scenario {
+fn scenario(
+    scheme: &str,
+    interval: f64,
+    first: f64,
+    cells: &str,
+    rendezvous: f64,
+    fast: bool,
+    bytes: u64,
+    snoop: bool,
+) -> Scenario {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml")).unwrap();
     let mut v: toml::Value = toml::from_str(&text).unwrap();
     let m = v["mobility"].as_table_mut().unwrap();
@@ -100,4 +109,139 @@ proptest! {
         prop_assert_eq!(f.bytes_delivered, f.bytes_total);
         prop_assert_eq!(f.corrupt_bytes, 0);
     }
+}
+
+/// examples/walk.toml (beacon-driven handoff) with the mobile walking once from BS1 to BS2 at `speed` m/s.
+fn walk(scheme: &str, agent: &str, hysteresis_db: f64, samples: i64, seed: i64, bytes: i64) -> Scenario {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/walk.toml")).unwrap();
+    let mut v: toml::Value = toml::from_str(&text).unwrap();
+    v["seed"] = seed.into();
+    let m = v["mobility"].as_table_mut().unwrap();
+    m.insert("scheme".into(), scheme.into());
+    m.insert("repeat".into(), "once".into());
+    m.insert("speed_mps".into(), 5.0.into());
+    m.insert("hysteresis_db".into(), hysteresis_db.into());
+    m.insert("beacon_samples".into(), samples.into());
+    for bs in ["bs1", "bs2"] {
+        v["nodes"][bs].as_table_mut().unwrap().insert("agent".into(), agent.into());
+    }
+    v["flows"]["bulk"].as_table_mut().unwrap().insert("bytes".into(), bytes.into());
+    Scenario::from_toml(v, "walk.toml").unwrap()
+}
+
+#[test]
+fn walking_across_two_cells_hands_off_once_with_hysteresis() {
+    // 100 m at 5 m/s: the mobile reaches BS2 after 20 s; 4 MB take about 21 s.
+    for agent in ["none", "snoop"] {
+        for seed in 1..=4 {
+            let r = check_intact(&walk("multicast", agent, 8.0, 3, seed, 4_000_000));
+            assert_eq!(r.handoffs.len(), 1, "{agent} seed {seed}: {:?}", r.handoffs);
+            let h = &r.handoffs[0];
+            assert_eq!((h.from.as_str(), h.to.as_str()), ("bs1", "bs2"));
+            // The decision comes after the midpoint (50 m, 10 s): BS2 must be 8 dB stronger.
+            assert!(h.decided_s > 10.0 && h.decided_s < 20.0, "{h:?}");
+            assert!(h.completion_s.is_some_and(|c| c < 0.2), "{h:?}");
+        }
+    }
+}
+
+#[test]
+fn without_hysteresis_shadowing_makes_the_mobile_ping_pong() {
+    let mut total = 0;
+    for seed in 1..=4 {
+        let r = check_intact(&walk("multicast", "none", 0.0, 1, seed, 4_000_000));
+        assert!(r.handoffs.len() % 2 == 1, "it ends at BS2: {:?}", r.handoffs);
+        total += r.handoffs.len();
+    }
+    assert!(total > 4 * 2, "{total} handoffs for 4 single crossings");
+}
+
+#[test]
+fn plain_handoff_on_beacons_and_the_buffering_set_follows_the_signal() {
+    let r = check_intact(&walk("plain", "none", 8.0, 3, 1, 4_000_000));
+    assert!(!r.handoffs.is_empty());
+    assert!(r.handoffs.iter().all(|h| h.accepted_s.is_some()));
+    let r = check_intact(&walk("multicast", "none", 8.0, 3, 1, 4_000_000));
+    // BS2 (-80 dBm at the start) is idle at first and asked to buffer once it is heard above -75 dBm.
+    let bs2 = &r.agents["bs2"];
+    assert!(bs2["buffered"] > 0 && bs2["control_received"] >= 2, "{bs2:?}");
+}
+
+#[test]
+fn out_of_range_between_cells_no_frames_until_the_next_bs_is_heard() {
+    // 300 m apart: beyond ≈146 m from both BSs the mobile hears neither; it hands off when it hears BS2.
+    let mut s = walk("multicast", "none", 6.0, 3, 1, 3_000_000);
+    let m = s.mobility.as_mut().unwrap();
+    m.positions_m = Some(vec![0.0, 300.0]);
+    m.waypoints_m = Some(vec![130.0, 170.0]);
+    m.speed_mps = 2.0;
+    let r = check_intact(&s);
+    assert_eq!(r.handoffs.len(), 1, "{:?}", r.handoffs);
+    let h = &r.handoffs[0];
+    // Out of BS1's range at 146.8 m (8.4 s); BS2 in range from 153.2 m (11.6 s), heard at its next beacon.
+    assert!((h.left_s - 8.4).abs() < 0.1, "{h:?}");
+    assert!(h.decided_s > 11.6 && h.decided_s < 13.0, "{h:?}");
+    assert!(r.flows[0].longest_pause_s > 3.0, "{:?}", r.flows[0]);
+}
+
+#[test]
+fn same_seed_same_result_with_beacons() {
+    let s = walk("multicast", "snoop", 0.0, 1, 7, 2_000_000);
+    let a = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
+    let b = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
+    assert_eq!(a, b);
+    assert!(a.handoffs.len() > 1);
+    let other = run(&walk("multicast", "snoop", 0.0, 1, 8, 2_000_000), &RunOptions::default()).unwrap();
+    assert_ne!(a.handoffs, other.handoffs, "another seed shadows differently");
+}
+
+#[test]
+fn overlapping_cells_share_one_medium_so_frequent_handoffs_do_not_add_capacity() {
+    let still = check_intact(&scenario("plain", f64::INFINITY, 0.0, "overlapping", 0.0, false, 2_000_000, false));
+    let busy = check_intact(&scenario("plain", 0.5, 0.25, "overlapping", 0.0, false, 2_000_000, false));
+    let g = |r: &lasthop_sim::RunResult| r.flows[0].goodput_mbps;
+    assert!(g(&busy) <= g(&still) * 1.001, "handoffs every 0.5 s: {} > {} without", g(&busy), g(&still));
+    // With a medium per cell (the old BS's queue drains in parallel with the new cell) they would.
+    let mut s = scenario("plain", 0.5, 0.25, "overlapping", 0.0, false, 2_000_000, false);
+    s.mobility.as_mut().unwrap().shared_medium = Some(false);
+    let parallel = check_intact(&s);
+    assert!(g(&parallel) > g(&busy), "{} vs {}", g(&parallel), g(&busy));
+}
+
+#[test]
+fn snoop_keeps_its_goodput_across_frequent_handoffs() {
+    // Regression: a Snoop taking over at a handoff read the DUPACKs caused by the old BS's queued duplicates
+    // as losses and retransmitted segments the mobile had, in a storm (0.43 against 1.58 Mb/s).
+    let g = |interval: f64| {
+        let r = check_intact(&scenario("multicast", interval, 1.0, "overlapping", 0.0, false, 2_000_000, true));
+        (r.flows[0].goodput_mbps, r.flows[0].local_retransmissions)
+    };
+    let ((with, rexmit), (without, _)) = (g(2.0), g(f64::INFINITY));
+    assert!(with >= 0.8 * without, "{with} vs {without}");
+    assert!(rexmit < 200, "{rexmit} local retransmissions");
+}
+
+#[test]
+fn an_old_bs_that_discards_its_queue_sends_no_duplicates_of_the_buffer() {
+    // Overlapping cells on one channel: a draining old BS still delivers every frame it queued for the mobile,
+    // including the ones the new primary re-sends from its buffer (seed 000 §6), so the mobile gets them twice.
+    // `old_bs_drains = false` discards them at the request instead; every byte still arrives once, in order.
+    let run_with = |drains: bool| {
+        let mut s = scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 2_000_000, false);
+        s.mobility.as_mut().unwrap().old_bs_drains = drains;
+        check_intact(&s)
+    };
+    let sum = |r: &lasthop_sim::RunResult, f: fn(&lasthop_sim::HandoffMetrics) -> u64| r.handoffs.iter().map(f).sum();
+    let (drains, discards) = (run_with(true), run_with(false));
+    assert_eq!(sum(&drains, |h| h.purged_at_old_bs), 0);
+    let resent: u64 = sum(&drains, |h| h.resent_from_buffer);
+    assert!(sum(&drains, |h| h.duplicates) >= resent && resent > 0, "every re-sent packet arrives twice");
+    let purged: u64 = sum(&discards, |h| h.purged_at_old_bs);
+    assert!(purged >= discards.handoffs.len() as u64, "{purged} frames over {} handoffs", discards.handoffs.len());
+    assert!(
+        sum(&discards, |h| h.duplicates) * 4 < sum(&drains, |h| h.duplicates),
+        "{} duplicates against {}",
+        sum(&discards, |h| h.duplicates),
+        sum(&drains, |h| h.duplicates)
+    );
 }

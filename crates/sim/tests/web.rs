@@ -97,3 +97,50 @@ fn a_browsing_time_beyond_the_time_limit_is_rejected() {
     let e = Scenario::from_str(&text.replace("connections = 1 ", "connections = 5 "), "x.toml").unwrap_err();
     assert!(e.to_string().contains("1 to 4"), "{e}");
 }
+
+#[test]
+fn requests_cross_the_lossy_hop_and_are_resent_when_lost() {
+    // Seed 002 §4's channel loses frames both ways: some requests from the mobile are lost and resent, and
+    // every object still arrives intact.
+    let (r, lossy) = web_run(|v| {
+        set(v, "web.browse.think_time", false);
+        set(v, "time_limit_s", 200.0);
+        set(v, "web.browse.duration_s", 200.0);
+    });
+    assert_intact(&lossy, "lossy");
+    assert!(lossy.request_retransmissions > 0, "{lossy:?}");
+    assert!(lossy.request_retransmissions < lossy.objects_requested / 4, "{lossy:?}");
+    assert!(r.undeliverable_packets * 20 < lossy.objects_requested, "{r:?}");
+    // An error-free hop: no request is ever resent.
+    let (_, clean) = web_run(|v| {
+        set(v, "web.browse.think_time", false);
+        set(v, "time_limit_s", 200.0);
+        set(v, "web.browse.duration_s", 200.0);
+        set(v, "links.wavelan.error", toml::Value::Table(toml::toml! { model = "none" }));
+    });
+    assert_intact(&clean, "clean");
+    assert_eq!(clean.request_retransmissions, 0);
+    assert!(clean.downloads_completed > lossy.downloads_completed, "{clean:?} vs {lossy:?}");
+}
+
+#[test]
+fn snoop_completes_more_persistent_downloads_than_reno_on_the_empirical_channel() {
+    // seed 002 §5's comparison, short: P-HTTP without think times, 300 s. Snoop recovers the replies' losses
+    // locally; Reno's short replies wait for timeouts.
+    let edit = |agent: &'static str| {
+        move |v: &mut toml::Value| {
+            set(v, "nodes.bs.agent", agent);
+            set(v, "web.browse.persistent", true);
+            set(v, "web.browse.think_time", false);
+            set(v, "time_limit_s", 300.0);
+            set(v, "web.browse.duration_s", 300.0);
+        }
+    };
+    let (_, reno) = web_run(edit("none"));
+    let (_, snoop) = web_run(edit("snoop"));
+    assert_intact(&reno, "reno");
+    assert_intact(&snoop, "snoop");
+    assert!(snoop.downloads_completed * 2 > reno.downloads_completed * 3, "{snoop:?} vs {reno:?}");
+    assert!(snoop.sender_timeouts * 3 < reno.sender_timeouts, "{snoop:?} vs {reno:?}");
+    assert!(snoop.local_retransmissions > 0 && reno.local_retransmissions == 0);
+}

@@ -63,8 +63,9 @@ pub struct TcpConfig {
     pub initial_cwnd: u32,
     /// Initial slow-start threshold, in bytes.
     pub initial_ssthresh: u32,
-    /// Granularity of the retransmit timer: it fires only on multiples of this from time 0 (BSD's 500 ms
-    /// slow timer). 0 gives an exact timer.
+    /// Granularity of the retransmit timer (BSD's 500 ms slow timer): the RTO is counted in whole ticks
+    /// (rounded up) and the timer expires at that many multiples of this (from time 0) after it was armed,
+    /// so a 1 s RTO waits 0.5–1 s. 0 gives an exact timer.
     pub tick_ms: f64,
     pub min_rto_ms: f64,
     pub max_rto_ms: f64,
@@ -73,6 +74,10 @@ pub struct TcpConfig {
     pub dupack_threshold: u32,
     /// Delay of an ACK for in-order data; 0 disables delayed ACKs.
     pub delayed_ack_ms: f64,
+    /// Send delayed ACKs on 4.4BSD's fast timer instead: at the next multiple of `delayed_ack_ms` from time
+    /// 0 (`tcp_fasttimo` runs every 200 ms and flushes every pending delayed ACK), so an ACK waits anywhere
+    /// from 0 to `delayed_ack_ms`, 100 ms on average, rather than exactly `delayed_ack_ms`. Default false.
+    pub delayed_ack_tick: bool,
     /// ACK at once when this many full segments are unacknowledged.
     pub ack_every: u32,
     /// Offer SACK-permitted. A sender with [`Variant::Sack`] offers it regardless.
@@ -105,6 +110,7 @@ impl Default for TcpConfig {
             initial_rto_ms: 3000.0,
             dupack_threshold: 3,
             delayed_ack_ms: 200.0,
+            delayed_ack_tick: false,
             ack_every: 2,
             sack: false,
             timestamps: false,

@@ -3,8 +3,8 @@
 //! a segment that fills a hole (RFC 5681 §4.2), with SACK blocks when negotiated (RFC 2018 §4).
 //!
 //! The delayed ACK is a timer armed `delayed_ack_ms` after the first unacknowledged in-order segment
-//! arrives, not BSD's 200 ms fast timer ticking from boot; the latter would add a random-looking phase
-//! to every run and the papers' results do not depend on it. The application is taken to read
+//! arrives, or, with `delayed_ack_tick`, BSD's fast timer: the next multiple of `delayed_ack_ms` from
+//! time 0, so 0 to `delayed_ack_ms` later (what a base station's timers see from a 4.4BSD receiver). The application is taken to read
 //! immediately, so the advertised window is always `max_window` and there is no persist timer.
 
 use crate::config::{ms, ReceiverStats, TcpConfig};
@@ -96,10 +96,14 @@ impl Receiver {
 
     /// Sends `n` ACKs of the next expected byte at once, so that the sender sees duplicate ACKs and fast
     /// retransmits: the mobile host's network layer calls this when a handoff completes (seed 004, "Fast
-    /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). Nothing before the connection
-    /// is set up.
+    /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). When an ACK of new data is
+    /// still owed (a delayed ACK pending), it goes first, so that all `n` are true duplicates. Nothing
+    /// before the connection is set up.
     pub fn send_dupacks(&mut self, n: u32) {
         if self.last_ack.is_some() {
+            if self.last_ack != Some(self.rcv_nxt) {
+                self.ack_now = true;
+            }
             self.dupacks_pending = self.dupacks_pending.saturating_add(n);
         }
     }
@@ -234,7 +238,13 @@ impl Receiver {
         if filled_hole || self.delayed_ack.is_zero() || self.unacked >= full {
             self.ack_now = true;
         } else if self.ack_deadline.is_none() {
-            self.ack_deadline = Some(now + self.delayed_ack);
+            self.ack_deadline = Some(if self.cfg.delayed_ack_tick {
+                // tcp_fasttimo: the next tick strictly after now (a segment arriving on a tick waits a whole one).
+                let tick = self.delayed_ack.as_nanos() as u64;
+                Time((now.as_nanos() / tick).saturating_add(1).saturating_mul(tick))
+            } else {
+                now + self.delayed_ack
+            });
         }
     }
 
@@ -382,6 +392,12 @@ impl Receiver {
     /// Application bytes received in order so far (read or not).
     pub fn delivered_bytes(&self) -> u64 {
         self.delivered
+    }
+
+    /// The peer's SYN has been seen (the connection is half open or open): an application on this side could
+    /// send now.
+    pub fn is_synchronized(&self) -> bool {
+        self.state != State::Listen
     }
 
     pub fn fin_received(&self) -> bool {

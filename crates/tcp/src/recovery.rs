@@ -22,7 +22,8 @@
 //!   coarse timeout the paper reports. ACKs without ELN keep the ordinary algorithm of the variant.
 //!
 //! A timeout always does the same (BSD `tcp_timers`): ssthresh = max(flight/2, 2·MSS), cwnd = 1 MSS,
-//! go-back-N from SND.UNA, back off the RTO, forget SACK information (RFC 2018 §5.1).
+//! go-back-N from SND.UNA, back off the RTO, forget SACK information (RFC 2018 §5.1). Fast retransmit
+//! after a handoff (seed 004, `Sender::retransmit_now`) does the same at once, without the backoff.
 
 use crate::config::Variant;
 use crate::sender::Sender;
@@ -170,6 +171,22 @@ impl Sender {
 
     pub(crate) fn on_timeout(&mut self, now: Time) {
         self.stats.timeouts += 1;
+        self.go_back();
+        self.rto.back_off();
+        self.rtx_deadline = Some(self.rto.deadline(now));
+    }
+
+    /// Seed 004's fast retransmit after handoff for a sending host ([`Sender::retransmit_now`]): what the
+    /// timeout does, at once and without backing off the timer.
+    pub(crate) fn on_handoff_retransmit(&mut self, now: Time) {
+        self.stats.fast_retransmits += 1;
+        self.go_back();
+        self.rtx_deadline = Some(self.rto.deadline(now));
+    }
+
+    /// Go-back-N from SND.UNA in slow start: ssthresh = half the flight, cwnd one segment, recovery and
+    /// SACK information forgotten.
+    fn go_back(&mut self) {
         self.ssthresh = self.halved_flight();
         self.cwnd = self.mss;
         self.nxt = self.una;
@@ -180,8 +197,6 @@ impl Sender {
         self.scoreboard.clear();
         self.rexmit_pending = None;
         self.timing = None;
-        self.rto.back_off();
-        self.rtx_deadline = Some(self.rto.deadline(now));
     }
 
     /// RFC 6675 §5 step (C): the next segment SACK recovery may send, if `cwnd - pipe >= 1 SMSS`.

@@ -1,7 +1,10 @@
 //! The retransmission timeout (RFC 6298) on a coarse clock: SRTT/RTTVAR smoothing with the standard
 //! gains (1/8 and 1/4: the newest sample weighs 1/8, not 7/8 as in one old ns-2 module), RTO clamped to
-//! `[min_rto, max_rto]`, doubled per timeout, and expiries rounded up to the next tick of BSD's 500 ms
-//! slow timer, which is what made 1990s timeouts so long (seed 000 §1).
+//! `[min_rto, max_rto]`, doubled per timeout, and counted in ticks of BSD's 500 ms slow timer, which is
+//! what made 1990s timeouts so long (seed 000 §1) and so irregular: a timer of n ticks expires at the n-th
+//! tick after it was set, so between (n − 1) and n ticks later, and BSD's 1 s minimum RTO (2 ticks)
+//! freezes a connection for 0.5–1 s (seed 004, "More Accurate Retransmission Timers": pauses "from
+//! 650 ms" after a handoff).
 
 use crate::config::{ms, TcpConfig};
 use lasthop_wire::Time;
@@ -75,18 +78,19 @@ impl Rto {
         self.srtt
     }
 
-    /// When a timer armed at `now` expires: the first tick boundary at or after `now + RTO`.
+    /// When a timer armed at `now` expires. With a tick, as BSD's `tcp_slowtimo`: the RTO is a whole number
+    /// of ticks n (rounded up, at least one), the timer is decremented at every tick boundary (multiples of
+    /// the tick from time 0) and expires at the n-th one after `now`, that is between (n − 1)·tick
+    /// (exclusive) and n·tick after `now`. Without a tick (0): exactly `now + RTO`.
     pub fn deadline(&self, now: Time) -> Time {
-        Time(round_up(now.as_nanos().saturating_add(self.current()), self.tick))
+        let t = now.as_nanos();
+        let rto = self.current();
+        if self.tick == 0 {
+            return Time(t.saturating_add(rto));
+        }
+        let ticks = rto.div_ceil(self.tick).max(1);
+        Time((t / self.tick).saturating_add(ticks).saturating_mul(self.tick))
     }
-}
-
-/// The first multiple of `tick` at or after `t` (`t` itself when `tick` is 0).
-pub(crate) fn round_up(t: u64, tick: u64) -> u64 {
-    if tick == 0 {
-        return t;
-    }
-    t.div_ceil(tick).saturating_mul(tick)
 }
 
 #[cfg(test)]
@@ -129,12 +133,34 @@ mod tests {
     }
 
     #[test]
-    fn deadlines_fall_on_tick_boundaries() {
+    fn deadlines_count_whole_ticks_as_bsd_slowtimo() {
+        // RTO 1 s = 2 ticks of 500 ms: the timer expires at the second tick boundary after it was armed,
+        // 0.5 s (exclusive) to 1 s later.
         let r = Rto::new(&TcpConfig { initial_rto_ms: 1000.0, ..TcpConfig::default() });
         assert_eq!(r.deadline(Time::from_millis(0)), Time::from_millis(1000));
-        assert_eq!(r.deadline(Time::from_millis(1)), Time::from_millis(1500));
-        assert_eq!(r.deadline(Time::from_millis(499)), Time::from_millis(1500));
+        assert_eq!(r.deadline(Time::from_millis(1)), Time::from_millis(1000));
+        assert_eq!(r.deadline(Time::from_millis(499)), Time::from_millis(1000));
         assert_eq!(r.deadline(Time::from_millis(500)), Time::from_millis(1500));
-        assert_eq!(round_up(7, 0), 7);
+        assert_eq!(r.deadline(Time::from_millis(999)), Time::from_millis(1500));
+        // A backed-off RTO of 2 s is 4 ticks; an RTO that is not a whole number of ticks is rounded up.
+        let mut b = Rto::new(&TcpConfig { initial_rto_ms: 1000.0, ..TcpConfig::default() });
+        b.back_off();
+        assert_eq!(b.deadline(Time::from_millis(1200)), Time::from_millis(3000));
+        let odd = Rto::new(&TcpConfig { initial_rto_ms: 1200.0, min_rto_ms: 0.0, ..TcpConfig::default() });
+        assert_eq!(odd.deadline(Time::from_millis(100)), Time::from_millis(1500), "3 ticks");
+        // No tick: exact.
+        let exact = Rto::new(&TcpConfig { initial_rto_ms: 1000.0, tick_ms: 0.0, ..TcpConfig::default() });
+        assert_eq!(exact.deadline(Time::from_millis(7)), Time::from_millis(1007));
+    }
+
+    #[test]
+    fn every_deadline_is_a_tick_boundary_within_one_tick_below_the_rto() {
+        let r = Rto::new(&TcpConfig { initial_rto_ms: 1000.0, ..TcpConfig::default() });
+        for now_ms in (0..3000).step_by(37) {
+            let d = r.deadline(Time::from_millis(now_ms)).as_nanos();
+            let wait = d - Time::from_millis(now_ms).as_nanos();
+            assert_eq!(d % (500 * MS), 0);
+            assert!(wait > 500 * MS && wait <= 1000 * MS, "{now_ms} ms: waits {wait} ns");
+        }
     }
 }

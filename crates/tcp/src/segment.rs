@@ -23,7 +23,12 @@ pub(crate) enum Parsed {
 /// Parses `packet` as a segment from `remote` to `local`, verifying both checksums.
 /// The segment of this connection in `packet`: `None` for another connection's packet, and for an
 /// unreadable one, which is also counted in `malformed` (both endpoints' `handle_packet` start here).
-pub(crate) fn parse_counted(packet: &Bytes, local: SocketAddrV4, remote: SocketAddrV4, malformed: &mut u64) -> Option<Incoming> {
+pub(crate) fn parse_counted(
+    packet: &Bytes,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    malformed: &mut u64,
+) -> Option<Incoming> {
     match parse(packet, local, remote) {
         Parsed::Segment(s) => Some(s),
         Parsed::Foreign => None,

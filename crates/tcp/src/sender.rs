@@ -400,7 +400,8 @@ impl Sender {
     }
 
     fn finish_emit(&mut self, now: Time, repr: &TcpRepr, payload_len: usize) -> Bytes {
-        let mut pkt = repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
+        let mut pkt =
+            repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
         if let (true, Some(q)) = (self.cfg.eln, self.out_queue) {
             // Seed 002: "Piggybacked on each packet from the MH is its instantaneous output queue length."
             // A header with no 4 bytes of option space left goes without (the BS then reads "empty").
@@ -508,23 +509,20 @@ impl Sender {
         }
     }
 
-    /// Retransmits the oldest unacknowledged segment now, as a fast retransmit (ssthresh halved, the variant's
-    /// recovery entered): the mobile host's network layer calls this when a handoff completes, so that a
-    /// mobile sender does not wait for a coarse timeout (seed 004, "Fast Retransmissions"). Nothing happens
-    /// when nothing is outstanding; in recovery already, the oldest segment is simply resent.
+    /// Fast retransmit after a handoff for a sending host (seed 004, "Fast Retransmissions"): the mobile
+    /// host's network layer calls this when the new MSS acknowledges its greeting, so that TCP retransmits
+    /// at once instead of waiting for its coarse timer. A break-before-make handoff typically loses the
+    /// whole window (data sent into the old cell, the ACKs the old MSS sent after the mobile left), so a
+    /// single retransmission would leave the sender stuck until its timer anyway: the sender does now what
+    /// the timeout would do (go back to the oldest unacknowledged byte, cwnd one segment, ssthresh half the
+    /// flight: slow start, which "does not congest the new cell"), except that the RTO is not backed off.
+    /// The timer restarts from now. Counted in [`SenderStats::fast_retransmits`](crate::SenderStats).
+    /// Nothing happens before the connection is set up or when nothing is outstanding.
     pub fn retransmit_now(&mut self, now: Time) {
         if self.state != State::Established || self.una >= self.max {
             return;
         }
-        if self.in_recovery {
-            self.rexmit_pending = Some(self.una);
-            self.timing = None;
-        } else {
-            // A timeout may have rewound `nxt`; fast retransmit resends from `una` in either case.
-            self.nxt = self.nxt.max(self.una);
-            let kind = self.recovery_kind();
-            self.enter_recovery(now, kind);
-        }
+        self.on_handoff_retransmit(now);
     }
 
     /// All data and the FIN are acknowledged.
@@ -552,6 +550,11 @@ impl Sender {
     /// Application bytes acknowledged so far.
     pub fn snd_una_offset(&self) -> u64 {
         self.una.saturating_sub(1).min(self.total)
+    }
+
+    /// Application bytes sent at least once so far (SND.MAX as a stream offset).
+    pub fn snd_max_offset(&self) -> u64 {
+        self.max.saturating_sub(1).min(self.total)
     }
 
     /// The packet last returned by [`poll_transmit`](Self::poll_transmit): stream offset of its first

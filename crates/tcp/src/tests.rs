@@ -158,14 +158,14 @@ fn syn_is_retransmitted_on_tick_rounded_backed_off_timeout() {
     let mut s = Sender::new(TcpConfig::default(), SENDER_ADDR, RECEIVER_ADDR, ISS, 100);
     s.connect(Time::from_millis(100));
     drain_sender(&mut s, Time::from_millis(100));
-    // 100 ms + 3 s initial RTO = 3.1 s, rounded up to the 500 ms slow-timer tick.
-    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3500)));
-    s.handle_timeout(Time::from_millis(3400));
-    assert!(drain_sender(&mut s, Time::from_millis(3400)).is_empty(), "early call does nothing");
-    s.handle_timeout(Time::from_millis(3500));
-    let syn = drain_sender(&mut s, Time::from_millis(3500));
+    // The 3 s initial RTO is 6 ticks of the 500 ms slow timer: the 6th tick after 100 ms is at 3 s.
+    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3000)));
+    s.handle_timeout(Time::from_millis(2900));
+    assert!(drain_sender(&mut s, Time::from_millis(2900)).is_empty(), "early call does nothing");
+    s.handle_timeout(Time::from_millis(3000));
+    let syn = drain_sender(&mut s, Time::from_millis(3000));
     assert!(syn[0].syn && syn[0].rexmit == Some(true));
-    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3500 + 6000)), "backoff doubles the RTO");
+    assert_eq!(s.poll_timeout(), Some(Time::from_millis(3000 + 6000)), "backoff doubles the RTO");
     // Karn: the SYN-ACK answering a retransmitted SYN gives no RTT sample.
     let synack = TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(1000), ..Default::default() };
     s.handle_packet(Time::from_millis(3600), &to_sender(synack));
@@ -545,6 +545,28 @@ fn delayed_ack_timer_and_every_second_segment() {
 }
 
 #[test]
+fn delayed_ack_on_bsds_fast_timer_waits_for_the_next_tick() {
+    let mut r = receiver(TcpConfig { delayed_ack_tick: true, ..Default::default() });
+    // A segment 10 ms after a tick is acknowledged on the next one, 190 ms later.
+    let t = Time::from_millis(410);
+    r.handle_packet(t, &data(1, 1000, false));
+    assert!(acks(&mut r, t).is_empty());
+    assert_eq!(r.poll_timeout(), Some(Time::from_millis(600)));
+    r.handle_timeout(Time::from_millis(599));
+    assert!(acks(&mut r, t).is_empty());
+    r.handle_timeout(Time::from_millis(600));
+    assert_eq!(acks(&mut r, t), vec![(1001, vec![])]);
+    // One arriving exactly on a tick waits a whole tick (the timer has just run).
+    let t = Time::from_millis(800);
+    r.handle_packet(t, &data(1001, 1000, false));
+    assert_eq!(r.poll_timeout(), Some(Time::from_millis(1000)));
+    // A second segment still acknowledges at once, cancelling the timer.
+    r.handle_packet(t, &data(2001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(3001, vec![])]);
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
 fn out_of_order_gets_immediate_dupacks_with_sack_blocks_and_reassembles() {
     let mut r = receiver(TcpConfig { sack: true, ..Default::default() });
     let t = Time::ZERO;
@@ -713,7 +735,10 @@ mod prop {
         // A FIN whose data all lies before the stream ends it at offset 0; a later segment claiming bytes
         // after that FIN must not be delivered (found by `wild_segments_never_panic`).
         let mut r = receiver(TcpConfig { sack: true, ..TcpConfig::default() });
-        r.handle_packet(Time::ZERO, &to_receiver(TcpRepr { seq: ISS + 1, ack: Some(IRS + 1), ..TcpRepr::default() }, &[]));
+        r.handle_packet(
+            Time::ZERO,
+            &to_receiver(TcpRepr { seq: ISS + 1, ack: Some(IRS + 1), ..TcpRepr::default() }, &[]),
+        );
         let w1: Wild = (-121, 0, 0xa9, 122, vec![]);
         let w2: Wild = (0, 0, 0x18, 3, vec![]);
         for (i, w) in [w1, w2].iter().enumerate() {
@@ -938,7 +963,8 @@ fn eln_sender_piggybacks_its_output_queue() {
         s.connect(Time::ZERO);
         let syn = s.poll_transmit(Time::ZERO).unwrap();
         assert_eq!(occupancy(&syn), want, "eln {eln}, set {set}");
-        let synack = TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(1000), ..Default::default() };
+        let synack =
+            TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(1000), ..Default::default() };
         s.handle_packet(Time::from_millis(1), &to_sender(synack));
         let d = s.poll_transmit(Time::from_millis(1)).unwrap();
         assert_eq!(occupancy(&d), want);
@@ -1090,4 +1116,133 @@ fn pushed_objects_arrive_intact_across_losses() {
         assert_eq!(p.read, 137_921);
         assert!(p.sender.stats().segments_retransmitted > 0, "{variant}: the drop filter should have bitten");
     }
+}
+
+// ---- fast retransmit after handoff (seed 004) ------------------------------------------------------
+
+#[test]
+fn handoff_retransmit_goes_back_to_una_at_once_without_backoff() {
+    let cfg = TcpConfig { tick_ms: 0.0, ..cfg(Variant::Tahoe) };
+    let (mut s, first) = established(cfg, 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let una = flight[0].off;
+    // The whole window vanished with the old cell; the new MSS has just ACKed the greeting.
+    let t = now + Duration::from_millis(300);
+    s.retransmit_now(t);
+    let out = drain_sender(&mut s, t);
+    assert_eq!(out.iter().map(|x| (x.off, x.len, x.rexmit)).collect::<Vec<_>>(), vec![(una, MSS, Some(true))]);
+    assert_eq!(s.cwnd(), MSS, "slow start from one segment");
+    assert_eq!(s.ssthresh(), 4 * MSS, "half the flight");
+    assert_eq!((s.stats().fast_retransmits, s.stats().timeouts), (1, 0));
+    assert_eq!(s.poll_timeout(), Some(t + Duration::from_millis(1000)), "timer restarted, not backed off");
+    // Go-back-N: the ACK of the retransmission opens two segments, both resends of the lost window.
+    let t2 = t + Duration::from_millis(20);
+    s.handle_packet(t2, &ack(una + u64::from(MSS), &[]));
+    let out = drain_sender(&mut s, t2);
+    assert_eq!(
+        out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(),
+        vec![(una + u64::from(MSS), Some(true)), (una + 2 * u64::from(MSS), Some(true))]
+    );
+}
+
+#[test]
+fn handoff_retransmit_after_a_timeout_in_the_gap_keeps_the_backoff() {
+    // 1 s rendezvous: the timer fired while the mobile heard no MSS and its retransmission was lost.
+    let cfg = TcpConfig { tick_ms: 0.0, ..cfg(Variant::Tahoe) };
+    let (mut s, first) = established(cfg, 1_000_000);
+    let (flight, _) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let una = flight[0].off;
+    let deadline = s.poll_timeout().unwrap();
+    s.handle_timeout(deadline);
+    assert_eq!(drain_sender(&mut s, deadline).len(), 1);
+    assert_eq!(s.poll_timeout(), Some(deadline + Duration::from_millis(2000)));
+    // Rendezvous: the greeting ACK arrives 300 ms later; the same segment goes again at once.
+    let t = deadline + Duration::from_millis(300);
+    s.retransmit_now(t);
+    let out = drain_sender(&mut s, t);
+    assert_eq!(out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(una, Some(true))]);
+    assert_eq!(s.poll_timeout(), Some(t + Duration::from_millis(2000)), "the backoff stays until new data is ACKed");
+    assert_eq!((s.stats().timeouts, s.stats().fast_retransmits), (1, 1));
+}
+
+#[test]
+fn handoff_retransmit_leaves_reno_recovery_and_does_nothing_when_idle() {
+    // In fast recovery when the handoff completes: recovery ends, go-back-N from SND.UNA.
+    let (mut s, first) = established(cfg(Variant::Reno), 1_000_000);
+    let (flight, mut now) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let una = flight[0].off;
+    for _ in 0..3 {
+        now += Duration::from_millis(1);
+        s.handle_packet(now, &ack(una, &[]));
+    }
+    drain_sender(&mut s, now);
+    assert!(s.in_recovery());
+    s.retransmit_now(now);
+    assert!(!s.in_recovery());
+    assert_eq!(s.cwnd(), MSS);
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(una, Some(true))]);
+    // Nothing outstanding: no packet, no state change.
+    let (mut s, first) = established(cfg(Variant::Tahoe), 1000);
+    let end = first[0].off + u64::from(first[0].len) + 1; // data and FIN
+    s.handle_packet(Time::from_millis(200), &ack(end, &[]));
+    assert!(s.is_finished());
+    let cwnd = s.cwnd();
+    s.retransmit_now(Time::from_millis(300));
+    assert!(drain_sender(&mut s, Time::from_millis(300)).is_empty());
+    assert_eq!((s.cwnd(), s.stats().fast_retransmits), (cwnd, 0));
+    // Before the connection exists: nothing.
+    let mut s = Sender::new(cfg(Variant::Tahoe), SENDER_ADDR, RECEIVER_ADDR, ISS, 1000);
+    s.retransmit_now(Time::ZERO);
+    assert!(s.poll_transmit(Time::ZERO).is_none());
+}
+
+#[test]
+fn handoff_dupacks_are_three_true_duplicates_even_with_a_delayed_ack_owed() {
+    let t = Time::from_millis(10);
+    // Nothing acknowledged yet (no connection): no ACK can be repeated.
+    let mut idle = Receiver::new(TcpConfig::default(), RECEIVER_ADDR, SENDER_ADDR, IRS);
+    idle.send_dupacks(3);
+    assert!(drain_receiver(&mut idle, t).is_empty());
+    let mut r = receiver(TcpConfig::default());
+    r.handle_packet(t, &data(1, 1000, false));
+    r.handle_packet(t, &data(1001, 1000, false));
+    assert_eq!(acks(&mut r, t), vec![(2001, vec![])]);
+    r.send_dupacks(3);
+    assert_eq!(acks(&mut r, t), vec![(2001, vec![]); 3], "three ACKs repeating the last one");
+    assert_eq!(r.stats().dupacks_sent, 3);
+    assert!(acks(&mut r, t).is_empty(), "exactly three");
+    // One segment waits for its delayed ACK: that ACK goes first, then three duplicates of it.
+    r.handle_packet(t, &data(2001, 1000, false));
+    assert!(acks(&mut r, t).is_empty());
+    r.send_dupacks(3);
+    assert_eq!(acks(&mut r, t), vec![(3001, vec![]); 4]);
+    assert_eq!(r.stats().dupacks_sent, 6);
+    assert_eq!(r.poll_timeout(), None, "the owed ACK went; no delayed ACK left");
+}
+
+#[test]
+fn handoff_dupacks_trigger_the_fixed_senders_fast_retransmit() {
+    // End to end through the two state machines: the receiver's three DUPACKs reach a Reno sender whose
+    // window was lost, which retransmits SND.UNA without waiting for its timer.
+    let (mut s, first) = established(cfg(Variant::Reno), 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let mut r = receiver(TcpConfig::default());
+    // The receiver has everything before the lost window and has acknowledged it.
+    let una = flight[0].off;
+    r.handle_packet(now, &data(1, (una - 1) as usize, false));
+    r.handle_timeout(now + Duration::from_millis(200));
+    let t = now + Duration::from_millis(200);
+    assert_eq!(acks(&mut r, t), vec![(una, vec![])]);
+    r.send_dupacks(3);
+    let dupacks: Vec<Bytes> = std::iter::from_fn(|| r.poll_transmit(t)).collect();
+    assert_eq!(dupacks.len(), 3);
+    for d in &dupacks {
+        // The receiver's packets are addressed to the sender's address and port: hand them over as they are.
+        s.handle_packet(t, d);
+    }
+    let out = drain_sender(&mut s, t);
+    assert_eq!((out[0].off, out[0].rexmit), (una, Some(true)));
+    assert_eq!(s.stats().fast_retransmits, 1);
+    assert_eq!(s.stats().timeouts, 0);
 }

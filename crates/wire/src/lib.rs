@@ -18,7 +18,7 @@ pub mod time;
 
 pub use ipv4::Ipv4Packet;
 pub use seq::SeqNum;
-pub use tcp::{TcpFlags, TcpPacket, TcpRepr, SackBlocks};
+pub use tcp::{SackBlocks, TcpFlags, TcpPacket, TcpRepr};
 pub use time::Time;
 
 /// Why a byte buffer could not be read as the packet it claims to be.

@@ -16,10 +16,18 @@ impl SeqNum {
         SeqNum(self.0.wrapping_add(n))
     }
     pub fn max(self, other: SeqNum) -> SeqNum {
-        if self >= other { self } else { other }
+        if self >= other {
+            self
+        } else {
+            other
+        }
     }
     pub fn min(self, other: SeqNum) -> SeqNum {
-        if self <= other { self } else { other }
+        if self <= other {
+            self
+        } else {
+            other
+        }
     }
 }
 

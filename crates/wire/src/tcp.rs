@@ -155,8 +155,14 @@ impl<'a> TcpOption<'a> {
                 }
                 TcpOption::SackRange(blocks)
             }
-            (option_kind::MSS | option_kind::WINDOW_SCALE | option_kind::SACK_PERMITTED | option_kind::TIMESTAMPS
-            | option_kind::SACK, _) => return Err(WireError::Malformed),
+            (
+                option_kind::MSS
+                | option_kind::WINDOW_SCALE
+                | option_kind::SACK_PERMITTED
+                | option_kind::TIMESTAMPS
+                | option_kind::SACK,
+                _,
+            ) => return Err(WireError::Malformed),
             _ => TcpOption::Unknown { kind, data },
         };
         Ok((opt, rest))
@@ -280,8 +286,8 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
     pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
         let data = self.buffer.as_ref();
-        let acc = checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16)
-            + checksum::sum(data);
+        let acc =
+            checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16) + checksum::sum(data);
         checksum::fold(acc) == 0xffff
     }
 }
@@ -304,8 +310,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
         let data = self.buffer.as_mut();
         data[field::CHECKSUM].copy_from_slice(&[0, 0]);
-        let acc = checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16)
-            + checksum::sum(data);
+        let acc =
+            checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16) + checksum::sum(data);
         let c = !checksum::fold(acc);
         data[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
     }

@@ -58,9 +58,9 @@ pub(crate) mod table;
 mod tests;
 
 use crate::flow::FlowKey;
-use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
+use crate::{Action, Agent, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::queue_option::QueueOccupancy;
 use lasthop_wire::SeqNum;
@@ -233,7 +233,7 @@ impl Eln {
                 return;
             }
             if let Some(c) = self.table.get_mut(&key) {
-                c.next = Some(seg.seq + 1);
+                c.next = Some(seg.tcp.seq + 1);
             }
             return;
         }
@@ -249,8 +249,8 @@ impl Eln {
         let congested = self.congested(seg.queue);
         let (role, max_blocks) = (self.config.role, self.config.max_blocks.max(1));
         let Some(c) = self.table.get_mut(&key) else { return };
-        let mut s = seg.seq;
-        let e = seg.seq + seg.seg_len();
+        let mut s = seg.tcp.seq;
+        let e = seg.tcp.seq + seg.seg_len();
         if seg.fin() {
             c.fin_end = Some(e);
         }
@@ -317,11 +317,11 @@ impl Eln {
             }
             return packet;
         }
-        let Some(ack) = seg.ack else { return packet };
+        let Some(ack) = seg.tcp.ack else { return packet };
         let role = self.config.role;
         let Some(c) = self.table.get_mut(&key) else {
             self.stats.unknown_forwarded += 1;
-            if role == ElnRole::Filter && seg.eln {
+            if role == ElnRole::Filter && seg.tcp.eln {
                 // No evidence the segment crossed this node: let the sender treat the loss as congestion.
                 self.stats.eln_cleared += 1;
                 return parse::with_eln(&packet, seg, false);
@@ -346,7 +346,7 @@ impl Eln {
             ElnRole::Mark => {
                 // Mark when the next expected byte is a recorded hole, never with an empty block list.
                 // A reordered older ACK is left alone: the sender ignores it anyway.
-                if current && !c.blocks.is_empty() && c.holes.containing(ack).is_some() && !seg.eln {
+                if current && !c.blocks.is_empty() && c.holes.containing(ack).is_some() && !seg.tcp.eln {
                     self.stats.acks_marked += 1;
                     if dup {
                         self.stats.dupacks_marked += 1;
@@ -356,7 +356,7 @@ impl Eln {
                     packet
                 }
             }
-            ElnRole::Filter if seg.eln => {
+            ElnRole::Filter if seg.tcp.eln => {
                 if c.blocks.containing(ack).is_some() {
                     self.stats.eln_passed += 1;
                     packet
@@ -379,14 +379,14 @@ impl Agent for Eln {
     fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let count = passed_over!(self.stats);
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
-            let packet = if side == self.data_side() {
-                self.on_data(&seg);
-                // Data packets also carry ACKs for the reverse direction; those are not ours to judge.
-                packet
-            } else {
-                self.on_ack(&seg, packet)
-            };
-            out.push(Action::Forward(side, packet));
+        let packet = if side == self.data_side() {
+            self.on_data(&seg);
+            // Data packets also carry ACKs for the reverse direction; those are not ours to judge.
+            packet
+        } else {
+            self.on_ack(&seg, packet)
+        };
+        out.push(Action::Forward(side, packet));
     }
 
     fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}

@@ -6,28 +6,20 @@ use bytes::{Bytes, BytesMut};
 use lasthop_wire::checksum;
 use lasthop_wire::queue_option::QueueOccupancy;
 use lasthop_wire::tcp::ELN_MASK;
-use lasthop_wire::{SeqNum, TcpFlags, TcpRepr};
+use lasthop_wire::{TcpFlags, TcpRepr};
 use std::net::Ipv4Addr;
 
 use crate::flow::FlowKey;
 pub(crate) use crate::triage::Class;
 
-/// The fields of a TCP segment the agents read.
+/// A TCP segment as the agents read it: the parsed header ([`TcpRepr`], options included) plus what the
+/// header alone does not say.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Segment {
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub seq: SeqNum,
-    /// `Some` when the ACK flag is set.
-    pub ack: Option<SeqNum>,
-    pub flags: TcpFlags,
-    pub window: u16,
+    pub tcp: TcpRepr,
     pub payload_len: u32,
-    pub eln: bool,
-    pub sack_permitted: bool,
-    pub timestamps: Option<(u32, u32)>,
     /// The mobile's output-queue occupancy option ([`lasthop_wire::queue_option`]), if present.
     pub queue: Option<QueueOccupancy>,
     /// Byte offset of the TCP header within the packet.
@@ -36,13 +28,13 @@ pub(crate) struct Segment {
 
 impl Segment {
     pub fn syn(&self) -> bool {
-        self.flags.contains(TcpFlags::SYN)
+        self.tcp.flags.contains(TcpFlags::SYN)
     }
     pub fn fin(&self) -> bool {
-        self.flags.contains(TcpFlags::FIN)
+        self.tcp.flags.contains(TcpFlags::FIN)
     }
     pub fn rst(&self) -> bool {
-        self.flags.contains(TcpFlags::RST)
+        self.tcp.flags.contains(TcpFlags::RST)
     }
     /// Sequence space occupied: payload plus one each for SYN and FIN.
     pub fn seg_len(&self) -> u32 {
@@ -50,28 +42,19 @@ impl Segment {
     }
     /// The connection keyed in the direction this segment travels (source = its sender).
     pub fn key(&self) -> FlowKey {
-        FlowKey { src: self.src, src_port: self.src_port, dst: self.dst, dst_port: self.dst_port }
+        FlowKey { src: self.src, src_port: self.tcp.src_port, dst: self.dst, dst_port: self.tcp.dst_port }
     }
 }
 
 /// Reads a packet for the ELN and NACK agents (options included, so nothing downstream can panic).
 pub(crate) fn classify(bytes: &[u8]) -> Class<Segment> {
     crate::triage::classify(bytes, |ip, tcp| {
-        let repr = TcpRepr::parse(tcp).ok()?;
         let queue = QueueOccupancy::find(tcp).ok()?;
         Some(Segment {
             src: ip.src_addr(),
             dst: ip.dst_addr(),
-            src_port: repr.src_port,
-            dst_port: repr.dst_port,
-            seq: repr.seq,
-            ack: repr.ack,
-            flags: tcp.flags(),
-            window: repr.window,
+            tcp: TcpRepr::parse(tcp).ok()?,
             payload_len: tcp.payload().len() as u32,
-            eln: repr.eln,
-            sack_permitted: repr.sack_permitted,
-            timestamps: repr.timestamps,
             queue,
             tcp_at: ip.header_len(),
         })
@@ -103,7 +86,7 @@ pub(crate) fn with_eln(packet: &Bytes, seg: &Segment, on: bool) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lasthop_wire::{Ipv4Packet, TcpPacket};
+    use lasthop_wire::{Ipv4Packet, SeqNum, TcpPacket};
 
     const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
     const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);

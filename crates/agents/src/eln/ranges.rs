@@ -58,7 +58,8 @@ impl Ranges {
             last += 1;
         }
         let new_bytes = (end.diff(start) as u32).saturating_sub(covered);
-        let stamp = if new_bytes > 0 { stamp } else { self.list[first..last].iter().map(|r| r.stamp).max().unwrap_or(stamp) };
+        let stamp =
+            if new_bytes > 0 { stamp } else { self.list[first..last].iter().map(|r| r.stamp).max().unwrap_or(stamp) };
         self.list.splice(first..last, [Range { start: s, end: e, stamp }]);
         new_bytes
     }

@@ -3,23 +3,11 @@
 //! FH's ACK of everything before segment `i`.
 
 use super::*;
+use crate::mobile_sender_fixture::*;
 use lasthop_wire::ipv4::PROTO_UDP;
 use lasthop_wire::queue_option;
 use lasthop_wire::{Ipv4Packet, TcpFlags, TcpPacket, TcpRepr};
 use proptest::prelude::*;
-use std::net::Ipv4Addr;
-
-const FH: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const MH: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
-const FP: u16 = 5001;
-const MP: u16 = 40000;
-const MH_ISS: u32 = u32::MAX - 250; // segment numbers cross the 2^32 wrap
-const FH_ISS: u32 = 9000;
-const MSS: u32 = 100;
-
-fn seg(i: u32) -> SeqNum {
-    SeqNum(MH_ISS.wrapping_add(1).wrapping_add(i * MSS))
-}
 
 fn key() -> FlowKey {
     FlowKey { src: MH, src_port: MP, dst: FH, dst_port: FP }
@@ -27,15 +15,7 @@ fn key() -> FlowKey {
 
 /// MH -> FH data segment `i`, carrying the queue option when `q` is given.
 fn data(i: u32, q: Option<u8>) -> Bytes {
-    let repr = TcpRepr {
-        src_port: MP,
-        dst_port: FP,
-        seq: seg(i),
-        ack: Some(SeqNum(FH_ISS + 1)),
-        window: 65535,
-        ..TcpRepr::default()
-    };
-    let p = repr.emit_ipv4(MH, FH, 1, 64, &[0x42; MSS as usize]);
+    let p = mh_data(i, 0x42);
     match q {
         Some(q) => queue_option::insert_ipv4(&p, QueueOccupancy(q)).unwrap(),
         None => p,
@@ -44,17 +24,7 @@ fn data(i: u32, q: Option<u8>) -> Bytes {
 
 /// FH -> MH ACK of everything before segment `i`, ELN bit as given.
 fn ack(i: u32, eln: bool) -> Bytes {
-    let repr = TcpRepr {
-        src_port: FP,
-        dst_port: MP,
-        seq: SeqNum(FH_ISS + 1),
-        ack: Some(seg(i)),
-        window: 65535,
-        eln,
-        timestamps: Some((11, 22)),
-        ..TcpRepr::default()
-    };
-    repr.emit_ipv4(FH, MH, 2, 64, &[])
+    fh_ack_with(i, TcpRepr { window: 65535, eln, timestamps: Some((11, 22)), ..TcpRepr::default() })
 }
 
 fn mark() -> Eln {
@@ -260,7 +230,8 @@ fn marker_and_filter_in_series() {
 fn rst_and_acknowledged_fin_drop_state_and_the_table_is_bounded() {
     let mut e = Eln::new(ElnConfig { max_connections: 2, ..ElnConfig::default() });
     feed(&mut e, &[0]);
-    let rst = TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), flags: TcpFlags::RST, ..TcpRepr::default() };
+    let rst =
+        TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), flags: TcpFlags::RST, ..TcpRepr::default() };
     run(&mut e, Side::ToMobile, rst.emit_ipv4(FH, MH, 0, 64, &[]));
     assert_eq!(e.connections(), 0);
     // FIN: acknowledged -> state dropped.
@@ -274,7 +245,8 @@ fn rst_and_acknowledged_fin_drop_state_and_the_table_is_bounded() {
     };
     feed(&mut e, &[0]);
     run(&mut e, Side::ToWired, fin.emit_ipv4(MH, FH, 0, 64, &[]));
-    let fin_ack = TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), ack: Some(seg(1) + 1), ..TcpRepr::default() };
+    let fin_ack =
+        TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), ack: Some(seg(1) + 1), ..TcpRepr::default() };
     run(&mut e, Side::ToMobile, fin_ack.emit_ipv4(FH, MH, 0, 64, &[]));
     assert_eq!(e.connections(), 0);
     assert_eq!(e.stats().connections_closed, 2);

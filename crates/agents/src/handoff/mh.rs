@@ -151,6 +151,40 @@ impl MobileHost {
         out
     }
 
+    /// Multicast scheme, between handoffs: makes `buffering` the buffering base stations (the likely targets
+    /// of the mobile's beacon analysis, seed 000 §4) and every other known one idle, keeping the primary.
+    /// Returns a `Buffer` or `Stop` request (numbered as a new step, so base stations order it after the last
+    /// handoff) for each base station whose role changes; nothing if none does, for the plain scheme, or while
+    /// a handoff waits for its acceptance (its numbering must stay that of the handoff).
+    pub fn set_buffering(&mut self, buffering: &[Ipv4Addr]) -> Vec<Bytes> {
+        if self.scheme != Scheme::Multicast || !self.accepted {
+            return Vec::new();
+        }
+        let primary = self.primary();
+        let mut want: BTreeMap<Ipv4Addr, Role> = self.known.iter().map(|&b| (b, Role::Idle)).collect();
+        for &b in buffering.iter().filter(|&&b| b != primary) {
+            want.insert(b, Role::Buffering);
+        }
+        want.insert(primary, Role::Primary);
+        let changes: Vec<(Ipv4Addr, Role)> =
+            want.iter().filter(|(b, r)| self.role_of(**b) != **r).map(|(&b, &r)| (b, r)).collect();
+        if changes.is_empty() {
+            return Vec::new();
+        }
+        self.seq = self.seq.wrapping_add(1);
+        let seq = self.seq;
+        let mut out = Vec::new();
+        for (b, r) in changes {
+            let kind = if r == Role::Buffering { Kind::Buffer } else { Kind::Stop };
+            let c = Control::new(kind, seq, self.home, Ipv4Addr::UNSPECIFIED);
+            out.push(self.emit(&c, b));
+        }
+        want.retain(|_, r| *r != Role::Idle);
+        self.known.extend(want.keys().copied());
+        self.table = want;
+        out
+    }
+
     /// True once the current handoff's new primary has accepted it.
     pub fn accepted(&self) -> bool {
         self.accepted

@@ -26,8 +26,15 @@
 //! [`MobileHost::on_received`] reports [`MhEvent::Accepted`] when the new BS accepts the handoff; the host
 //! then makes its TCP send three duplicate ACKs (receiving) or retransmit at once (sending).
 //!
+//! # Beacon-driven handoff (seed 000 §4, §6)
+//!
+//! [`BeaconMonitor`] keeps the recent beacon strengths per base station and decides, with hysteresis, the
+//! primary and the likely targets; [`MobileHost::handoff`] and [`MobileHost::set_buffering`] turn a decision
+//! into control messages.
+//!
 //! Control messages are real IPv4 packets ([`msg`]), so they queue and take link delays like data.
 
+pub mod beacon;
 mod bs;
 mod ha;
 mod mh;
@@ -35,6 +42,7 @@ pub mod msg;
 #[cfg(test)]
 mod tests;
 
+pub use beacon::{BeaconConfig, BeaconMonitor, Decision};
 pub use bs::{BaseStation, BsConfig, BsStats, Role};
 pub use ha::HomeAgent;
 pub use mh::{MhEvent, MobileHost, Scheme, IDS_SENT};

@@ -216,6 +216,33 @@ fn mirror_snoop_caches_without_forwarding_and_synchronises_on_the_first_ack() {
 }
 
 #[test]
+fn a_snoop_that_takes_over_at_a_handoff_is_queue_timed() {
+    let mut first = bs(BS1, true);
+    first.set_role(MH, Role::Primary);
+    assert!(first.reports_transmissions(MH), "the run's first primary times from transmissions");
+    let mut off = BsConfig::new(BS1, HA);
+    off.snoop = Some(SnoopConfig::default());
+    off.transmit_reports = false;
+    let mut off = BaseStation::new(off);
+    off.set_role(MH, Role::Primary);
+    assert!(!off.reports_transmissions(MH), "seed 000's queue-timed Snoop on request");
+    // Multicast: promoted by Forward.
+    let mut b = bs(BS2, true);
+    b.set_role(MH, Role::Buffering);
+    feed(&mut b, tunnel(0, BS2));
+    feed(&mut b, forward_req(1, &[999]));
+    assert!(b.snoop(MH).is_some() && !b.reports_transmissions(MH));
+    // A transmission report then changes nothing: the next DUPACKs are handled by the queue-timed rules.
+    b.on_transmit(Time(1), Side::ToMobile, &data(0));
+    assert!(!b.reports_transmissions(MH));
+    // Plain: the new BS after a greeting.
+    let mut g = bs(BS3, true);
+    let greeting = Control::new(Kind::Greeting, 1, MH, BS1).emit(MH, BS3, 1);
+    feed(&mut g, greeting);
+    assert!(g.snoop(MH).is_some() && !g.reports_transmissions(MH));
+}
+
+#[test]
 fn plain_handoff_greeting_notify_ack() {
     let (mut new, mut old) = (bs(BS2, false), bs(BS1, false));
     old.set_role(MH, Role::Primary);
@@ -291,6 +318,39 @@ fn mobile_records_the_last_three_ids_and_sends_them() {
     assert_eq!(mh.on_received(&ack1), None);
     assert_eq!(mh.on_received(&ack2), Some(MhEvent::Accepted { seq: 1, bs: BS2 }));
     assert_eq!(mh.on_received(&ack2), None);
+}
+
+#[test]
+fn buffering_follows_the_likely_targets_between_handoffs() {
+    let mut mh = MobileHost::new(MH, Scheme::Multicast, BS1, &[BS2]);
+    let mut stations: Vec<BaseStation> = [BS1, BS2, BS3].iter().map(|&a| bs(a, false)).collect();
+    stations[0].set_role(MH, Role::Primary);
+    stations[1].set_role(MH, Role::Buffering);
+    assert!(mh.set_buffering(&[BS2]).is_empty(), "no change, no message");
+    // BS3 comes into range and BS2 fades: BS3 is asked to buffer, BS2 to stop; the primary is left alone.
+    let msgs = mh.set_buffering(&[BS3, BS1]);
+    let c: Vec<(Kind, Ipv4Addr)> = msgs
+        .iter()
+        .map(|p| (Control::parse(p).unwrap().kind, Ipv4Packet::new_checked(&p[..]).unwrap().dst_addr()))
+        .collect();
+    assert_eq!(c, vec![(Kind::Stop, BS2), (Kind::Buffer, BS3)]);
+    assert_eq!((mh.role_of(BS1), mh.role_of(BS2), mh.role_of(BS3)), (Role::Primary, Role::Idle, Role::Buffering));
+    let mut joins = Vec::new();
+    for m in msgs {
+        let i = [BS1, BS2, BS3].iter().position(|&a| a == Ipv4Packet::new_checked(&m[..]).unwrap().dst_addr()).unwrap();
+        joins.extend(controls(&feed(&mut stations[i], m)));
+    }
+    assert_eq!((stations[1].role(MH), stations[2].role(MH)), (Role::Idle, Role::Buffering));
+    assert_eq!(joins.iter().map(|j| j.0).collect::<Vec<_>>(), vec![Kind::Leave, Kind::Join], "{joins:?}");
+    // A handoff in progress keeps its numbering: no buffering change until the new primary accepts.
+    let _ = mh.handoff(BS3, &[BS1]);
+    assert!(mh.set_buffering(&[BS2]).is_empty());
+    let ack = Control::new(Kind::Ack, mh.seq(), MH, BS3).emit(BS3, MH, 9);
+    assert!(matches!(mh.on_received(&ack), Some(MhEvent::Accepted { .. })));
+    assert_eq!(mh.set_buffering(&[BS2]).len(), 2, "BS1 stops, BS2 buffers");
+    // The plain scheme has no buffering base stations.
+    let mut plain = MobileHost::new(MH, Scheme::Plain, BS1, &[]);
+    assert!(plain.set_buffering(&[BS2]).is_empty());
 }
 
 proptest! {

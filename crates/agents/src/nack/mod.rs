@@ -62,9 +62,9 @@ use crate::eln::parse::{self, Segment};
 use crate::eln::ranges::Ranges;
 use crate::eln::table::LruTable;
 use crate::flow::FlowKey;
-use crate::{Action, Agent, Side, Time};
 #[cfg(test)]
 use crate::DropReason;
+use crate::{Action, Agent, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::{SackBlocks, SeqNum, TcpRepr};
 use std::collections::BTreeSet;
@@ -181,7 +181,12 @@ pub struct Nack {
 
 impl Nack {
     pub fn new(config: NackConfig) -> Nack {
-        Nack { table: LruTable::new(config.max_connections), config, timers: BTreeSet::new(), stats: NackStats::default() }
+        Nack {
+            table: LruTable::new(config.max_connections),
+            config,
+            timers: BTreeSet::new(),
+            stats: NackStats::default(),
+        }
     }
 
     pub fn config(&self) -> &NackConfig {
@@ -246,9 +251,9 @@ impl Nack {
         if seg.syn() {
             if self.create(key) {
                 if let Some(c) = self.table.get_mut(&key) {
-                    c.next = Some(seg.seq + 1);
-                    c.floor = Some(seg.seq + 1);
-                    c.sack_mh = Some(seg.sack_permitted);
+                    c.next = Some(seg.tcp.seq + 1);
+                    c.floor = Some(seg.tcp.seq + 1);
+                    c.sack_mh = Some(seg.tcp.sack_permitted);
                 }
             }
             return;
@@ -261,8 +266,8 @@ impl Nack {
         }
         let cfg = &self.config;
         let Some(c) = self.table.get_mut(&key) else { return };
-        let mut s = seg.seq;
-        let e = seg.seq + seg.seg_len();
+        let mut s = seg.tcp.seq;
+        let e = seg.tcp.seq + seg.seg_len();
         if seg.fin() {
             c.fin_end = Some(e);
         }
@@ -317,16 +322,16 @@ impl Nack {
             self.remove(&key);
             return;
         }
-        let Some(ack) = seg.ack else { return };
+        let Some(ack) = seg.tcp.ack else { return };
         let Some(c) = self.table.get_mut(&key) else {
             self.stats.unknown_forwarded += 1;
             return;
         };
         if seg.syn() {
-            c.sack_fh = Some(seg.sack_permitted);
+            c.sack_fh = Some(seg.tcp.sack_permitted);
             return; // the SYN-ACK's ACK covers only the SYN
         }
-        let fresh = FhAck { ack, seq: seg.seq, window: seg.window, timestamps: seg.timestamps };
+        let fresh = FhAck { ack, seq: seg.tcp.seq, window: seg.tcp.window, timestamps: seg.tcp.timestamps };
         match c.fh {
             Some(f) if ack < f.ack => return, // reordered old ACK: keep the newer one
             _ => c.fh = Some(fresh),
@@ -385,12 +390,12 @@ impl Agent for Nack {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let count = passed_over!(self.stats);
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
-            // Disposition first, then any NACK (the agent contract's order).
-            out.push(Action::Forward(side, packet));
-            match side {
-                Side::ToWired => self.on_data(now, &seg, out),
-                Side::ToMobile => self.on_ack(&seg),
-            }
+        // Disposition first, then any NACK (the agent contract's order).
+        out.push(Action::Forward(side, packet));
+        match side {
+            Side::ToWired => self.on_data(now, &seg, out),
+            Side::ToMobile => self.on_ack(&seg),
+        }
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {

@@ -3,21 +3,9 @@
 //! ACK of everything before segment `i`.
 
 use super::*;
+use crate::mobile_sender_fixture::*;
 use lasthop_wire::{Ipv4Packet, TcpFlags, TcpPacket};
 use proptest::prelude::*;
-use std::net::Ipv4Addr;
-
-const FH: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
-const MH: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
-const FP: u16 = 5001;
-const MP: u16 = 40000;
-const MH_ISS: u32 = u32::MAX - 250;
-const FH_ISS: u32 = 9000;
-const MSS: u32 = 100;
-
-fn seg(i: u32) -> SeqNum {
-    SeqNum(MH_ISS.wrapping_add(1).wrapping_add(i * MSS))
-}
 
 fn ix(s: SeqNum) -> u32 {
     s.diff(seg(0)) as u32 / MSS
@@ -28,21 +16,11 @@ fn ms(n: u64) -> Time {
 }
 
 fn data(i: u32) -> Bytes {
-    let r = TcpRepr { src_port: MP, dst_port: FP, seq: seg(i), ack: Some(SeqNum(FH_ISS + 1)), window: 65535, ..TcpRepr::default() };
-    r.emit_ipv4(MH, FH, 1, 64, &[7; MSS as usize])
+    mh_data(i, 7)
 }
 
 fn fh_ack_ts(i: u32, ts: bool) -> Bytes {
-    let r = TcpRepr {
-        src_port: FP,
-        dst_port: MP,
-        seq: SeqNum(FH_ISS + 1),
-        ack: Some(seg(i)),
-        window: 4321,
-        timestamps: ts.then_some((55, 66)),
-        ..TcpRepr::default()
-    };
-    r.emit_ipv4(FH, MH, 2, 64, &[])
+    fh_ack_with(i, TcpRepr { window: 4321, timestamps: ts.then_some((55, 66)), ..TcpRepr::default() })
 }
 
 fn fh_ack(i: u32) -> Bytes {
@@ -64,7 +42,14 @@ struct H {
 impl H {
     fn new(cfg: NackConfig, sack: bool) -> H {
         let mut h = H { n: Nack::new(cfg), now: Time::ZERO };
-        let syn = TcpRepr { src_port: MP, dst_port: FP, seq: seg(0) + u32::MAX, flags: TcpFlags::SYN, sack_permitted: sack, ..TcpRepr::default() };
+        let syn = TcpRepr {
+            src_port: MP,
+            dst_port: FP,
+            seq: seg(0) + u32::MAX,
+            flags: TcpFlags::SYN,
+            sack_permitted: sack,
+            ..TcpRepr::default()
+        };
         assert!(h.go(Side::ToWired, syn.emit_ipv4(MH, FH, 0, 64, &[])).is_empty());
         let synack = TcpRepr {
             src_port: FP,

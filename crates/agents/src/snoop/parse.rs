@@ -5,9 +5,9 @@
 //! which Snoop repeats in a regenerated ACK (§3.1.1 case 2). Keeping the two numbers is cheaper than keeping
 //! a reference to the mobile's last packet (two atomic operations per ACK).
 
-use lasthop_wire::tcp::{option_kind, HEADER_LEN as TCP_HEADER_LEN};
 pub(super) use crate::triage::Class;
 use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::tcp::{option_kind, HEADER_LEN as TCP_HEADER_LEN};
 use lasthop_wire::{SeqNum, TcpFlags};
 use std::net::Ipv4Addr;
 

@@ -194,7 +194,16 @@ impl Sim {
 
     fn trace(&self, what: &str) {
         if std::env::var("SNOOP_TRACE").is_ok() && self.now < 3000 * MS {
-            eprintln!("{:>9.3} ms {what} | una {} nxt {} cwnd {:.1} rcv {} q {}+{}", self.now as f64 / 1e6, self.snd_una, self.snd_nxt, self.cwnd, self.rcv_nxt, self.prio.len(), self.normal.len());
+            eprintln!(
+                "{:>9.3} ms {what} | una {} nxt {} cwnd {:.1} rcv {} q {}+{}",
+                self.now as f64 / 1e6,
+                self.snd_una,
+                self.snd_nxt,
+                self.cwnd,
+                self.rcv_nxt,
+                self.prio.len(),
+                self.normal.len()
+            );
         }
     }
 
