@@ -157,4 +157,21 @@ mod tests {
         assert_eq!(c.wired.frames_out, 50 + 2, "every ACK (and ARP, SYN-ACK) reaches the fixed host: {c}");
         assert_eq!(c.agent_drops.values().sum::<u64>(), 0);
     }
+
+    /// The comparison is fair only if plain forwarding does the same forwarding work: the same frames in,
+    /// the same frames and bytes out on each port, the same classification. Snoop adds its own work only.
+    #[test]
+    fn plain_and_snoop_forward_the_same_frames() {
+        let mut seen = Vec::new();
+        for agent in [AgentKind::None, AgentKind::Snoop] {
+            let mut b = Bench::new(agent);
+            let mut frames = Vec::new();
+            b.flow.batch(1000, &mut frames);
+            let payload = b.feed(&frames);
+            let c = b.fwd.counters(Time::ZERO);
+            assert_eq!(payload, 1000 * MSS as u64);
+            seen.push((c.wired, c.wireless, c.tcp_packets, c.non_ipv4, c.hop_down.delivered, c.hop_up.delivered));
+        }
+        assert_eq!(seen[0], seen[1]);
+    }
 }
