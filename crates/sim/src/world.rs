@@ -171,6 +171,8 @@ struct Web {
     client_node: usize,
     server_node: usize,
     tcp: TcpConfig,
+    /// Connections open with a handshake over the air; false: ns's one-way agents (no SYN).
+    handshake: bool,
     client: WebClient,
     end: Time,
     path: Vec<usize>,
@@ -305,6 +307,7 @@ impl World {
                 client_node: client,
                 server_node: server,
                 tcp,
+                handshake: w.handshake,
                 client: WebClient::new(params, Samplers::new(s.seed, name), end),
                 end,
                 path,
@@ -903,8 +906,9 @@ impl World {
                         arrived: false,
                     });
                     w.objects_requested += 1;
-                    if open.is_some() {
-                        // A persistent connection: the request goes out at once.
+                    if open.is_some() || !w.handshake {
+                        // A persistent connection, or a one-way (ns) one that needs no setup: the request
+                        // goes out at once.
                         self.send_request(now, web, conn);
                     } else {
                         // The client's SYN, a modelled one-way latency; the request follows once the client
@@ -937,8 +941,14 @@ impl World {
         let server = SocketAddrV4::new(self.nodes[w.server_node].addr, HTTP_PORT);
         let client = SocketAddrV4::new(self.nodes[w.client_node].addr, port);
         let (iss_s, iss_c) = (SeqNum(w.iss.next_u32()), SeqNum(w.iss.next_u32()));
-        let sender = Sender::new_open(w.tcp.clone(), server, client, iss_s);
-        let receiver = Receiver::new(w.tcp.clone(), client, server, iss_c);
+        let (sender, receiver) = if w.handshake {
+            (Sender::new_open(w.tcp.clone(), server, client, iss_s), Receiver::new(w.tcp.clone(), client, server, iss_c))
+        } else {
+            (
+                Sender::new_established(w.tcp.clone(), server, client, iss_s, iss_c),
+                Receiver::new_established(w.tcp.clone(), client, server, iss_c, iss_s),
+            )
+        };
         let (se, re) = (self.endpoints.len(), self.endpoints.len() + 1);
         let owner = Owner::Web { web, conn };
         self.endpoints.push(Endpoint {
@@ -1011,10 +1021,22 @@ impl World {
         buf[22..24].copy_from_slice(&HTTP_PORT.to_be_bytes());
         buf[24..26].copy_from_slice(&(payload_len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
         let ms = |x: f64| (x.max(0.0) * 1e6) as u64;
-        let rto = ms(w.tcp.min_rto_ms).saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
+        let first = if w.handshake {
+            ms(w.tcp.min_rto_ms)
+        } else {
+            // ns: the request is the first segment of the client's one-way request agent (ns's own Web
+            // traffic model, `WebTrafPool::launchReq` in ns-2's webtraf.cc, sends each request over its own
+            // TCP agent before the reply), whose RTO before any sample is the initial one; the reply's
+            // sender, on the same path, stands for it: its RTO estimate once it has one (P-HTTP).
+            match &self.endpoints[c.sender].role {
+                Role::Sender(s) => s.rto_ns(),
+                _ => ms(w.tcp.initial_rto_ms),
+            }
+        };
+        let rto = first.saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
         let tick = ms(w.tcp.tick_ms);
         let mut at = now.as_nanos().saturating_add(rto.max(1));
-        if tick > 0 {
+        if tick > 0 && w.tcp.timer == lasthop_tcp::TimerStyle::Bsd {
             at = at.div_ceil(tick).saturating_mul(tick);
         }
         let client_node = w.client_node;
