@@ -187,6 +187,8 @@ struct Web {
     corrupt: u64,
     /// Sender statistics of torn-down connections (live ones are added at the end).
     stats: lasthop_tcp::SenderStats,
+    /// Receiver statistics of torn-down connections: segments whose data the client already had.
+    duplicate_segments: u64,
     request_retransmissions: u64,
 }
 
@@ -320,6 +322,7 @@ impl World {
                 delivered: 0,
                 corrupt: 0,
                 stats: Default::default(),
+                duplicate_segments: 0,
                 request_retransmissions: 0,
             });
             world.web_until = world.web_until.max(Some(end));
@@ -831,9 +834,13 @@ impl World {
         let mut web = Vec::new();
         for w in &self.webs {
             let mut st = w.stats.clone();
+            let mut duplicates = w.duplicate_segments;
             for c in w.conns.iter().filter(|c| !c.done) {
                 if let Role::Sender(s) = &self.endpoints[c.sender].role {
                     add_stats(&mut st, s.stats());
+                }
+                if let Role::Receiver(r) = &self.endpoints[c.receiver].role {
+                    duplicates += r.stats().duplicate_segments;
                 }
             }
             let counter = |name: &str| -> u64 {
@@ -862,6 +869,7 @@ impl World {
                 segments_retransmitted: st.segments_retransmitted,
                 local_retransmissions: counter("local_retransmissions"),
                 dupacks_suppressed: counter("dupacks_suppressed"),
+                duplicate_segments_received: duplicates,
             });
         }
         self.close_handoff();
@@ -942,7 +950,10 @@ impl World {
         let client = SocketAddrV4::new(self.nodes[w.client_node].addr, port);
         let (iss_s, iss_c) = (SeqNum(w.iss.next_u32()), SeqNum(w.iss.next_u32()));
         let (sender, receiver) = if w.handshake {
-            (Sender::new_open(w.tcp.clone(), server, client, iss_s), Receiver::new(w.tcp.clone(), client, server, iss_c))
+            (
+                Sender::new_open(w.tcp.clone(), server, client, iss_s),
+                Receiver::new(w.tcp.clone(), client, server, iss_c),
+            )
         } else {
             (
                 Sender::new_established(w.tcp.clone(), server, client, iss_s, iss_c),
@@ -1021,10 +1032,10 @@ impl World {
         buf[22..24].copy_from_slice(&HTTP_PORT.to_be_bytes());
         buf[24..26].copy_from_slice(&(payload_len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
         let ms = |x: f64| (x.max(0.0) * 1e6) as u64;
-        let first = if w.handshake {
+        let first = if w.handshake && w.tcp.timer == lasthop_tcp::TimerStyle::Bsd {
             ms(w.tcp.min_rto_ms)
         } else {
-            // ns: the request is the first segment of the client's one-way request agent (ns's own Web
+            // ns (one-way agents, or ns's timer): the request is the first segment of the client's request agent (ns's own Web
             // traffic model, `WebTrafPool::launchReq` in ns-2's webtraf.cc, sends each request over its own
             // TCP agent before the reply), whose RTO before any sample is the initial one; the reply's
             // sender, on the same path, stands for it: its RTO estimate once it has one (P-HTTP).
@@ -1033,7 +1044,8 @@ impl World {
                 _ => ms(w.tcp.initial_rto_ms),
             }
         };
-        let rto = first.saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
+        // At least 1 ms, so that a configuration without a minimum RTO cannot resend a request in a tight loop.
+        let rto = first.max(1_000_000).saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
         let tick = ms(w.tcp.tick_ms);
         let mut at = now.as_nanos().saturating_add(rto.max(1));
         if tick > 0 && w.tcp.timer == lasthop_tcp::TimerStyle::Bsd {
@@ -1144,8 +1156,10 @@ impl World {
         }
         for ep in [se, re] {
             let role = std::mem::replace(&mut self.endpoints[ep].role, Role::Closed);
-            if let Role::Sender(s) = role {
-                add_stats(&mut self.webs[web].stats, s.stats());
+            match role {
+                Role::Sender(s) => add_stats(&mut self.webs[web].stats, s.stats()),
+                Role::Receiver(r) => self.webs[web].duplicate_segments += r.stats().duplicate_segments,
+                Role::Closed => {}
             }
             let node = self.endpoints[ep].node;
             self.nodes[node].endpoints.retain(|&e| e != ep);

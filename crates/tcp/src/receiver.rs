@@ -97,7 +97,13 @@ impl Receiver {
     /// A receiver already synchronized with a [`Sender::new_established`](crate::Sender::new_established) of
     /// the same configuration whose initial sequence number is `irs`: ns's one-way `TCPSink` (no SYN, the
     /// first packet it sees is data). SACK is on when [`TcpConfig::sack`] is, timestamps when configured.
-    pub fn new_established(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum, irs: SeqNum) -> Receiver {
+    pub fn new_established(
+        cfg: TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        irs: SeqNum,
+    ) -> Receiver {
         let mut r = Receiver::new(cfg, local, remote, iss);
         r.irs = irs;
         r.rcv_nxt = 1;

@@ -146,7 +146,13 @@ impl Sender {
     /// runs used (§4: "We use ns as our simulator"). Both ends take the configured MSS, SACK when
     /// [`TcpConfig::sack`] is on (and, here, offered by the variant) and timestamps when configured; the
     /// peer's window is `max_window`; the RTO is the initial one until the first RTT sample.
-    pub fn new_established(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum, irs: SeqNum) -> Sender {
+    pub fn new_established(
+        cfg: TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        irs: SeqNum,
+    ) -> Sender {
         let mut s = Sender::new_open(cfg, local, remote, iss);
         s.irs = irs;
         s.sack_ok = s.offers_sack() && s.cfg.sack;

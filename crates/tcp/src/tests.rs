@@ -1297,10 +1297,8 @@ fn established_pair_starts_with_data_and_no_syn() {
         s2.handle_packet(Time::from_millis(20), &ack(1 + u64::from(MSS), &[]));
         let two = drain_sender(&mut s2, Time::from_millis(20));
         assert_eq!(two.len(), 2, "slow start: two more segments");
-        let third = to_receiver(
-            TcpRepr { seq: seq(two[1].off), ack: Some(IRS + 1), ..TcpRepr::default() },
-            &two[1].payload,
-        );
+        let third =
+            to_receiver(TcpRepr { seq: seq(two[1].off), ack: Some(IRS + 1), ..TcpRepr::default() }, &two[1].payload);
         r.handle_packet(Time::from_millis(30), &third);
         let dup = drain_receiver(&mut r, Time::from_millis(30));
         assert_eq!(dup[0].ack, Some(seq(1 + u64::from(MSS))));
