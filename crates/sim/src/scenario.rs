@@ -217,6 +217,13 @@ pub struct WebConfig {
     /// out immediately and the reply's first packet is data (`examples/web-ns.toml`, [`crate::web`]).
     #[serde(default = "default_true")]
     pub handshake: bool,
+    /// Send each request as a frame over every hop, the lossy hop included, resent on the client's timer
+    /// until it arrives (default true). false: the request reaches the server after its modelled one-way
+    /// latency (transmission and propagation on every hop) and is never lost, as in a simulation that
+    /// models only the replies (seed 002 does not say how its ns runs carried requests; see
+    /// `experiments/web.toml`).
+    #[serde(default = "default_true")]
+    pub request_over_air: bool,
     /// When browsing starts, seconds (default 0).
     #[serde(default)]
     pub start_s: f64,

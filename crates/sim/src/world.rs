@@ -61,6 +61,11 @@ enum Event {
         web: usize,
         conn: usize,
     },
+    /// A request modelled as a latency (`request_over_air = false`) reaches the server.
+    WebRequestArrives {
+        web: usize,
+        conn: usize,
+    },
     /// The client's retransmission timer for the request on connection `conn` of `web`, armed by send
     /// number `attempt`.
     WebRequestTimer {
@@ -173,6 +178,8 @@ struct Web {
     tcp: TcpConfig,
     /// Connections open with a handshake over the air; false: ns's one-way agents (no SYN).
     handshake: bool,
+    /// Requests are frames over every hop (lossy hop included); false: a loss-free modelled latency.
+    request_over_air: bool,
     client: WebClient,
     end: Time,
     path: Vec<usize>,
@@ -310,6 +317,7 @@ impl World {
                 server_node: server,
                 tcp,
                 handshake: w.handshake,
+                request_over_air: w.request_over_air,
                 client: WebClient::new(params, Samplers::new(s.seed, name), end),
                 end,
                 path,
@@ -506,6 +514,7 @@ impl World {
                     }
                     self.after_endpoint(now, ep);
                 }
+                Event::WebRequestArrives { web, conn } => self.request_arrived(now, web, conn),
                 Event::WebRequestTimer { web, conn, attempt } => {
                     let c = &self.webs[web].conns[conn];
                     if !c.done && c.request.is_some_and(|r| !r.arrived && r.attempts == attempt) {
@@ -1017,6 +1026,18 @@ impl World {
     /// The client's retransmission timer is BSD's minimum RTO, doubled per copy, on the slow timer's ticks
     /// (seed 002's era; `examples/web.toml`); the server's arrival stops it (the ACK is not modelled).
     fn send_request(&mut self, now: Time, web: usize, conn: usize) {
+        if !self.webs[web].request_over_air {
+            // Modelled as a latency, never lost (see `WebConfig::request_over_air`).
+            let Some(req) = self.webs[web].conns[conn].request.as_mut().filter(|r| !r.arrived && r.attempts == 0)
+            else {
+                return;
+            };
+            req.attempts = 1;
+            let bytes = req.bytes;
+            let at = now + std::time::Duration::from_nanos(self.request_latency_ns(web, bytes));
+            self.sched.schedule(at, Event::WebRequestArrives { web, conn });
+            return;
+        }
         let w = &mut self.webs[web];
         let c = &mut w.conns[conn];
         let Some(req) = c.request.as_mut().filter(|r| !r.arrived) else { return };
@@ -1068,6 +1089,11 @@ impl World {
             self.undeliverable += 1;
             return;
         };
+        self.request_arrived(now, web, conn);
+    }
+
+    /// The server has the request of connection `conn`: it queues the reply (and, for HTTP/1.0, its FIN).
+    fn request_arrived(&mut self, now: Time, web: usize, conn: usize) {
         let persistent = self.webs[web].client.params().persistent;
         let c = &mut self.webs[web].conns[conn];
         let Some(req) = c.request.as_mut().filter(|r| !r.arrived && !c.done) else { return };
