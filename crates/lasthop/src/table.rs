@@ -160,7 +160,8 @@ pub const FLOW_COLUMNS: &[&str] = &[
 ///
 /// Handoff columns (empty cells without `[mobility]`): `handoffs` (count), `handoff_latency_mean_ms`,
 /// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
-/// `handoff_resent`, `handoff_duplicates` (sums over the run's handoffs), `handoff_pause_mean_s`,
+/// `handoff_resent`, `handoff_duplicates`, `handoff_purged` (frames the old BS discarded from its queue,
+/// `mobility.old_bs_drains = false`) (sums over the run's handoffs), `handoff_pause_mean_s`,
 /// `handoff_pause_max_s` (seed 004's pause: from leaving the old cell until the flows through the mobile
 /// move past what was sent before it, [`lasthop_sim::HandoffMetrics::pause_s`]) and
 /// `handoff_resume_mean_ms` (the same pause less the rendezvous delay: from hearing the new BS),
@@ -177,6 +178,7 @@ pub const RUN_COLUMNS: &[&str] = &[
     "handoff_packets_lost",
     "handoff_resent",
     "handoff_duplicates",
+    "handoff_purged",
     "handoff_pause_mean_s",
     "handoff_pause_max_s",
     "handoff_resume_mean_ms",
@@ -417,6 +419,7 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     row.push(sum(|x| x.packets_lost));
     row.push(sum(|x| x.resent_from_buffer));
     row.push(sum(|x| x.duplicates));
+    row.push(sum(|x| x.purged_at_old_bs));
     let pauses: Vec<f64> = h.iter().filter_map(|x| x.pause_s).collect();
     let resume: Vec<f64> = h.iter().filter_map(|x| Some((x.pause_s? - (x.decided_s - x.left_s)) * 1e3)).collect();
     let mean = |v: &[f64]| if v.is_empty() { Cell::Empty } else { Cell::Float(v.iter().sum::<f64>() / v.len() as f64) };

@@ -134,6 +134,17 @@ impl Link {
         true
     }
 
+    /// Takes out of both transmit queues of `dir` every frame not yet on the air for which `matches` holds;
+    /// returns how many. (A base station that discards what it queued for a mobile that moved away:
+    /// `mobility.old_bs_drains = false`.)
+    pub fn purge(&mut self, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
+        let d = &mut self.dirs[dir];
+        let before = d.high.len() + d.normal.len();
+        d.high.retain(|q| !matches(&q.packet));
+        d.normal.retain(|q| !matches(&q.packet));
+        (before - d.high.len() - d.normal.len()) as u64
+    }
+
     /// Full duplex: starts the next transmission if a direction's transmitter is free and a frame waits. Call
     /// until None. (Half-duplex links start frames through their [`Medium`].)
     pub fn start_next(&mut self, now: Time) -> Option<Transmission> {
@@ -335,6 +346,21 @@ mod tests {
         assert_eq!(order, [1, 0, 0], "the second link gets the medium after at most one frame of the first");
         // The medium time of every frame is spent one after another: 40 B + 2 × 1000 B at 2 Mb/s + 3 × 100 µs.
         assert_eq!(now, Time(160_000 + 2 * 4_000_000 + 300_000));
+    }
+
+    #[test]
+    fn purge_takes_matching_frames_from_both_queues_only() {
+        let mut l = link("half");
+        assert!(l.enqueue(0, pkt(100), false));
+        assert!(l.enqueue(0, pkt(200), false));
+        assert!(l.enqueue(0, pkt(100), true));
+        assert!(l.enqueue(1, pkt(100), false));
+        assert_eq!(l.purge(0, |p| p.len() == 100), 2);
+        let t = l.start(Time::ZERO, 0);
+        assert_eq!(t.packet.len(), 200, "the other frame stays queued");
+        l.finish(0);
+        assert!(l.next_on_medium().is_some_and(|(dir, _)| dir == 1), "the other direction is untouched");
+        assert_eq!(l.purge(0, |_| true), 0);
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub struct HandoffMetrics {
     pub resent_from_buffer: u64,
     /// Packets the mobile received twice (same source and IP ID) from this handoff to the next.
     pub duplicates: u64,
+    /// Frames for the mobile the old BS discarded from its wireless queue when told to stop forwarding
+    /// (`mobility.old_bs_drains = false`; else 0).
+    pub purged_at_old_bs: u64,
     /// Seed 004's pause: seconds from leaving the old cell (from the decision, in overlapping cells) until
     /// every flow to or from the mobile has delivered to its receiving application a byte its sender had not
     /// yet sent at that moment (or its last byte): until what the crossing lost, data or ACKs, is repaired

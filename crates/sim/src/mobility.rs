@@ -77,6 +77,13 @@ pub struct MobilityConfig {
     /// gets them (`lasthop_agents::handoff::BsConfig::transmit_reports` says why).
     #[serde(default = "yes")]
     pub snoop_transmit_reports: bool,
+    /// A base station told to stop forwarding to the mobile (Buffer, Stop, or the plain scheme's Notify) still
+    /// sends the frames it had already queued for it (default true: what a real driver does with its
+    /// interface queue; seed 000 does not say). false discards them from the BS's wireless queue when the
+    /// request arrives, a deviation for measuring what those frames cost: in overlapping cells on one
+    /// channel they are the duplicates of what the new primary re-sends from its buffer (handoff-rate).
+    #[serde(default = "yes")]
+    pub old_bs_drains: bool,
     /// Packets a buffering BS's Snoop mirror keeps, freed FIFO (default 48, about one 64 KB window).
     #[serde(default = "forty_eight")]
     pub mirror_packets: usize,
@@ -474,6 +481,8 @@ pub(crate) struct BeaconState {
 /// Run-time state of mobility inside a world (node and link indices are the world's).
 pub(crate) struct MobState {
     pub fast_retransmit: bool,
+    /// `MobilityConfig::old_bs_drains`.
+    pub old_bs_drains: bool,
     pub cells: Cells,
     pub rendezvous: lasthop_wire::Time,
     pub interval_s: f64,

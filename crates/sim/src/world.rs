@@ -1351,6 +1351,7 @@ impl World {
         let secs = |v: f64| Time((v * 1e9).round() as u64);
         let state = MobState {
             fast_retransmit: cfg.fast_retransmit,
+            old_bs_drains: cfg.old_bs_drains,
             cells,
             rendezvous: secs(rendezvous_s),
             interval_s,
@@ -1666,6 +1667,7 @@ impl World {
         let is_bs = m.bss.contains(&node);
         let mine = dst == self.nodes[node].addr;
         if is_bs && mine && proto == handoff::PROTO_HANDOFF {
+            let mh_addr = self.nodes[m.mh].addr;
             if let (Some(c), Some(h)) = (Control::parse(packet), m.handoffs.last_mut()) {
                 if c.seq == m.controller.seq() {
                     let at = Some(now.saturating_since(Time((h.decided_s * 1e9).round() as u64)).as_secs_f64());
@@ -1673,6 +1675,21 @@ impl World {
                         Kind::Forward | Kind::Greeting if h.request_at_new_bs_s.is_none() => h.request_at_new_bs_s = at,
                         Kind::Buffer | Kind::Stop | Kind::Notify if h.old_bs_told_s.is_none() => h.old_bs_told_s = at,
                         _ => {}
+                    }
+                    if !m.old_bs_drains
+                        && matches!(c.kind, Kind::Buffer | Kind::Stop | Kind::Notify)
+                        && c.mobile == mh_addr
+                    {
+                        // `mobility.old_bs_drains = false`: the old BS discards what it queued for the mobile.
+                        if let Some(i) = m.bss.iter().position(|&b| b == node) {
+                            let link = &mut self.links[m.bs_link[i]];
+                            let dir = link.dir_from(node);
+                            let to_mobile = |p: &[u8]| {
+                                Ipv4Packet::new_checked(p)
+                                    .is_ok_and(|ip| ip.dst_addr() == mh_addr && ip.protocol() != handoff::PROTO_HANDOFF)
+                            };
+                            h.purged_at_old_bs += link.purge(dir, to_mobile);
+                        }
                     }
                 }
             }
