@@ -70,6 +70,12 @@ pub struct HopArgs {
     /// Seeds the error model (testbed: also the payload)
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// One-way delay added on the wired side, each way, ms (emulates a wide-area path to the fixed host)
+    #[arg(long, value_name = "D")]
+    pub wired_delay_ms: Option<f64>,
+    /// Tell the agents when each of their frames goes on the air (default: on)
+    #[arg(long, value_enum, value_name = "ON|OFF")]
+    pub report_transmissions: Option<OnOff>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -118,6 +124,9 @@ pub struct TestbedArgs {
     pub bytes: Option<u64>,
     #[command(flatten)]
     pub hop: HopArgs,
+    /// Largest receive window the mobile host offers, bytes (TCP_WINDOW_CLAMP; 0: the kernel's own)
+    #[arg(long, value_name = "BYTES")]
+    pub max_window: Option<u32>,
     /// Give up after this many seconds
     #[arg(long, value_name = "S")]
     pub timeout_s: Option<f64>,
@@ -187,7 +196,11 @@ pub fn bs(a: BsArgs) -> Result<ExitCode> {
         down: hop_error(a.hop.ber, a.loss),
         up: hop_error(a.hop.ber, a.loss),
         seed: a.hop.seed.unwrap_or(1),
-        ..HopConfig::default()
+        wired_delay_ms: a.hop.wired_delay_ms.unwrap_or(0.0),
+        report_transmissions: a
+            .hop
+            .report_transmissions
+            .map_or(HopConfig::default().report_transmissions, |o| o == OnOff::On),
     };
     hop.validate().map_err(|e| anyhow!("emulated hop: {e}"))?;
     check_interface("--wired", &a.wired)?;
@@ -222,6 +235,9 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         delay_ms: a.hop.delay_ms.unwrap_or(d.delay_ms),
         queue_packets: a.hop.queue_packets.unwrap_or(d.queue_packets),
         duplex: a.hop.duplex.map(Duplex::from).unwrap_or(d.duplex),
+        wired_delay_ms: a.hop.wired_delay_ms.unwrap_or(d.wired_delay_ms),
+        max_window: a.max_window.unwrap_or(d.max_window),
+        report_transmissions: a.hop.report_transmissions.map_or(d.report_transmissions, |o| o == OnOff::On),
         timeout_s: a.timeout_s.unwrap_or(d.timeout_s),
         pcap_dir: a.pcap_dir.clone(),
     }
@@ -242,6 +258,10 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("{}", result_line(&r, cfg.bytes));
+        println!(
+            "sender: {} segments retransmitted, {} fast retransmits, {} timeouts",
+            r.sender.retrans_segs, r.sender.fast_retrans, r.sender.timeouts
+        );
         print!("{}", r.counters);
     }
     if !r.hash_ok {
@@ -254,7 +274,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
 /// `agent snoop, cc reno, SACK off, BER 3.9e-6, 2 Mb/s half-duplex hop, 1 ms, queue 100, 2097152 B, seed 1`
 pub fn describe(c: &TestbedConfig) -> String {
     format!(
-        "agent {}, cc {}, SACK {}, BER {:e}, {} hop, {} ms, queue {}, {} B, seed {}",
+        "agent {}, cc {}, SACK {}, BER {:e}, {} hop, {} ms, queue {}, wired delay {} ms, window ≤ {}, reports {}, {} B, seed {}",
         c.agent,
         c.cc,
         if c.sack { "on" } else { "off" },
@@ -266,6 +286,9 @@ pub fn describe(c: &TestbedConfig) -> String {
         },
         c.delay_ms,
         c.queue_packets,
+        c.wired_delay_ms,
+        if c.max_window == 0 { "kernel".to_string() } else { c.max_window.to_string() },
+        if c.report_transmissions { "on" } else { "off" },
         c.bytes,
         c.seed
     )

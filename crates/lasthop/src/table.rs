@@ -230,7 +230,8 @@ pub const TESTBED_CONFIG_COLUMNS: &[&str] = &["agent", "cc", "sack", "ber"];
 /// What a testbed run measured: goodput at the receiver, whether the received bytes hash like the sent ones,
 /// bytes received, transfer time, the congestion control the sender's socket really used, Snoop's local
 /// retransmissions and suppressed DUPACKs, frames the emulated hop lost to errors and dropped from full
-/// queues (both directions), and the CPU seconds of the base station's loop.
+/// queues (both directions), the CPU seconds of the base station's loop, and the fixed host's kernel TCP
+/// counters (segments retransmitted, fast retransmits, timeouts).
 pub const TESTBED_COLUMNS: &[&str] = &[
     "goodput_mbps",
     "hash_ok",
@@ -242,6 +243,9 @@ pub const TESTBED_COLUMNS: &[&str] = &[
     "hop_frames_lost",
     "hop_queue_drops",
     "bs_cpu_s",
+    "sender_retrans_segs",
+    "sender_fast_retrans",
+    "sender_timeouts",
 ];
 
 /// Every column of a testbed experiment's table: grid columns, `seed`, [`TESTBED_CONFIG_COLUMNS`] not in the
@@ -367,6 +371,9 @@ impl Table {
                     "hop_frames_lost" => Cell::Int((c.hop_down.frames_lost + c.hop_up.frames_lost) as i64),
                     "hop_queue_drops" => Cell::Int((c.hop_down.queue_drops + c.hop_up.queue_drops) as i64),
                     "bs_cpu_s" => Cell::Float(c.cpu_s),
+                    "sender_retrans_segs" => Cell::Int(r.sender.retrans_segs as i64),
+                    "sender_fast_retrans" => Cell::Int(r.sender.fast_retrans as i64),
+                    "sender_timeouts" => Cell::Int(r.sender.timeouts as i64),
                     other => return Err(format!("internal: no testbed column `{other}`")),
                 }
             };

@@ -71,15 +71,15 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
     let e = Experiment::load(&repo().join("experiments/testbed-ber.toml")).unwrap();
     assert_eq!(e.runner, RunnerKind::Testbed);
     assert!(!e.default, "needs root: must not be in the default set");
-    assert_eq!(e.grid_columns(), ["agent", "cc", "sack", "ber"]);
+    assert_eq!(e.grid_columns(), ["agent", "cc", "sack", "wired_delay_ms", "ber"]);
     let cols = e.columns();
     for c in ["agent", "cc", "sack", "ber", "seed", "goodput_mbps", "hash_ok"] {
         assert!(cols.iter().any(|k| k == c), "no column {c} in {cols:?}");
     }
     let full = e.points(false).unwrap();
-    assert_eq!(full.len(), 2 * 3 * 3);
+    assert_eq!(full.len(), 2 * 3 * 2 * 2 * 3);
     let quick = e.points(true).unwrap();
-    assert_eq!(quick.len(), 2 * 3, "quick: reno only");
+    assert_eq!(quick.len(), 2 * 2 * 3, "quick: reno only, SACK off, both wired paths");
     assert!(e.seed_list(true).len() <= 2);
     for p in &quick {
         let c = testbed_config(p, 7).unwrap();
@@ -87,10 +87,15 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
         assert!(!c.sack);
         assert_eq!(c.seed, 7);
         assert_eq!(c.rate_mbps, 2.0);
-        assert!(c.bytes < 2_097_152, "quick transfers are shorter");
+        assert_eq!(c.max_window, 65535, "seed 000 §7's 64 KB window");
+        assert!(c.report_transmissions);
+        assert!(c.bytes < 1_048_576, "quick transfers are shorter");
     }
     let c = testbed_config(&full[full.len() - 1], 1).unwrap();
-    assert_eq!((c.agent, c.cc.as_str(), c.ber, c.bytes), (AgentKind::Snoop, "bbr", 1.6e-5, 2_097_152));
+    assert_eq!(
+        (c.agent, c.cc.as_str(), c.sack, c.wired_delay_ms, c.ber, c.bytes),
+        (AgentKind::Snoop, "bbr", true, 20.0, 1.6e-5, 1_048_576)
+    );
     assert!(e.claims.len() >= 2);
 }
 
@@ -181,6 +186,7 @@ impl Runner for FakeTestbed {
             sack: cfg.sack,
             agent: cfg.agent,
             counters: Counters::default(),
+            sender: Default::default(),
         })
     }
 }
@@ -214,7 +220,7 @@ fn testbed_experiment_through_reproduce_with_a_fake_testbed_runs_one_at_a_time()
     }
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), e.runs);
-    assert!(rows[0].starts_with("none,reno,false,0.0,1,"), "{}", rows[0]);
+    assert!(rows[0].starts_with("none,reno,false,0.0,0.0,1,"), "{}", rows[0]);
     for f in ["figure.svg", "figure.png", "report.md"] {
         assert!(dir.join(f).is_file(), "{f}");
     }

@@ -23,6 +23,11 @@
 //! first brings the hop up to `now`, so an agent never hears of a transmission earlier than a time it has
 //! already been shown.
 //!
+//! An emulated wide-area path between the fixed host and the base station (`HopConfig::wired_delay_ms`)
+//! is two constant-delay lines on the wired port: frames from it reach the base station (agents, hop,
+//! MAC learning) that much later, and frames to it leave that much later. The I/O loop learns of their
+//! due times through [`Forwarder::poll_timeout`].
+//!
 //! Rules for bad input, each counted in [`Counters`]: frames shorter than an Ethernet header, IPv4 whose
 //! header does not parse, and IPv4-claiming-TCP whose TCP header does not parse are dropped (a router
 //! would drop them and an agent must never see them); well-formed non-TCP IPv4 and IP fragments bypass
@@ -36,9 +41,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use lasthop_agents::{Action, Agent, DropReason, Side};
 use lasthop_wire::ipv4::PROTO_TCP;
 use lasthop_wire::{Ipv4Packet, TcpPacket, Time};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
 
 pub const ETH_HEADER_LEN: usize = 14;
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -181,6 +187,13 @@ pub struct Forwarder {
     kind: Option<AgentKind>,
     /// `HopConfig::report_transmissions`.
     report_tx: bool,
+    /// `HopConfig::wired_delay_ms`, ns (0: no wired delay lines).
+    wired_delay: u64,
+    /// Frames from the wired interface not yet arrived at the base station: (due, frame, checksum
+    /// unfinished). A constant delay keeps both lines in due order.
+    wired_in: VecDeque<(Time, Bytes, bool)>,
+    /// Frames to the wired interface still on their way: (due, frame).
+    wired_out: VecDeque<(Time, Bytes)>,
 }
 
 impl Forwarder {
@@ -193,6 +206,7 @@ impl Forwarder {
     /// A forwarder running `agents` in order (an empty chain forwards plainly).
     pub fn with_agents(agents: Vec<Box<dyn Agent + Send>>, hop: &HopConfig, own_mac: [Mac; 2]) -> Forwarder {
         let report = hop.report_transmissions;
+        let wired_delay = (hop.wired_delay_ms * 1e6).round() as u64;
         let mut hop = Hop::new(hop);
         // Only an emulated hop has an on-air instant to report; without agents nobody listens.
         hop.report_transmissions(Dir::Down, report && hop.is_rate_limited() && !agents.is_empty());
@@ -210,6 +224,9 @@ impl Forwarder {
             last_probe: [None, None],
             kind: None,
             report_tx: report,
+            wired_delay,
+            wired_in: VecDeque::new(),
+            wired_out: VecDeque::new(),
         }
     }
 
@@ -230,6 +247,34 @@ impl Forwarder {
         out: &mut Vec<(Port, Bytes)>,
     ) {
         self.started.get_or_insert(now);
+        self.service_wired(now, out);
+        if port == Port::Wired && self.wired_delay > 0 {
+            // Still on the emulated wide-area path: it reaches the base station `wired_delay` later.
+            self.wired_in.push_back((
+                now + Duration::from_nanos(self.wired_delay),
+                Bytes::copy_from_slice(frame),
+                checksum_unfinished,
+            ));
+            return;
+        }
+        self.ingest(now, port, frame, checksum_unfinished, out);
+    }
+
+    /// Moves the wired delay lines up to `now`: due outgoing frames to `out`, due incoming ones into the
+    /// base station (at `now`: a late wake-up delays a frame, it never shows the agents an earlier time).
+    fn service_wired(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
+        while self.wired_out.front().is_some_and(|(due, _)| *due <= now) {
+            let (_, f) = self.wired_out.pop_front().expect("front checked");
+            out.push((Port::Wired, f));
+        }
+        while self.wired_in.front().is_some_and(|(due, _, _)| *due <= now) {
+            let (_, f, csum) = self.wired_in.pop_front().expect("front checked");
+            self.ingest(now, Port::Wired, &f, csum, out);
+        }
+    }
+
+    /// A frame has reached the base station on `port`.
+    fn ingest(&mut self, now: Time, port: Port, frame: &[u8], checksum_unfinished: bool, out: &mut Vec<(Port, Bytes)>) {
         // Whatever the hop did before `now` (transmissions, arrivals) comes before this frame.
         self.service_hop(now, out);
         let pc = &mut self.ports[port as usize];
@@ -285,6 +330,7 @@ impl Forwarder {
     /// Runs agent timers and the hop up to `now`. Call at (or after) [`poll_timeout`](Self::poll_timeout).
     pub fn on_timeout(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
         self.started.get_or_insert(now);
+        self.service_wired(now, out);
         // The hop first: agents hear of transmissions and arrivals due by `now` before their timers fire.
         self.service_hop(now, out);
         for i in 0..self.agents.len() {
@@ -310,7 +356,13 @@ impl Forwarder {
 
     /// The earliest time anything (an agent timer, the hop) needs [`on_timeout`](Self::on_timeout).
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.agents.iter().filter_map(|a| a.poll_timeout()).chain(self.hop.next_event()).min()
+        let wired = [self.wired_in.front().map(|w| w.0), self.wired_out.front().map(|w| w.0)];
+        self.agents
+            .iter()
+            .filter_map(|a| a.poll_timeout())
+            .chain(self.hop.next_event())
+            .chain(wired.into_iter().flatten())
+            .min()
     }
 
     /// Counts a frame the I/O layer failed to send.
@@ -486,19 +538,23 @@ impl Forwarder {
                             self.on_transmit(now, &packet);
                         }
                     }
-                    (Dir::Down, HopItem::Raw(f)) => self.emit_raw(Port::Wireless, f, out),
+                    (Dir::Down, HopItem::Raw(f)) => self.emit_raw(now, Port::Wireless, f, out),
                     (Dir::Up, HopItem::Ip { packet, tcp, .. }) => self.deliver(now, Side::ToWired, packet, tcp, out),
-                    (Dir::Up, HopItem::Raw(f)) => self.emit_raw(Port::Wired, f, out),
+                    (Dir::Up, HopItem::Raw(f)) => self.emit_raw(now, Port::Wired, f, out),
                 }
             }
         }
     }
 
-    fn emit_raw(&mut self, port: Port, frame: Bytes, out: &mut Vec<(Port, Bytes)>) {
+    fn emit_raw(&mut self, now: Time, port: Port, frame: Bytes, out: &mut Vec<(Port, Bytes)>) {
         let pc = &mut self.ports[port as usize];
         pc.frames_out += 1;
         pc.bytes_out += frame.len() as u64;
-        out.push((port, frame));
+        if port == Port::Wired && self.wired_delay > 0 {
+            self.wired_out.push_back((now + Duration::from_nanos(self.wired_delay), frame));
+        } else {
+            out.push((port, frame));
+        }
     }
 
     /// Minimum spacing of ARP probes on one port.
@@ -514,7 +570,7 @@ impl Forwarder {
         self.last_probe[port as usize] = Some(now);
         self.counters.arp_probes += 1;
         let f = frames::arp_request(self.own_mac[port as usize], Ipv4Addr::UNSPECIFIED, target);
-        self.emit_raw(port, Bytes::from(f), out);
+        self.emit_raw(now, port, Bytes::from(f), out);
     }
 
     /// Sends an IPv4 packet out of `port` with a fresh Ethernet header; false if it could not be addressed.
@@ -543,7 +599,7 @@ impl Forwarder {
         f.put_slice(&src_mac);
         f.put_u16(ETHERTYPE_IPV4);
         f.put_slice(packet);
-        self.emit_raw(port, f.freeze(), out);
+        self.emit_raw(now, port, f.freeze(), out);
         true
     }
 }
@@ -734,7 +790,7 @@ mod tests {
 
     #[test]
     fn wireless_side_is_emulated_in_both_directions() {
-        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, ..HopConfig::default() };
+        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: false, ..HopConfig::default() };
         let mut f = Forwarder::new(AgentKind::None, &hop, [[2; 6], [3; 6]]);
         let mut out = Vec::new();
         // ARP crosses the hop too: 28 bytes at 1 Mb/s = 224 µs, plus 2 ms.
@@ -893,8 +949,41 @@ mod tests {
     }
 
     #[test]
+    fn the_wired_delay_holds_frames_both_ways_and_only_on_the_wired_side() {
+        let hop = HopConfig { wired_delay_ms: 20.0, report_transmissions: false, ..HopConfig::default() };
+        let (mut f, log) = recorded(hop);
+        let mut out = Vec::new();
+        // FH's ARP request reaches the base station (and the mobile) only 20 ms later.
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(f.poll_timeout(), Some(Time::from_millis(20)));
+        f.on_timeout(Time::from_millis(20), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, Port::Wireless);
+        out.clear();
+        // The mobile's answer leaves the base station at once and the wired side 20 ms later.
+        f.on_frame(Time::from_millis(21), Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        assert!(out.is_empty());
+        assert_eq!(f.poll_timeout(), Some(Time::from_millis(41)));
+        f.on_timeout(Time::from_millis(40), &mut out);
+        assert!(out.is_empty(), "not before it is due");
+        f.on_timeout(Time::from_millis(41), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, Port::Wired);
+        out.clear();
+        // Data from the fixed host reaches the agents (and goes on) at 50 + 20 ms.
+        f.on_frame(Time::from_millis(50), Port::Wired, &data(1), &mut out);
+        assert!(out.is_empty());
+        f.on_timeout(Time::from_millis(70), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, Port::Wireless);
+        assert!(log.lock().unwrap().is_empty(), "reports were not asked for");
+        assert_eq!(f.poll_timeout(), None, "both lines empty");
+    }
+
+    #[test]
     fn transmissions_are_not_reported_unless_asked() {
-        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, ..HopConfig::default() };
+        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: false, ..HopConfig::default() };
         let (mut f, log) = recorded(hop);
         let mut out = Vec::new();
         f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);

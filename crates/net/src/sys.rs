@@ -257,6 +257,100 @@ impl PacketSocket {
         Ok((n as usize, meta))
     }
 
+    /// Up to `batch.capacity()` waiting frames with one `recvmmsg` call (never blocks): returns how many
+    /// arrived (0 when none waits). Frame `i` is [`RxBatch::frame`]`(i)`, cut to the buffer as in
+    /// [`recv`](Self::recv), with its checksum status.
+    pub fn recv_batch(&self, batch: &mut RxBatch) -> io::Result<usize> {
+        let n = batch.bufs.len();
+        let mut iovs: Vec<libc::iovec> = batch
+            .bufs
+            .iter_mut()
+            .map(|b| libc::iovec { iov_base: b.as_mut_ptr() as *mut libc::c_void, iov_len: b.len() })
+            .collect();
+        // SAFETY: mmsghdr is plain data; all-zero is valid before the fields are set.
+        let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
+        for (i, m) in msgs.iter_mut().enumerate() {
+            m.msg_hdr.msg_iov = &mut iovs[i];
+            m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_control = batch.control[i].as_mut_ptr() as *mut libc::c_void;
+            m.msg_hdr.msg_controllen = std::mem::size_of_val(&batch.control[i]) as _;
+        }
+        // SAFETY: `msgs` holds n headers, each pointing at one live iovec over its own buffer and at its own
+        // control buffer; all outlive the call. MSG_DONTWAIT: return at once when nothing waits.
+        let r = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::WouldBlock { Ok(0) } else { Err(e) };
+        }
+        let got = r as usize;
+        for (i, m) in msgs.iter().take(got).enumerate() {
+            batch.lens[i] = (m.msg_len as usize).min(batch.bufs[i].len());
+            batch.meta[i] = RxMeta::default();
+            // SAFETY: the CMSG_* macros walk the control buffer the kernel filled, within msg_controllen.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
+                while !c.is_null() {
+                    if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
+                        let mut aux = TpacketAuxdata::default();
+                        std::ptr::copy_nonoverlapping(
+                            libc::CMSG_DATA(c),
+                            &mut aux as *mut TpacketAuxdata as *mut u8,
+                            std::mem::size_of::<TpacketAuxdata>(),
+                        );
+                        batch.meta[i].checksum_unfinished = aux.status & TP_STATUS_CSUMNOTREADY != 0;
+                    }
+                    c = libc::CMSG_NXTHDR(&m.msg_hdr, c);
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    /// Sends `frames` in order with as few `sendmmsg` calls as the kernel allows (never blocks). Returns
+    /// how many were sent; a frame the kernel refuses (a full send buffer) is skipped and counted in the
+    /// second value, like a full interface queue would drop it.
+    pub fn send_batch(&self, frames: &[&[u8]]) -> (usize, usize) {
+        let mut iovs: Vec<libc::iovec> = frames
+            .iter()
+            .map(|f| libc::iovec { iov_base: f.as_ptr() as *mut libc::c_void, iov_len: f.len() })
+            .collect();
+        // SAFETY: mmsghdr is plain data; all-zero is valid before the fields are set.
+        let mut msgs: Vec<libc::mmsghdr> = (0..frames.len()).map(|_| unsafe { std::mem::zeroed() }).collect();
+        for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
+            m.msg_hdr.msg_iov = iov;
+            m.msg_hdr.msg_iovlen = 1;
+        }
+        let (mut sent, mut failed, mut at) = (0, 0, 0);
+        while at < msgs.len() {
+            let rest = &mut msgs[at..];
+            // SAFETY: every header points at one live iovec over a frame the caller lends for the call; the
+            // kernel only reads the frames.
+            let r = unsafe {
+                libc::sendmmsg(self.fd.as_raw_fd(), rest.as_mut_ptr(), rest.len() as libc::c_uint, libc::MSG_DONTWAIT)
+            };
+            if r <= 0 {
+                if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // The first of the rest was refused: drop it and go on with the others.
+                failed += 1;
+                at += 1;
+            } else {
+                sent += r as usize;
+                at += r as usize;
+            }
+        }
+        (sent, failed)
+    }
+
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
         // SAFETY: send reads frame.len() bytes from frame.
         let n = unsafe {
@@ -271,6 +365,37 @@ impl PacketSocket {
 
     pub fn ifindex(&self) -> i32 {
         self.ifindex
+    }
+}
+
+/// Receive buffers for [`PacketSocket::recv_batch`].
+pub struct RxBatch {
+    bufs: Vec<Vec<u8>>,
+    /// u64 elements keep each control buffer aligned for cmsghdr.
+    control: Vec<[u64; 16]>,
+    lens: Vec<usize>,
+    meta: Vec<RxMeta>,
+}
+
+impl RxBatch {
+    /// Room for `frames` frames of up to `frame_len` bytes each.
+    pub fn new(frames: usize, frame_len: usize) -> RxBatch {
+        let frames = frames.max(1);
+        RxBatch {
+            bufs: vec![vec![0u8; frame_len]; frames],
+            control: vec![[0u64; 16]; frames],
+            lens: vec![0; frames],
+            meta: vec![RxMeta::default(); frames],
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Frame `i` of the last [`PacketSocket::recv_batch`] and its checksum status.
+    pub fn frame(&self, i: usize) -> (&[u8], RxMeta) {
+        (&self.bufs[i][..self.lens[i]], self.meta[i])
     }
 }
 

@@ -74,6 +74,17 @@ pub struct TestbedConfig {
     pub delay_ms: f64,
     pub queue_packets: usize,
     pub duplex: Duplex,
+    /// One-way delay of the wired path between the fixed host and the base station, ms, emulated by the
+    /// base station on its wired side (no netem here). 0: the testbed's LAN (well under a millisecond).
+    /// Seed 000 names wide-area connections (tens of ms) as the case where end-to-end recovery is slow
+    /// and local recovery matters most (§1, §7 "wide-area connections").
+    pub wired_delay_ms: f64,
+    /// Largest window the receiver offers, bytes (`TCP_WINDOW_CLAMP` on the receiving socket). Default
+    /// 65535: seed 000 §7, "the maximum possible window size for the connection was 64 KBytes" (BSD/OS
+    /// without window scaling). 0: the kernel's own (autotuned, window-scaled, megabytes).
+    pub max_window: u32,
+    /// Tell Snoop when each of its frames goes on the air (`HopConfig::report_transmissions`).
+    pub report_transmissions: bool,
     /// Give up on the transfer after this many seconds.
     pub timeout_s: f64,
     /// Where to write `wired.pcap` and `wireless.pcap` of the base station's interfaces (none: no capture).
@@ -93,6 +104,9 @@ impl Default for TestbedConfig {
             delay_ms: 1.0,
             queue_packets: 100,
             duplex: Duplex::Half,
+            wired_delay_ms: 0.0,
+            max_window: 65535,
+            report_transmissions: HopConfig::default().report_transmissions,
             timeout_s: 120.0,
             pcap_dir: None,
         }
@@ -111,7 +125,8 @@ impl TestbedConfig {
             down: err.clone(),
             up: err,
             seed: self.seed,
-            ..HopConfig::default()
+            wired_delay_ms: self.wired_delay_ms,
+            report_transmissions: self.report_transmissions,
         }
     }
 
@@ -121,6 +136,7 @@ impl TestbedConfig {
             cc: self.cc.clone(),
             seed: self.seed,
             timeout: Duration::from_secs_f64(self.timeout_s.max(1.0)),
+            max_window: self.max_window,
         }
     }
 
@@ -151,6 +167,44 @@ pub struct TestbedResult {
     pub sack: bool,
     pub agent: AgentKind,
     pub counters: Counters,
+    /// The sender's kernel TCP counters for the run (its namespace is fresh, so they are this run's).
+    #[serde(default)]
+    pub sender: SenderStats,
+}
+
+/// What the fixed host's kernel TCP did, from `/proc/net/snmp` and `/proc/net/netstat` in its namespace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SenderStats {
+    /// Segments retransmitted (`Tcp: RetransSegs`).
+    pub retrans_segs: u64,
+    /// Retransmission timeouts (`TcpExt: TCPTimeouts`).
+    pub timeouts: u64,
+    /// Fast retransmissions (`TcpExt: TCPFastRetrans`; SACK off, these are Reno's three-DUPACK ones).
+    pub fast_retrans: u64,
+}
+
+impl SenderStats {
+    /// Reads the counters of the calling thread's network namespace.
+    pub fn read_own_namespace() -> SenderStats {
+        let snmp = std::fs::read_to_string("/proc/thread-self/net/snmp").unwrap_or_default();
+        let netstat = std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap_or_default();
+        SenderStats {
+            retrans_segs: proc_net_field(&snmp, "Tcp:", "RetransSegs").unwrap_or(0),
+            timeouts: proc_net_field(&netstat, "TcpExt:", "TCPTimeouts").unwrap_or(0),
+            fast_retrans: proc_net_field(&netstat, "TcpExt:", "TCPFastRetrans").unwrap_or(0),
+        }
+    }
+}
+
+/// A field of a `/proc/net/snmp`-style table: a line of names after `prefix`, then a line of values.
+fn proc_net_field(text: &str, prefix: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    while let (Some(names), Some(values)) = (lines.next(), lines.next()) {
+        if let Some(i) = names.split_whitespace().position(|n| n == name) {
+            return values.split_whitespace().nth(i)?.parse().ok();
+        }
+    }
+    None
 }
 
 /// Builds the testbed, runs one transfer through a base station and tears everything down.
@@ -179,6 +233,7 @@ pub fn run_testbed_transfer(cfg: &TestbedConfig) -> Result<TestbedResult, NetErr
         sack: cfg.sack,
         agent: cfg.agent,
         counters,
+        sender: t.sender,
     })
 }
 
@@ -384,7 +439,8 @@ impl Testbed {
         let (ready_tx, ready_rx) = mpsc::channel::<()>();
 
         let (a, total) = (abort_all.clone(), cfg.bytes);
-        let receiver = self.spawn_in(Node::Mh, move || receive(port, total, &a, deadline, ready_tx))?;
+        let clamp = cfg.max_window;
+        let receiver = self.spawn_in(Node::Mh, move || receive(port, total, clamp, &a, deadline, ready_tx))?;
         if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
             abort_all.store(true, Ordering::Relaxed);
             return Err(receiver
@@ -415,9 +471,9 @@ impl Testbed {
         if sys::STOP_REQUESTED.load(Ordering::Relaxed) {
             return Err(NetError::Interrupted);
         }
-        let (sent_hash, cc) = sent??;
+        let (sent_hash, cc, sender) = sent??;
         let (bytes_received, recv_hash, duration) = received??;
-        Ok(TransferResult { bytes_sent: cfg.bytes, bytes_received, sent_hash, recv_hash, duration, cc })
+        Ok(TransferResult { bytes_sent: cfg.bytes, bytes_received, sent_hash, recv_hash, duration, cc, sender })
     }
 
     /// Removes the namespaces (and with them the veth pairs). Idempotent; also done on drop.
@@ -470,6 +526,8 @@ pub struct TransferConfig {
     pub cc: String,
     pub seed: u64,
     pub timeout: Duration,
+    /// `TCP_WINDOW_CLAMP` of the receiving socket, bytes (0: the kernel's own window).
+    pub max_window: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -482,6 +540,7 @@ pub struct TransferResult {
     pub duration: Duration,
     /// The congestion control the sender's socket reported using.
     pub cc: String,
+    pub sender: SenderStats,
 }
 
 impl TransferResult {
@@ -555,11 +614,16 @@ fn timed_out(e: &io::Error) -> bool {
 fn receive(
     port: u16,
     expected: u64,
+    window_clamp: u32,
     abort: &AtomicBool,
     deadline: Instant,
     ready: mpsc::Sender<()>,
 ) -> Result<(u64, u64, Duration), NetError> {
     let listener = TcpListener::bind((MH_IP, port)).map_err(|e| NetError::io(format!("binding {MH_IP}:{port}"), e))?;
+    if window_clamp > 0 {
+        // Set on the listener, the clamp is in place from the SYN-ACK on (the accepted socket inherits it).
+        set_window_clamp(listener.as_raw_fd(), window_clamp)?;
+    }
     listener.set_nonblocking(true).map_err(|e| NetError::io("set_nonblocking", e))?;
     let _ = ready.send(());
     let mut stream = loop {
@@ -604,7 +668,12 @@ fn receive(
 }
 
 /// The sender, in FH: connects, sets the congestion control, writes the seeded stream, closes.
-fn send(port: u16, cfg: &TransferConfig, abort: &AtomicBool, deadline: Instant) -> Result<(u64, String), NetError> {
+fn send(
+    port: u16,
+    cfg: &TransferConfig,
+    abort: &AtomicBool,
+    deadline: Instant,
+) -> Result<(u64, String, SenderStats), NetError> {
     let addr = SocketAddr::from((MH_IP, port));
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
         .map_err(|e| NetError::io(format!("connecting to {addr}"), e))?;
@@ -650,7 +719,26 @@ fn send(port: u16, cfg: &TransferConfig, abort: &AtomicBool, deadline: Instant) 
             Err(_) => break,
         }
     }
-    Ok((hash.finish(), cc))
+    Ok((hash.finish(), cc, SenderStats::read_own_namespace()))
+}
+
+/// `TCP_WINDOW_CLAMP`: the receive window this socket will ever offer, at most `bytes`.
+fn set_window_clamp(fd: std::os::fd::RawFd, bytes: u32) -> Result<(), NetError> {
+    let v = bytes.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: passes a c_int by pointer with its exact size; the kernel copies it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_WINDOW_CLAMP,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(NetError::io("setting TCP_WINDOW_CLAMP", io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Sets TCP_CONGESTION on the socket and reads back what the kernel actually uses.
@@ -715,5 +803,19 @@ mod tests {
         assert!(bad.validate().is_err());
         let bad = TestbedConfig { ber: 2.0, ..TestbedConfig::default() };
         assert!(bad.validate().is_err());
+        for d in [-1.0, f64::NAN, 1e9] {
+            let bad = TestbedConfig { wired_delay_ms: d, ..TestbedConfig::default() };
+            assert!(bad.validate().is_err(), "wired_delay_ms {d}");
+        }
+    }
+
+    #[test]
+    fn proc_net_tables_are_read_by_name() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 2 64\nTcp: RtoAlgorithm ActiveOpens RetransSegs\nTcp: 1 3 17\n";
+        assert_eq!(proc_net_field(snmp, "Tcp:", "RetransSegs"), Some(17));
+        assert_eq!(proc_net_field(snmp, "Tcp:", "Nope"), None);
+        let netstat = "TcpExt: SyncookiesSent TCPTimeouts\nTcpExt: 0 4\nIpExt: InNoRoutes\nIpExt: 0\n";
+        assert_eq!(proc_net_field(netstat, "TcpExt:", "TCPTimeouts"), Some(4));
+        assert_eq!(proc_net_field("", "TcpExt:", "TCPTimeouts"), None);
     }
 }

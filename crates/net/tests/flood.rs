@@ -57,7 +57,13 @@ fn syn_flood_keeps_the_connection_table_and_memory_bounded() {
     // The base station still forwards a real connection.
     let t = tb
         .transfer(
-            &TransferConfig { bytes: 1 << 20, cc: "cubic".into(), seed: 2, timeout: Duration::from_secs(30) },
+            &TransferConfig {
+                bytes: 1 << 20,
+                cc: "cubic".into(),
+                seed: 2,
+                timeout: Duration::from_secs(30),
+                max_window: 0,
+            },
             &AtomicBool::new(false),
         )
         .unwrap();

@@ -26,7 +26,7 @@ fn testbed() -> Option<Testbed> {
 }
 
 fn transfer(bytes: u64, seed: u64) -> TransferConfig {
-    TransferConfig { bytes, cc: "reno".into(), seed, timeout: Duration::from_secs(60) }
+    TransferConfig { bytes, cc: "reno".into(), seed, timeout: Duration::from_secs(60), max_window: 65535 }
 }
 
 /// One transfer on its own testbed; returns (goodput Mb/s, counters).
@@ -84,6 +84,29 @@ fn unlimited_rate_plain_and_snoop() {
         assert!(g > 10.0, "{agent}: {g} Mb/s");
         assert_eq!(c.malformed_ipv4 + c.malformed_tcp + c.runt_frames, 0);
     }
+}
+
+#[test]
+fn the_wired_delay_stretches_the_round_trip_and_the_window_clamp_holds() {
+    // 40 ms more round trip on the wired side and a 64 KB window: at most 64 KB per 40 ms, however fast
+    // the rest of the path (unlimited rate here), so 1 MB needs at least 16 round trips (0.64 s).
+    let Some(tb) = testbed() else { return };
+    let cfg = TestbedConfig {
+        rate_mbps: 0.0,
+        delay_ms: 0.0,
+        wired_delay_ms: 20.0,
+        bytes: 1 << 20,
+        ..TestbedConfig::default()
+    };
+    assert_eq!(cfg.max_window, 65535);
+    let bs = tb.start_bs(AgentKind::Snoop, cfg.hop()).unwrap();
+    let t = tb.transfer(&cfg.transfer(), &AtomicBool::new(false)).unwrap();
+    bs.stop().unwrap();
+    assert!(t.hash_ok());
+    let secs = t.duration.as_secs_f64();
+    eprintln!("1 MB over a 40 ms wired round trip, window 64 KB: {secs:.2} s, {:.1} Mb/s", t.goodput_mbps());
+    assert!(secs >= 0.6, "a 64 KB window over 40 ms cannot move 1 MB in {secs:.2} s");
+    assert!(secs < 10.0, "{secs:.2} s");
 }
 
 #[test]

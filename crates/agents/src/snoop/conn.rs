@@ -25,6 +25,11 @@ pub(super) mod flag {
     /// The copy now queued was sent because every earlier transmission is known lost (transmit-timed
     /// inference): once it leaves, it is the only transmission of this segment that can still arrive.
     pub const PROVEN_LOST: u8 = 0x08;
+    /// Cached on a sender retransmission of a range Snoop had passed uncached (§3.1.1 case 3: past the
+    /// high-water mark, or before it had state): a copy it never saw transmitted may be the one that
+    /// arrives, so the ACK that frees it says nothing about which counted transmission arrived (transmit-
+    /// timed inference). Cleared once every earlier transmission is known lost (`PROVEN_LOST`).
+    pub const UNSEEN_COPIES: u8 = 0x10;
 }
 
 /// One unacknowledged segment in the cache (seed 000 §6: "the packet sequence number, its size, the number
@@ -119,6 +124,9 @@ impl MhLast {
 /// enough to span a busy period (when ACKs wait behind queued frames), short enough to follow a slower hop.
 const HOP_RTT_WINDOW: u64 = 10_000_000_000;
 
+/// How long the largest ACK-hold sample stands before a smaller one may replace it (ns): as for the hop RTT.
+const ACK_HOLD_WINDOW: u64 = 10_000_000_000;
+
 /// Round-trip timer expiries in a row that do not back off when the timer is transmit-timed.
 const TX_BACKOFF_GRACE: u32 = 4;
 
@@ -194,6 +202,14 @@ pub(super) struct Conn {
     /// The hop's round trip from the start of a transmission to the ACK it causes, with no queue in the
     /// way: the least transmit-timed sample of the last `HOP_RTT_WINDOW` (ns), and when that window began.
     hop_rtt: Option<(u64, Time)>,
+    /// Last ACK or DUPACK from the mobile (transmit-timed: with `last_tx_at`, when the connection's medium
+    /// fell quiet).
+    last_mh_at: Time,
+    /// The receiver's ACK pacing: the longest a new ACK came after the connection's medium fell quiet (its
+    /// latest transmission or ACK), over the last `ACK_HOLD_WINDOW` (ns), and when that window began. A
+    /// receiver that delays ACKs (BSD up to 200 ms, Linux 40 ms and more) holds the ACK of a lone segment
+    /// that long; the round-trip timer must not take that silence for a loss.
+    ack_hold: Option<(u64, Time)>,
     /// Time of this connection's entry in the timer heap (see `table.rs`).
     pub scheduled: Option<Time>,
 }
@@ -229,6 +245,8 @@ impl Conn {
             ack_base: 0,
             last_tx_at: now,
             hop_rtt: None,
+            last_mh_at: now,
+            ack_hold: None,
             scheduled: None,
         }
     }
@@ -250,8 +268,12 @@ impl Conn {
     /// ns-2 failure mode); any new ACK resets the backoff.
     fn rto(&self, cfg: &Cfg) -> u64 {
         let base = match self.hop_rtt {
-            // Transmit-timed: twice the hop's round trip, counted from the latest transmission.
-            Some((hop, _)) if self.tx_mode => hop.saturating_mul(2).max(cfg.min_tx_rtx_timeout),
+            // Transmit-timed: twice the hop's round trip, counted from the latest transmission, and never less
+            // than the receiver's longest ACK hold seen plus one hop round trip of margin (see `ack_hold`).
+            Some((hop, _)) if self.tx_mode => {
+                let hold = self.ack_hold.map_or(0, |(h, _)| h.saturating_add(hop));
+                hop.saturating_mul(2).max(hold).max(cfg.min_tx_rtx_timeout)
+            }
             _ => self.srtt.unwrap_or(cfg.initial_srtt).saturating_mul(2).max(cfg.min_rtx_timeout),
         };
         // Transmit-timed, the first `TX_BACKOFF_GRACE` expiries in a row do not back off: the timer already
@@ -388,7 +410,9 @@ impl Conn {
         if c.tx.count == 1 || c.has(flag::PROVEN_LOST) {
             // The first transmission, or one sent because all earlier ones are lost.
             c.tx.live_from = idx;
-            c.clear(flag::PROVEN_LOST);
+            if c.has(flag::PROVEN_LOST) {
+                c.clear(flag::PROVEN_LOST | flag::UNSEEN_COPIES);
+            }
         }
         c.tx.prev = c.tx.last;
         c.tx.last = idx;
@@ -578,7 +602,7 @@ impl Conn {
             len,
             pkt: pkt.clone(),
             local_rexmits: 0,
-            flags: flag::SENDER_REXMIT | fin_flag,
+            flags: flag::SENDER_REXMIT | flag::UNSEEN_COPIES | fin_flag,
             sent_at: now,
             tx_idx,
             tx: SegTx::queued(),
@@ -646,6 +670,11 @@ impl Conn {
         }
         let ack = seg.ack;
         let carries = seg.seg_len() > 0; // data, SYN or FIN from the mobile: never dropped, never a DUPACK
+        let quiet_since = self.last_tx_at.max(self.last_mh_at);
+        self.last_mh_at = now;
+        if self.tx_mode && !carries && self.txc > 0 && self.last_ack.is_some_and(|l| ack > l) {
+            self.sample_ack_hold(now, now.0.saturating_sub(quiet_since.0), cfg);
+        }
         match self.last_ack {
             Some(last) if ack < last => {
                 if carries {
@@ -676,6 +705,18 @@ impl Conn {
         }
     }
 
+    /// Transmit-timed round-trip timer (§6, deviation): a new ACK came `hold` ns after the connection's
+    /// medium fell quiet. The largest such hold of the last `ACK_HOLD_WINDOW` bounds the timer from below,
+    /// so a receiver's delayed ACK (a lone segment acknowledged 40–200 ms late) is not taken for a loss,
+    /// while a receiver that ACKs at once keeps the two-hop-RTT timer. Clamped to `max_rtx_timeout`.
+    fn sample_ack_hold(&mut self, now: Time, hold: u64, cfg: &Cfg) {
+        let hold = hold.min(cfg.max_rtx_timeout);
+        self.ack_hold = match self.ack_hold {
+            Some((m, since)) if hold <= m && now.0.saturating_sub(since.0) < ACK_HOLD_WINDOW => Some((m, since)),
+            _ => Some((hold, now)),
+        };
+    }
+
     /// Case 1: a new ACK (§3.1.2): free the acknowledged packets, update the wireless RTT once per window
     /// if the window was free of retransmissions, forward.
     fn on_new_ack(
@@ -703,7 +744,7 @@ impl Conn {
                 freed += 1;
                 covered = covered.filter(|c| h.seq <= *c).map(|_| h.end());
                 self.acked_tx = self.acked_tx.max(h.tx_idx + 1);
-                if h.tx.count > 0 {
+                if h.tx.count > 0 && !h.has(flag::UNSEEN_COPIES) {
                     let was_needed = freed == 1 && self.last_ack.is_some_and(|a| h.seq <= a);
                     let exact = h.tx.single_live() || (was_needed && h.tx.prev <= old_bound);
                     received = received.max(if exact { h.tx.last } else { h.tx.live_from });
@@ -932,6 +973,10 @@ impl Conn {
     #[cfg(test)]
     pub fn rtx_deadline(&self) -> Option<Time> {
         self.rtx_deadline
+    }
+    /// The receiver's longest ACK hold in the current window (ns), once seen.
+    pub fn ack_hold(&self) -> Option<u64> {
+        self.ack_hold.map(|(h, _)| h)
     }
     #[cfg(test)]
     pub fn last_ack(&self) -> Option<SeqNum> {

@@ -491,6 +491,104 @@ fn rtt_is_sampled_from_transmission_not_from_queueing() {
     assert_eq!(h.s.poll_timeout(), None, "recovery over, nothing cached");
 }
 
+/// Hop RTT 8 ms (segment 1 transmitted at 6 ms, ACKed at 14), then a lone segment 2 transmitted at 20 ms
+/// whose ACK the receiver holds for `hold_ms` (a delayed ACK).
+fn with_delayed_ack(hold_ms: u64) -> H {
+    let mut h = established();
+    h.at_ms(0).data(0);
+    h.data(1);
+    h.tx(0).at_ms(6).tx(1);
+    assert_eq!(h.at_ms(14).ack(2), [FwdAck(2)]);
+    h.at_ms(20).data(2);
+    h.tx(2);
+    assert_eq!(h.at_ms(20 + hold_ms).ack(3), [FwdAck(3)]);
+    h
+}
+
+/// Segments 3..7 transmitted 6 ms apart from `t0`; 3 is lost, 4's DUPACK arrives: 3 resent at t0 + 24.
+/// Returns the round-trip deadline, relative to the retransmission.
+fn recovery_deadline_after(h: &mut H, t0: u64) -> u64 {
+    for i in 3..7 {
+        h.at_ms(t0).data(i);
+    }
+    for i in 3..7 {
+        h.at_ms(t0 + u64::from(i - 3) * 6).tx(i);
+    }
+    assert_eq!(h.at_ms(t0 + 20).ack(3), [Drop(DropReason::DupAckSuppressed), Prio(3)]);
+    h.at_ms(t0 + 24).tx(3);
+    let d = h.s.poll_timeout().expect("the round-trip timer is armed");
+    (d - Time::from_millis(t0 + 24)).as_millis() as u64
+}
+
+#[test]
+fn round_trip_timer_waits_out_the_receivers_delayed_ack() {
+    // A receiver that ACKs at once: the ACK hold is the hop RTT, the timer twice the hop RTT.
+    let mut quick = with_delayed_ack(8);
+    assert_eq!(quick.s.ack_hold(&key()), Some(Duration::from_millis(8)));
+    assert_eq!(recovery_deadline_after(&mut quick, 100), 16);
+    // A Linux receiver holding a lone segment's ACK 48 ms: the timer allows that plus one hop RTT, so a
+    // retransmission that arrived is not resent while its ACK is held.
+    let mut delayed = with_delayed_ack(48);
+    assert_eq!(delayed.s.ack_hold(&key()), Some(Duration::from_millis(48)));
+    assert_eq!(recovery_deadline_after(&mut delayed, 100), 48 + 8);
+    // The timer still fires, and resends, once the medium has been quiet that long.
+    assert_eq!(delayed.fire(), [Prio(3)]);
+    assert_eq!(delayed.now, Time::from_millis(124 + 56));
+}
+
+#[test]
+fn ack_hold_is_the_largest_of_recent_samples_and_is_forgotten_after_ten_seconds() {
+    let mut h = with_delayed_ack(48);
+    // A prompt ACK afterwards does not lower it ...
+    h.at_ms(100).data(3);
+    h.tx(3);
+    assert_eq!(h.at_ms(108).ack(4), [FwdAck(4)]);
+    assert_eq!(h.s.ack_hold(&key()), Some(Duration::from_millis(48)));
+    // ... until the 48 ms sample is ten seconds old.
+    h.at_ms(10_100).data(4);
+    h.tx(4);
+    assert_eq!(h.at_ms(10_109).ack(5), [FwdAck(5)]);
+    assert_eq!(h.s.ack_hold(&key()), Some(Duration::from_millis(9)));
+    // Duplicate ACKs and ACKs below the last one are no samples.
+    h.at_ms(10_200).data(5);
+    h.tx(5);
+    h.at_ms(10_400).ack(5);
+    assert_eq!(h.s.ack_hold(&key()), Some(Duration::from_millis(9)));
+}
+
+#[test]
+fn an_ack_freeing_a_segment_whose_earlier_copy_passed_uncached_proves_nothing() {
+    // Segment 2 first passes uncached (past the high-water mark), then the sender resends it and it is
+    // cached; the first copy arrives. The ACK that frees it was caused by that unseen copy, not by the
+    // cached one's transmission, so a DUPACK afterwards (caused by the duplicate) must not make Snoop
+    // think 3, still on its way, was lost.
+    let mut h = H::established(SnoopConfig { high_water_bytes: 2 * MSS as usize, ..SnoopConfig::default() });
+    h.at_ms(0).data(0);
+    h.data(1);
+    assert_eq!(h.data(2), [Fwd(2)]);
+    assert_eq!(h.cached(), [0, 1], "2 passed uncached");
+    h.tx(0).at_ms(6).tx(1).at_ms(12).tx(2); // transmissions 1, 2, 3
+    assert_eq!(h.at_ms(20).ack(2), [FwdAck(2)]);
+    assert_eq!(h.at_ms(25).data(2), [Fwd(2)], "the sender resends 2: cached now");
+    h.data(3);
+    assert_eq!(h.cached(), [2, 3]);
+    h.at_ms(26).tx(2).at_ms(32).tx(3); // transmissions 4, 5
+    assert_eq!(h.at_ms(30).ack(3), [FwdAck(3)], "the first copy of 2 (transmission 3) arrived");
+    // The duplicate 2 (transmission 4) arrives: a DUPACK. Taking the freeing ACK for transmission 4's
+    // would put the bound at 5, 3's transmission: a spurious resend of 3.
+    assert_eq!(h.at_ms(34).ack(3), [Drop(DropReason::DupAckSuppressed)]);
+    assert_eq!(h.s.stats().local_retransmissions.total(), 0);
+    assert_eq!(h.at_ms(40).ack(4), [FwdAck(4)]);
+}
+
+#[test]
+fn without_transmission_reports_no_ack_hold_is_learned() {
+    let mut h = established();
+    h.at_ms(0).data(0);
+    assert_eq!(h.at_ms(60).ack(1), [FwdAck(1)]);
+    assert_eq!(h.s.ack_hold(&key()), None);
+}
+
 /// Segments 0..6 forwarded and transmitted in order (transmissions 1..6); 0 arrives, 1 is lost.
 fn tx_window() -> H {
     let mut h = established();
