@@ -107,7 +107,10 @@ impl HopConfig {
             }
         }
         if self.wired_delay_ms > 60_000.0 {
-            return Err(format!("wired_delay_ms must be at most 60000 (a minute each way), got {}", self.wired_delay_ms));
+            return Err(format!(
+                "wired_delay_ms must be at most 60000 (a minute each way), got {}",
+                self.wired_delay_ms
+            ));
         }
         if self.queue_packets == 0 {
             return Err("queue_packets must be at least 1".into());
