@@ -380,9 +380,9 @@ fn web_experiment_rows_come_from_the_web_workload() {
     let csv = std::fs::read_to_string(out.path().join("web/results.csv")).unwrap();
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(&header[..6], &["scheme", "persistent", "think_time", "connections", "seed", "workload"]);
+    assert_eq!(&header[..7], &["scheme", "stack", "persistent", "think_time", "connections", "seed", "workload"]);
     assert!(header.contains(&"downloads") && header.contains(&"pages"));
     let first: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(&first[..4], &["reno", "false", "true", "1"]);
+    assert_eq!(&first[..5], &["reno", "bsd", "false", "true", "1"]);
     assert!(out.path().join("web/figure.svg").exists());
 }

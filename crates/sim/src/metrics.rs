@@ -164,4 +164,7 @@ pub struct WebMetrics {
     /// Counters of the agents on the client–server path (over all their connections, like flows').
     pub local_retransmissions: u64,
     pub dupacks_suppressed: u64,
+    /// Segments the client received whose data it already had (needless retransmissions, by the server or
+    /// by an agent), over every connection.
+    pub duplicate_segments_received: u64,
 }

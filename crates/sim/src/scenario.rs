@@ -211,6 +211,19 @@ pub struct WebConfig {
     /// User think time between pages (default true; seed 002's P-HTTP runs have none).
     #[serde(default = "default_true")]
     pub think_time: bool,
+    /// Open each connection with a handshake over the air (default true: the server's SYN, the client's
+    /// SYN-ACK). false: ns's one-way agents, which seed 002's Web runs used (§4: "We use ns as our
+    /// simulator"; ns's `Agent/TCP` had no SYN until 2001): the connection exists at once, the request goes
+    /// out immediately and the reply's first packet is data (`examples/web-ns.toml`, [`crate::web`]).
+    #[serde(default = "default_true")]
+    pub handshake: bool,
+    /// Send each request as a frame over every hop, the lossy hop included, resent on the client's timer
+    /// until it arrives (default true). false: the request reaches the server after its modelled one-way
+    /// latency (transmission and propagation on every hop) and is never lost, as in a simulation that
+    /// models only the replies (seed 002 does not say how its ns runs carried requests; see
+    /// `experiments/web.toml`).
+    #[serde(default = "default_true")]
+    pub request_over_air: bool,
     /// When browsing starts, seconds (default 0).
     #[serde(default)]
     pub start_s: f64,

@@ -55,6 +55,16 @@
 //! its FIN). On an open persistent connection the request goes out at once. An HTTP/1.0 object's first
 //! byte therefore reaches the client about two round trips after it is asked for.
 //!
+//! Two switches of the workload change this for seed 002's own simulator (`examples/web-ns.toml`, seed 002
+//! §4: "We use ns as our simulator"). `handshake = false`: ns's one-way agents had no SYN (ns-2
+//! `Agent/TCP` `syn_` was false until 2001), so the connection exists at once, the request goes out
+//! immediately and the reply's first packet is data; the request is still a frame over the lossy hop, resent
+//! on the timer of the client's request agent (ns's own Web model, `WebTrafPool::launchReq` in ns-2's
+//! webtraf.cc, carries each request on a one-way TCP agent of its own), whose first RTO is the initial one
+//! (6 s with ns's defaults) and later the reply connection's estimate. `request_over_air = false`: the
+//! request reaches the server after its modelled one-way latency and is never lost, as in a simulation of
+//! the replies alone. Seed 002 does not say which its runs did; `experiments/web.toml` runs both.
+//!
 //! Every draw comes from a named [`crate::rng`] stream, one per quantity, so the workload is deterministic
 //! and changing one distribution does not shift the others' draws.
 

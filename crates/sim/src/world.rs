@@ -61,6 +61,11 @@ enum Event {
         web: usize,
         conn: usize,
     },
+    /// A request modelled as a latency (`request_over_air = false`) reaches the server.
+    WebRequestArrives {
+        web: usize,
+        conn: usize,
+    },
     /// The client's retransmission timer for the request on connection `conn` of `web`, armed by send
     /// number `attempt`.
     WebRequestTimer {
@@ -171,6 +176,10 @@ struct Web {
     client_node: usize,
     server_node: usize,
     tcp: TcpConfig,
+    /// Connections open with a handshake over the air; false: ns's one-way agents (no SYN).
+    handshake: bool,
+    /// Requests are frames over every hop (lossy hop included); false: a loss-free modelled latency.
+    request_over_air: bool,
     client: WebClient,
     end: Time,
     path: Vec<usize>,
@@ -185,6 +194,8 @@ struct Web {
     corrupt: u64,
     /// Sender statistics of torn-down connections (live ones are added at the end).
     stats: lasthop_tcp::SenderStats,
+    /// Receiver statistics of torn-down connections: segments whose data the client already had.
+    duplicate_segments: u64,
     request_retransmissions: u64,
 }
 
@@ -305,6 +316,8 @@ impl World {
                 client_node: client,
                 server_node: server,
                 tcp,
+                handshake: w.handshake,
+                request_over_air: w.request_over_air,
                 client: WebClient::new(params, Samplers::new(s.seed, name), end),
                 end,
                 path,
@@ -317,6 +330,7 @@ impl World {
                 delivered: 0,
                 corrupt: 0,
                 stats: Default::default(),
+                duplicate_segments: 0,
                 request_retransmissions: 0,
             });
             world.web_until = world.web_until.max(Some(end));
@@ -500,6 +514,7 @@ impl World {
                     }
                     self.after_endpoint(now, ep);
                 }
+                Event::WebRequestArrives { web, conn } => self.request_arrived(now, web, conn),
                 Event::WebRequestTimer { web, conn, attempt } => {
                     let c = &self.webs[web].conns[conn];
                     if !c.done && c.request.is_some_and(|r| !r.arrived && r.attempts == attempt) {
@@ -828,9 +843,13 @@ impl World {
         let mut web = Vec::new();
         for w in &self.webs {
             let mut st = w.stats.clone();
+            let mut duplicates = w.duplicate_segments;
             for c in w.conns.iter().filter(|c| !c.done) {
                 if let Role::Sender(s) = &self.endpoints[c.sender].role {
                     add_stats(&mut st, s.stats());
+                }
+                if let Role::Receiver(r) = &self.endpoints[c.receiver].role {
+                    duplicates += r.stats().duplicate_segments;
                 }
             }
             let counter = |name: &str| -> u64 {
@@ -859,6 +878,7 @@ impl World {
                 segments_retransmitted: st.segments_retransmitted,
                 local_retransmissions: counter("local_retransmissions"),
                 dupacks_suppressed: counter("dupacks_suppressed"),
+                duplicate_segments_received: duplicates,
             });
         }
         self.close_handoff();
@@ -903,8 +923,9 @@ impl World {
                         arrived: false,
                     });
                     w.objects_requested += 1;
-                    if open.is_some() {
-                        // A persistent connection: the request goes out at once.
+                    if open.is_some() || !w.handshake {
+                        // A persistent connection, or a one-way (ns) one that needs no setup: the request
+                        // goes out at once.
                         self.send_request(now, web, conn);
                     } else {
                         // The client's SYN, a modelled one-way latency; the request follows once the client
@@ -937,8 +958,17 @@ impl World {
         let server = SocketAddrV4::new(self.nodes[w.server_node].addr, HTTP_PORT);
         let client = SocketAddrV4::new(self.nodes[w.client_node].addr, port);
         let (iss_s, iss_c) = (SeqNum(w.iss.next_u32()), SeqNum(w.iss.next_u32()));
-        let sender = Sender::new_open(w.tcp.clone(), server, client, iss_s);
-        let receiver = Receiver::new(w.tcp.clone(), client, server, iss_c);
+        let (sender, receiver) = if w.handshake {
+            (
+                Sender::new_open(w.tcp.clone(), server, client, iss_s),
+                Receiver::new(w.tcp.clone(), client, server, iss_c),
+            )
+        } else {
+            (
+                Sender::new_established(w.tcp.clone(), server, client, iss_s, iss_c),
+                Receiver::new_established(w.tcp.clone(), client, server, iss_c, iss_s),
+            )
+        };
         let (se, re) = (self.endpoints.len(), self.endpoints.len() + 1);
         let owner = Owner::Web { web, conn };
         self.endpoints.push(Endpoint {
@@ -996,6 +1026,18 @@ impl World {
     /// The client's retransmission timer is BSD's minimum RTO, doubled per copy, on the slow timer's ticks
     /// (seed 002's era; `examples/web.toml`); the server's arrival stops it (the ACK is not modelled).
     fn send_request(&mut self, now: Time, web: usize, conn: usize) {
+        if !self.webs[web].request_over_air {
+            // Modelled as a latency, never lost (see `WebConfig::request_over_air`).
+            let Some(req) = self.webs[web].conns[conn].request.as_mut().filter(|r| !r.arrived && r.attempts == 0)
+            else {
+                return;
+            };
+            req.attempts = 1;
+            let bytes = req.bytes;
+            let at = now + std::time::Duration::from_nanos(self.request_latency_ns(web, bytes));
+            self.sched.schedule(at, Event::WebRequestArrives { web, conn });
+            return;
+        }
         let w = &mut self.webs[web];
         let c = &mut w.conns[conn];
         let Some(req) = c.request.as_mut().filter(|r| !r.arrived) else { return };
@@ -1011,10 +1053,23 @@ impl World {
         buf[22..24].copy_from_slice(&HTTP_PORT.to_be_bytes());
         buf[24..26].copy_from_slice(&(payload_len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
         let ms = |x: f64| (x.max(0.0) * 1e6) as u64;
-        let rto = ms(w.tcp.min_rto_ms).saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
+        let first = if w.handshake && w.tcp.timer == lasthop_tcp::TimerStyle::Bsd {
+            ms(w.tcp.min_rto_ms)
+        } else {
+            // ns (one-way agents, or ns's timer): the request is the first segment of the client's request agent (ns's own Web
+            // traffic model, `WebTrafPool::launchReq` in ns-2's webtraf.cc, sends each request over its own
+            // TCP agent before the reply), whose RTO before any sample is the initial one; the reply's
+            // sender, on the same path, stands for it: its RTO estimate once it has one (P-HTTP).
+            match &self.endpoints[c.sender].role {
+                Role::Sender(s) => s.rto_ns(),
+                _ => ms(w.tcp.initial_rto_ms),
+            }
+        };
+        // At least 1 ms, so that a configuration without a minimum RTO cannot resend a request in a tight loop.
+        let rto = first.max(1_000_000).saturating_mul(1 << (attempt - 1).min(16)).min(ms(w.tcp.max_rto_ms).max(1));
         let tick = ms(w.tcp.tick_ms);
         let mut at = now.as_nanos().saturating_add(rto.max(1));
-        if tick > 0 {
+        if tick > 0 && w.tcp.timer == lasthop_tcp::TimerStyle::Bsd {
             at = at.div_ceil(tick).saturating_mul(tick);
         }
         let client_node = w.client_node;
@@ -1034,6 +1089,11 @@ impl World {
             self.undeliverable += 1;
             return;
         };
+        self.request_arrived(now, web, conn);
+    }
+
+    /// The server has the request of connection `conn`: it queues the reply (and, for HTTP/1.0, its FIN).
+    fn request_arrived(&mut self, now: Time, web: usize, conn: usize) {
         let persistent = self.webs[web].client.params().persistent;
         let c = &mut self.webs[web].conns[conn];
         let Some(req) = c.request.as_mut().filter(|r| !r.arrived && !c.done) else { return };
@@ -1122,8 +1182,10 @@ impl World {
         }
         for ep in [se, re] {
             let role = std::mem::replace(&mut self.endpoints[ep].role, Role::Closed);
-            if let Role::Sender(s) = role {
-                add_stats(&mut self.webs[web].stats, s.stats());
+            match role {
+                Role::Sender(s) => add_stats(&mut self.webs[web].stats, s.stats()),
+                Role::Receiver(r) => self.webs[web].duplicate_segments += r.stats().duplicate_segments,
+                Role::Closed => {}
             }
             let node = self.endpoints[ep].node;
             self.nodes[node].endpoints.retain(|&e| e != ep);

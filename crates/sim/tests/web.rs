@@ -144,3 +144,74 @@ fn snoop_completes_more_persistent_downloads_than_reno_on_the_empirical_channel(
     assert!(snoop.sender_timeouts * 3 < reno.sender_timeouts, "{snoop:?} vs {reno:?}");
     assert!(snoop.local_retransmissions > 0 && reno.local_retransmissions == 0);
 }
+
+// ---- ns's one-way agents (examples/web-ns.toml) ------------------------------------------------------
+
+fn ns_run(edit: impl FnOnce(&mut toml::Value)) -> (RunResult, WebMetrics) {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/web-ns.toml")).unwrap();
+    let mut v: toml::Value = toml::from_str(&text).unwrap();
+    edit(&mut v);
+    let r = run(&Scenario::from_toml(v, "web-ns.toml").unwrap(), &RunOptions::default()).unwrap();
+    let w = r.web[0].clone();
+    (r, w)
+}
+
+#[test]
+fn one_way_connections_send_no_handshake_and_deliver_every_byte() {
+    // HTTP/1.0 over an error-free hop: every object is read, every byte verified, and the wireless hop
+    // carries per object only the request, the reply's data and the ACKs: no SYN, no SYN-ACK.
+    let clean = |handshake: bool| {
+        ns_run(move |v| {
+            set(v, "web.browse.think_time", false);
+            set(v, "web.browse.handshake", handshake);
+            set(v, "time_limit_s", 100.0);
+            set(v, "web.browse.duration_s", 100.0);
+            set(v, "nodes.bs.agent", "none");
+            set(v, "links.wavelan.error", toml::Value::Table(toml::toml! { model = "none" }));
+        })
+    };
+    let (r, w) = clean(false);
+    assert_intact(&w, "one-way");
+    assert_eq!(w.connections_opened, w.objects_requested, "one connection per object");
+    assert_eq!(w.request_retransmissions, 0);
+    assert_eq!(w.segments_retransmitted, 0, "{w:?}");
+    assert_eq!(w.duplicate_segments_received, 0, "{w:?}");
+    // Every object that completed was delivered whole: the bytes add up to what was read.
+    assert!(w.downloads_completed + 1 >= w.objects_requested, "{w:?}");
+    let down = r.links.iter().find(|l| l.name == "wavelan" && l.direction == "bs->mh").unwrap();
+    // With the handshake, one more frame each way per connection: the server's SYN down, the SYN-ACK up.
+    let (rh, wh) = clean(true);
+    assert_intact(&wh, "handshake");
+    // ns's constants have no minimum RTO: the request timer still waits a real RTO, never resends early.
+    assert_eq!(wh.request_retransmissions, 0, "{wh:?}");
+    let down_h = rh.links.iter().find(|l| l.name == "wavelan" && l.direction == "bs->mh").unwrap();
+    let per_conn = |frames: u64, conns: u64| frames as f64 / conns as f64;
+    assert!(
+        per_conn(down_h.frames_sent, wh.connections_opened) > per_conn(down.frames_sent, w.connections_opened) + 0.9,
+        "{down_h:?} vs {down:?}"
+    );
+    // The one-way run is faster per object: no round trip for the handshake.
+    assert!(w.mean_download_time_s.unwrap() < wh.mean_download_time_s.unwrap(), "{w:?} vs {wh:?}");
+}
+
+#[test]
+fn snoop_beats_reno_with_ns_agents_on_the_empirical_channel() {
+    // Seed 002 §5 as ns ran it, short: HTTP/1.0 without think times, 300 s, seed 002 §4's channel.
+    let edit = |agent: &'static str| {
+        move |v: &mut toml::Value| {
+            set(v, "nodes.bs.agent", agent);
+            set(v, "web.browse.think_time", false);
+            set(v, "time_limit_s", 300.0);
+            set(v, "web.browse.duration_s", 300.0);
+        }
+    };
+    let (_, reno) = ns_run(edit("none"));
+    let (_, snoop) = ns_run(edit("snoop"));
+    assert_intact(&reno, "reno");
+    assert_intact(&snoop, "snoop");
+    assert!(reno.request_retransmissions > 0, "requests cross the lossy hop: {reno:?}");
+    assert!(snoop.downloads_completed > 2 * reno.downloads_completed, "{snoop:?} vs {reno:?}");
+    assert!(snoop.sender_timeouts * 3 < reno.sender_timeouts, "{snoop:?} vs {reno:?}");
+    // Same seed, same run.
+    assert_eq!(ns_run(edit("snoop")).1, snoop);
+}

@@ -48,6 +48,23 @@ impl std::str::FromStr for Variant {
     }
 }
 
+/// Whose retransmission timer the sender runs: see [`TcpConfig::timer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TimerStyle {
+    /// 4.4BSD's: RFC 6298 smoothing of the measured RTT, the timer counted in `tick_ms` ticks of the slow
+    /// timer (expiring on a tick boundary), backoff reset by any new ACK.
+    #[default]
+    Bsd,
+    /// ns-2's one-way `Agent/TCP` of seed 002's time (`tcp/tcp.cc`, `TcpAgent::rtt_update`, `rtt_timeout`,
+    /// `rtt_backoff`): the RTT is counted in whole `tick_ms` ticks (`tcpTick_`, at least 1) and smoothed in
+    /// ns's fixed point (srtt in 1/8, rttvar in 1/4 tick); RTO = (srtt + 4·rttvar) ticks × backoff, capped
+    /// at `max_rto_ms`, at least `min_rto_ms` and at least 2 ticks; the timer is exact (no tick alignment);
+    /// the backoff doubles up to ×64, past ×8 srtt is folded into rttvar and forgotten, and only a valid RTT
+    /// sample resets it (not any new ACK).
+    Ns,
+}
+
 /// Knobs of both endpoints. Times are milliseconds as `f64` for readable scenario files; they are turned
 /// into integer nanoseconds once, when an endpoint is built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,6 +111,9 @@ pub struct TcpConfig {
     /// ELN-marked ACKs with one acknowledgment number after which the missing segment is retransmitted
     /// (seed 002: `eln_rexmt_thresh`, "we set its value to 2"). Default 2; 0 is read as 1.
     pub eln_rexmt_thresh: u32,
+    /// The retransmission timer's algorithm (default `bsd`; `ns` for ns-2's one-way agents, seed 002 §4:
+    /// "We use ns as our simulator").
+    pub timer: TimerStyle,
 }
 
 impl Default for TcpConfig {
@@ -116,6 +136,7 @@ impl Default for TcpConfig {
             timestamps: false,
             eln: false,
             eln_rexmt_thresh: 2,
+            timer: TimerStyle::Bsd,
         }
     }
 }

@@ -94,6 +94,25 @@ impl Receiver {
         }
     }
 
+    /// A receiver already synchronized with a [`Sender::new_established`](crate::Sender::new_established) of
+    /// the same configuration whose initial sequence number is `irs`: ns's one-way `TCPSink` (no SYN, the
+    /// first packet it sees is data). SACK is on when [`TcpConfig::sack`] is, timestamps when configured.
+    pub fn new_established(
+        cfg: TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        irs: SeqNum,
+    ) -> Receiver {
+        let mut r = Receiver::new(cfg, local, remote, iss);
+        r.irs = irs;
+        r.rcv_nxt = 1;
+        r.sack_ok = r.cfg.sack;
+        r.ts_ok = r.cfg.timestamps;
+        r.state = State::Established;
+        r
+    }
+
     /// Sends `n` ACKs of the next expected byte at once, so that the sender sees duplicate ACKs and fast
     /// retransmits: the mobile host's network layer calls this when a handoff completes (seed 004, "Fast
     /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). When an ACK of new data is

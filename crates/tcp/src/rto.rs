@@ -6,7 +6,14 @@
 //! freezes a connection for 0.5–1 s (seed 004, "More Accurate Retransmission Timers": pauses "from
 //! 650 ms" after a handoff).
 
-use crate::config::{ms, TcpConfig};
+//!
+//! With [`TimerStyle::Ns`] the timer is instead ns-2's of seed 002's time (seed 002 §4: "We use ns as our
+//! simulator"): `TcpAgent::rtt_update`, `rtt_timeout`, `rtt_backoff` and `rtt_init` of ns-2's `tcp/tcp.cc`
+//! (the version with `rfc2988_` off, as in the `ns2/NS2` repository's history), with the defaults of
+//! `tcl/lib/ns-default.tcl` revision 1.82 of 1997-12-20 (`tcpTick_ 0.1`, `rtxcur_init_ 6.0`,
+//! `maxrto_ 100000`, no `minrto_` yet): see `examples/web-ns.toml`.
+
+use crate::config::{ms, TcpConfig, TimerStyle};
 use lasthop_wire::Time;
 
 /// Backoff doublings are capped here; `max_rto` caps the value long before in any sane configuration.
@@ -21,6 +28,13 @@ pub(crate) struct Rto {
     min: u64,
     max: u64,
     tick: u64,
+    style: TimerStyle,
+    /// ns: `t_srtt_`, srtt in ticks × 8 (0: no estimate).
+    ns_srtt8: i64,
+    /// ns: `t_rttvar_`, rttvar in ticks × 4.
+    ns_rttvar4: i64,
+    /// ns: `t_rtxcur_`, the RTO before backoff and clamps, nanoseconds.
+    ns_rtxcur: u64,
 }
 
 impl Rto {
@@ -35,11 +49,54 @@ impl Rto {
             min,
             max,
             tick: ms(cfg.tick_ms).as_nanos() as u64,
+            style: cfg.timer,
+            ns_srtt8: 0,
+            ns_rttvar4: 0,
+            ns_rtxcur: ms(cfg.initial_rto_ms).as_nanos() as u64,
         }
     }
 
+    /// Folds in the RTT of a segment sent at `sent` and acknowledged at `now`.
+    pub fn sample(&mut self, sent: Time, now: Time) {
+        if self.style == TimerStyle::Ns {
+            self.ns_sample(sent, now);
+            return;
+        }
+        self.sample_bsd(now.as_nanos().saturating_sub(sent.as_nanos()));
+    }
+
+    /// ns-2 `TcpAgent::rtt_update` (without timestamps): the RTT in whole ticks of the agent's clock, the
+    /// tick boundaries crossed between `sent` and `now` (ns offsets its clock by a random `boot_time_`; ours
+    /// starts at 0, keeping runs deterministic), at least one; then ns's integer smoothing. A valid sample
+    /// also resets the backoff (`newack`: `t_backoff_ = 1` where it calls `rtt_update`).
+    fn ns_sample(&mut self, sent: Time, now: Time) {
+        let tick = self.tick.max(1);
+        let t_rtt = ((now.as_nanos() / tick).saturating_sub(sent.as_nanos() / tick)).clamp(1, 1 << 20) as i64;
+        if self.ns_srtt8 != 0 {
+            let mut delta = t_rtt - (self.ns_srtt8 >> 3); // d = m - a0
+            self.ns_srtt8 += delta; // a1 = 7/8 a0 + 1/8 m
+            if self.ns_srtt8 <= 0 {
+                self.ns_srtt8 = 1;
+            }
+            delta = delta.abs() - (self.ns_rttvar4 >> 2);
+            self.ns_rttvar4 += delta; // var1 = 3/4 var0 + 1/4 |d|
+            if self.ns_rttvar4 <= 0 {
+                self.ns_rttvar4 = 1;
+            }
+        } else {
+            self.ns_srtt8 = t_rtt << 3; // srtt = rtt
+            self.ns_rttvar4 = t_rtt << 1; // rttvar = rtt / 2
+        }
+        // t_rtxcur_ = (((t_rttvar_ << (rttvar_exp_ + (T_SRTT_BITS - T_RTTVAR_BITS))) + t_srtt_) >> T_SRTT_BITS)
+        //             * tcp_tick_, with rttvar_exp_ = 2, T_SRTT_BITS = 3, T_RTTVAR_BITS = 2: srtt + 4·rttvar.
+        let ticks = ((self.ns_rttvar4 << 3) + self.ns_srtt8) >> 3;
+        self.ns_rtxcur = (ticks.max(0) as u64).saturating_mul(self.tick);
+        self.srtt = Some((self.ns_srtt8 as u64).saturating_mul(self.tick) / 8);
+        self.backoff = 0;
+    }
+
     /// Folds in one RTT measurement, in nanoseconds (RFC 6298 §2.2–2.3).
-    pub fn sample(&mut self, rtt: u64) {
+    fn sample_bsd(&mut self, rtt: u64) {
         match self.srtt {
             None => {
                 self.srtt = Some(rtt);
@@ -54,6 +111,9 @@ impl Rto {
 
     /// RTO before backoff: SRTT + max(G, 4·RTTVAR), G being the clock granularity, clamped.
     pub fn base(&self) -> u64 {
+        if self.style == TimerStyle::Ns {
+            return self.ns_timeout(1);
+        }
         let raw = match self.srtt {
             None => self.initial,
             Some(srtt) => srtt.saturating_add(self.tick.max(self.rttvar.saturating_mul(4))),
@@ -61,17 +121,44 @@ impl Rto {
         raw.clamp(self.min, self.max)
     }
 
+    /// ns-2 `TcpAgent::rtt_timeout` (`rfc2988_` off): `t_rtxcur_ × t_backoff_`, at most `maxrto_`, at
+    /// least `minrto_`, at least two ticks.
+    fn ns_timeout(&self, backoff: u64) -> u64 {
+        self.ns_rtxcur.saturating_mul(backoff).min(self.max).max(self.min).max(self.tick.saturating_mul(2))
+    }
+
     /// RTO with the exponential backoff applied.
     pub fn current(&self) -> u64 {
+        if self.style == TimerStyle::Ns {
+            return self.ns_timeout(1 << self.backoff);
+        }
         self.base().saturating_mul(1u64 << self.backoff).min(self.max)
     }
 
     pub fn back_off(&mut self) {
+        if self.style == TimerStyle::Ns {
+            // ns-2 `rtt_backoff`: double up to 64; backed off past 8, srtt is folded into rttvar and
+            // forgotten (the next sample starts the estimate afresh).
+            self.backoff = (self.backoff + 1).min(6);
+            if self.backoff > 3 {
+                self.ns_rttvar4 += self.ns_srtt8 >> 3;
+                self.ns_srtt8 = 0;
+            }
+            return;
+        }
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
     }
 
     pub fn reset_backoff(&mut self) {
         self.backoff = 0;
+    }
+
+    /// A new ACK arrived: BSD's sender resets the backoff here; ns's resets it only with an RTT sample
+    /// ([`sample`](Self::sample)).
+    pub fn on_new_ack(&mut self) {
+        if self.style == TimerStyle::Bsd {
+            self.backoff = 0;
+        }
     }
 
     pub fn srtt(&self) -> Option<u64> {
@@ -81,11 +168,11 @@ impl Rto {
     /// When a timer armed at `now` expires. With a tick, as BSD's `tcp_slowtimo`: the RTO is a whole number
     /// of ticks n (rounded up, at least one), the timer is decremented at every tick boundary (multiples of
     /// the tick from time 0) and expires at the n-th one after `now`, that is between (n − 1)·tick
-    /// (exclusive) and n·tick after `now`. Without a tick (0): exactly `now + RTO`.
+    /// (exclusive) and n·tick after `now`. Without a tick (0), or with ns's timer: exactly `now + RTO`.
     pub fn deadline(&self, now: Time) -> Time {
         let t = now.as_nanos();
         let rto = self.current();
-        if self.tick == 0 {
+        if self.tick == 0 || self.style == TimerStyle::Ns {
             return Time(t.saturating_add(rto));
         }
         let ticks = rto.div_ceil(self.tick).max(1);
@@ -103,10 +190,10 @@ mod tests {
     fn first_sample_sets_srtt_and_half_variance() {
         let mut r = Rto::new(&TcpConfig { min_rto_ms: 0.0, tick_ms: 0.0, ..TcpConfig::default() });
         assert_eq!(r.base(), 3000 * MS, "initial RTO before any sample");
-        r.sample(100 * MS);
+        r.sample_bsd(100 * MS);
         assert_eq!(r.srtt(), Some(100 * MS));
         assert_eq!(r.base(), 300 * MS); // 100 + 4 * 50
-        r.sample(200 * MS);
+        r.sample_bsd(200 * MS);
         // rttvar = (3*50 + 100)/4 = 62.5; srtt = (700 + 200)/8 = 112.5 — the new sample weighs 1/8.
         assert_eq!(r.srtt(), Some(112_500_000));
         assert_eq!(r.base(), 112_500_000 + 250 * MS);
@@ -115,7 +202,7 @@ mod tests {
     #[test]
     fn clamped_to_min_and_max_and_backoff_doubles() {
         let mut r = Rto::new(&TcpConfig::default());
-        r.sample(10 * MS);
+        r.sample_bsd(10 * MS);
         assert_eq!(r.current(), 1000 * MS, "min RTO (BSD TCPTV_MIN) wins over a tiny RTT");
         r.back_off();
         assert_eq!(r.current(), 2000 * MS);
@@ -128,7 +215,7 @@ mod tests {
         r.reset_backoff();
         assert_eq!(r.current(), 1000 * MS);
         let mut big = Rto::new(&TcpConfig::default());
-        big.sample(100_000 * MS);
+        big.sample_bsd(100_000 * MS);
         assert_eq!(big.current(), 64000 * MS);
     }
 
@@ -162,5 +249,39 @@ mod tests {
             assert_eq!(d % (500 * MS), 0);
             assert!(wait > 500 * MS && wait <= 1000 * MS, "{now_ms} ms: waits {wait} ns");
         }
+    }
+
+    #[test]
+    fn ns_backoff_caps_at_64_and_forgets_srtt_past_8() {
+        let cfg = TcpConfig {
+            timer: TimerStyle::Ns,
+            tick_ms: 100.0,
+            min_rto_ms: 0.0,
+            max_rto_ms: 100_000_000.0,
+            initial_rto_ms: 6000.0,
+            ..TcpConfig::default()
+        };
+        let mut r = Rto::new(&cfg);
+        assert_eq!(r.current(), 6000 * MS, "rtxcur_init_");
+        r.sample(Time::from_millis(0), Time::from_millis(20)); // 1 tick: RTO 3 ticks
+        assert_eq!(r.current(), 300 * MS);
+        for k in 1..=3 {
+            r.back_off();
+            assert_eq!(r.current(), (300 << k) * MS);
+        }
+        assert_eq!(r.srtt(), Some(100 * MS));
+        r.back_off(); // x16: srtt folded into rttvar and cleared
+        assert_eq!(r.current(), 16 * 300 * MS, "the current RTO value is kept until the next sample");
+        for _ in 0..10 {
+            r.back_off();
+        }
+        assert_eq!(r.current(), 64 * 300 * MS, "t_backoff_ stops at 64");
+        // The next sample starts afresh (srtt = rtt, rttvar = rtt / 2) and resets the backoff.
+        r.sample(Time::from_millis(1000), Time::from_millis(1250)); // 2 ticks: RTO 2 + 4·1
+        assert_eq!(r.current(), 600 * MS);
+        // Never below two ticks.
+        let tiny = Rto::new(&TcpConfig { initial_rto_ms: 50.0, ..cfg });
+        assert_eq!(tiny.current(), 200 * MS);
+        assert_eq!(tiny.deadline(Time::from_millis(7)), Time::from_millis(207), "exact, not tick-aligned");
     }
 }

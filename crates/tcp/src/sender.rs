@@ -3,7 +3,7 @@
 //! `recovery.rs` (the ELN-aware retransmission of seed 002 included); this file only routes ELN-marked
 //! ACKs there and piggybacks the output-queue option ([`Sender::set_output_queue`]).
 
-use crate::config::{SenderStats, TcpConfig, Variant};
+use crate::config::{SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
@@ -136,6 +136,34 @@ impl Sender {
     pub fn new_open(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum) -> Sender {
         let mut s = Sender::new(cfg, local, remote, iss, 0);
         s.open = true;
+        s
+    }
+
+    /// An open-stream sender already synchronized with a [`Receiver::new_established`](crate::Receiver)
+    /// of the same configuration whose initial sequence number is `irs`: no SYN is ever sent and the first
+    /// packet is data. This is ns's one-way `Agent/TCP` of seed 002's time (`syn_` false until 2001: "in
+    /// 1-way TCP, syn_ indicates we are modeling a SYN exchange", ns-2 `tcp/tcp.cc`), which seed 002's Web
+    /// runs used (§4: "We use ns as our simulator"). Both ends take the configured MSS, SACK when
+    /// [`TcpConfig::sack`] is on (and, here, offered by the variant) and timestamps when configured; the
+    /// peer's window is `max_window`; the RTO is the initial one until the first RTT sample.
+    pub fn new_established(
+        cfg: TcpConfig,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        iss: SeqNum,
+        irs: SeqNum,
+    ) -> Sender {
+        let mut s = Sender::new_open(cfg, local, remote, iss);
+        s.irs = irs;
+        s.sack_ok = s.offers_sack() && s.cfg.sack;
+        s.ts_ok = s.cfg.timestamps;
+        s.peer_wnd = s.cfg.max_window.min(u32::from(u16::MAX));
+        s.state = State::Established;
+        s.una = 1;
+        s.nxt = 1;
+        s.max = 1;
+        s.recover = 1;
+        s.high_rxt = 1;
         s
     }
 
@@ -276,13 +304,20 @@ impl Sender {
             return;
         }
         let acked = a - self.una;
-        self.take_rtt_sample(now, a);
+        let ns_timer = self.cfg.timer == TimerStyle::Ns;
+        if !ns_timer {
+            self.take_rtt_sample(now, a);
+        }
         self.una = a;
         self.nxt = self.nxt.max(a);
         self.scoreboard.advance(a);
-        self.rto.reset_backoff();
+        self.rto.on_new_ack();
         // RFC 6298 (5.2, 5.3): stop when all is acknowledged, else restart.
         self.rtx_deadline = if self.una >= self.max { None } else { Some(self.rto.deadline(now)) };
+        if ns_timer {
+            // ns-2 `TcpAgent::newack` re-arms the timer (`newtimer`) before it updates the RTT estimate.
+            self.take_rtt_sample(now, a);
+        }
         self.on_new_ack(now, acked);
         if eln {
             // A new ACK can carry ELN too (seed 002: marking "can (and does) also happen for new ones"):
@@ -295,7 +330,7 @@ impl Sender {
     fn take_rtt_sample(&mut self, now: Time, acked_to: u64) {
         if let Some((end, sent)) = self.timing {
             if acked_to >= end {
-                self.rto.sample(now.as_nanos().saturating_sub(sent.as_nanos()));
+                self.rto.sample(sent, now);
                 self.timing = None;
             }
         }
@@ -581,5 +616,10 @@ impl Sender {
     /// Smoothed RTT in nanoseconds, once measured.
     pub fn srtt(&self) -> Option<u64> {
         self.rto.srtt()
+    }
+
+    /// The retransmission timeout a timer armed now would wait (backoff included), in nanoseconds.
+    pub fn rto_ns(&self) -> u64 {
+        self.rto.current()
     }
 }

@@ -1246,3 +1246,119 @@ fn handoff_dupacks_trigger_the_fixed_senders_fast_retransmit() {
     assert_eq!(s.stats().fast_retransmits, 1);
     assert_eq!(s.stats().timeouts, 0);
 }
+
+// ---- one-way (ns-style) endpoints and ns's timer ------------------------------------------------------
+
+/// The configuration of examples/web-ns.toml: ns-2's one-way agents of 1997 (MSS 1000, a 100 ms tick,
+/// a 6 s initial RTO, no minimum RTO beyond two ticks, an ACK per segment).
+fn ns_cfg(variant: Variant) -> TcpConfig {
+    TcpConfig {
+        variant,
+        sack: variant == Variant::Sack,
+        mss: MSS as u16,
+        max_window: 20_000,
+        initial_ssthresh: 20_000,
+        tick_ms: 100.0,
+        min_rto_ms: 0.0,
+        max_rto_ms: 100_000_000.0,
+        initial_rto_ms: 6000.0,
+        delayed_ack_ms: 0.0,
+        timer: crate::TimerStyle::Ns,
+        ..TcpConfig::default()
+    }
+}
+
+#[test]
+fn established_pair_starts_with_data_and_no_syn() {
+    for variant in [Variant::Reno, Variant::Sack] {
+        let cfg = ns_cfg(variant);
+        let mut s = Sender::new_established(cfg.clone(), SENDER_ADDR, RECEIVER_ADDR, ISS, IRS);
+        let mut r = Receiver::new_established(cfg, RECEIVER_ADDR, SENDER_ADDR, IRS, ISS);
+        assert!(r.is_synchronized());
+        assert!(drain_sender(&mut s, Time::ZERO).is_empty(), "nothing to send, and no SYN");
+        s.push(2500);
+        let first = drain_sender(&mut s, Time::ZERO);
+        assert_eq!(first.len(), 1, "initial window of one segment");
+        assert!(!first[0].syn && !first[0].fin);
+        assert_eq!((first[0].off, first[0].len), (1, MSS));
+        assert_eq!(first[0].ack, Some(IRS + 1), "acknowledges the receiver's implicit SYN");
+        // The receiver takes it as in-order data and ACKs it at once (TCPSink: no delayed ACK).
+        let mut p = s.poll_transmit(Time::ZERO);
+        assert!(p.is_none());
+        let mut s2 = Sender::new_established(ns_cfg(variant), SENDER_ADDR, RECEIVER_ADDR, ISS, IRS);
+        s2.push(2500);
+        p = s2.poll_transmit(Time::ZERO);
+        r.handle_packet(Time::from_millis(10), p.as_ref().unwrap());
+        let acks = drain_receiver(&mut r, Time::from_millis(10));
+        assert_eq!(acks.len(), 1);
+        assert_eq!(acks[0].ack, Some(seq(1 + u64::from(MSS))));
+        assert_eq!(r.read().map(|c| c.len()), Some(MSS as usize));
+        // Out of order: the third segment before the second gives a DUPACK, with SACK for Sack.
+        s2.handle_packet(Time::from_millis(20), &ack(1 + u64::from(MSS), &[]));
+        let two = drain_sender(&mut s2, Time::from_millis(20));
+        assert_eq!(two.len(), 2, "slow start: two more segments");
+        let third =
+            to_receiver(TcpRepr { seq: seq(two[1].off), ack: Some(IRS + 1), ..TcpRepr::default() }, &two[1].payload);
+        r.handle_packet(Time::from_millis(30), &third);
+        let dup = drain_receiver(&mut r, Time::from_millis(30));
+        assert_eq!(dup[0].ack, Some(seq(1 + u64::from(MSS))));
+        assert_eq!(!dup[0].sack.is_empty(), variant == Variant::Sack, "{variant}: SACK only when agreed");
+    }
+}
+
+#[test]
+fn ns_timer_counts_ticks_is_exact_and_keeps_backoff_without_a_sample() {
+    let mut s = Sender::new_established(ns_cfg(Variant::Reno), SENDER_ADDR, RECEIVER_ADDR, ISS, IRS);
+    s.push(10_000);
+    let t0 = Time::from_millis(1234);
+    assert_eq!(drain_sender(&mut s, t0).len(), 1);
+    // No RTT sample yet: rtxcur_init_ = 6 s, exact (not rounded to a tick boundary).
+    assert_eq!(s.poll_timeout(), Some(t0 + Duration::from_secs(6)));
+    // ACKed 30 ms later, within one 100 ms tick: t_rtt_ = 1 tick, srtt = 1, rttvar = 1/2, RTO = 3 ticks.
+    let t1 = t0 + Duration::from_millis(30);
+    s.handle_packet(t1, &ack(1 + u64::from(MSS), &[]));
+    assert_eq!(s.rto_ns(), 300_000_000);
+    let sent = drain_sender(&mut s, t1);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(s.poll_timeout(), Some(t1 + Duration::from_millis(300)), "exact: now + RTO");
+    ns_rtt_samples_count_tick_boundaries();
+    // Timeout: RTO doubles; the ACK of the retransmission (Karn: no sample) does not reset it, unlike BSD.
+    let t2 = t1 + Duration::from_millis(300);
+    s.handle_timeout(t2);
+    assert_eq!(s.rto_ns(), 600_000_000);
+    let rx = drain_sender(&mut s, t2);
+    assert_eq!(rx[0].off, 1 + u64::from(MSS));
+    let t3 = t2 + Duration::from_millis(30);
+    s.handle_packet(t3, &ack(1 + 2 * u64::from(MSS), &[]));
+    assert_eq!(s.rto_ns(), 600_000_000, "ns resets the backoff only with a valid RTT sample");
+    let mut bsd = Sender::new_established(
+        TcpConfig { timer: crate::TimerStyle::Bsd, tick_ms: 0.0, ..ns_cfg(Variant::Reno) },
+        SENDER_ADDR,
+        RECEIVER_ADDR,
+        ISS,
+        IRS,
+    );
+    bsd.push(10_000);
+    drain_sender(&mut bsd, t0);
+    bsd.handle_timeout(t0 + Duration::from_secs(6));
+    drain_sender(&mut bsd, t0 + Duration::from_secs(6));
+    bsd.handle_packet(t0 + Duration::from_millis(6030), &ack(1 + u64::from(MSS), &[]));
+    assert_eq!(bsd.rto_ns(), 6_000_000_000, "BSD: any new ACK resets the backoff");
+}
+
+/// Tick counting of ns's RTT samples, through a sender: a segment sent at 1190 ms and ACKed at 1310 ms
+/// crosses two tick boundaries (1200, 1300): t_rtt_ = 2, RTO = 2 + 4·1 = 6 ticks.
+fn ns_rtt_samples_count_tick_boundaries() {
+    {
+        let mut s = Sender::new_established(ns_cfg(Variant::Reno), SENDER_ADDR, RECEIVER_ADDR, ISS, IRS);
+        s.push(5000);
+        drain_sender(&mut s, Time::from_millis(1190));
+        s.handle_packet(Time::from_millis(1310), &ack(1 + u64::from(MSS), &[]));
+        assert_eq!(s.rto_ns(), 600_000_000);
+        // An 80 ms RTT that crosses no boundary still counts one tick; ns's fixed point then has
+        // srtt·8 = 16 - 1 = 15, rttvar·4 = 4 + (1 - 1) = 4, RTO = ((4 << 3) + 15) >> 3 = 5 ticks.
+        drain_sender(&mut s, Time::from_millis(1310));
+        s.handle_packet(Time::from_millis(1310 + 80), &ack(1 + 2 * u64::from(MSS), &[]));
+        assert_eq!(s.rto_ns(), 500_000_000);
+    }
+}

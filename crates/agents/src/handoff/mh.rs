@@ -126,25 +126,14 @@ impl MobileHost {
                 out.push(self.emit(&c, new_primary));
             }
             Scheme::Multicast => {
-                let mut want: BTreeMap<Ipv4Addr, Role> = self.known.iter().map(|&b| (b, Role::Idle)).collect();
-                for &b in buffering {
-                    want.insert(b, Role::Buffering);
-                }
-                want.insert(new_primary, Role::Primary);
+                let want = self.desired_roles(new_primary, buffering);
                 let mut c = Control::new(Kind::Forward, seq, self.home, Ipv4Addr::UNSPECIFIED);
                 c.ids = self.last_ids();
                 out.push(self.emit(&c, new_primary));
-                for (&b, &r) in &want {
-                    if b == new_primary {
-                        continue;
-                    }
-                    let kind = if r == Role::Buffering { Kind::Buffer } else { Kind::Stop };
-                    let c = Control::new(kind, seq, self.home, Ipv4Addr::UNSPECIFIED);
-                    out.push(self.emit(&c, b));
+                for (&b, &r) in want.iter().filter(|(b, _)| **b != new_primary) {
+                    out.push(self.role_request(b, r, seq));
                 }
-                want.retain(|_, r| *r != Role::Idle);
-                self.known.extend(want.keys().copied());
-                self.table = want;
+                self.adopt(want);
             }
         }
         debug_assert_eq!(self.table.values().filter(|r| **r == Role::Primary).count(), 1);
@@ -160,12 +149,7 @@ impl MobileHost {
         if self.scheme != Scheme::Multicast || !self.accepted {
             return Vec::new();
         }
-        let primary = self.primary();
-        let mut want: BTreeMap<Ipv4Addr, Role> = self.known.iter().map(|&b| (b, Role::Idle)).collect();
-        for &b in buffering.iter().filter(|&&b| b != primary) {
-            want.insert(b, Role::Buffering);
-        }
-        want.insert(primary, Role::Primary);
+        let want = self.desired_roles(self.primary(), buffering);
         let changes: Vec<(Ipv4Addr, Role)> =
             want.iter().filter(|(b, r)| self.role_of(**b) != **r).map(|(&b, &r)| (b, r)).collect();
         if changes.is_empty() {
@@ -173,16 +157,33 @@ impl MobileHost {
         }
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        let mut out = Vec::new();
-        for (b, r) in changes {
-            let kind = if r == Role::Buffering { Kind::Buffer } else { Kind::Stop };
-            let c = Control::new(kind, seq, self.home, Ipv4Addr::UNSPECIFIED);
-            out.push(self.emit(&c, b));
+        let out = changes.into_iter().map(|(b, r)| self.role_request(b, r, seq)).collect();
+        self.adopt(want);
+        out
+    }
+
+    /// Every known base station's wanted role: `primary` forwards, `buffering` (less the primary) buffer,
+    /// the rest idle.
+    fn desired_roles(&self, primary: Ipv4Addr, buffering: &[Ipv4Addr]) -> BTreeMap<Ipv4Addr, Role> {
+        let mut want: BTreeMap<Ipv4Addr, Role> = self.known.iter().map(|&b| (b, Role::Idle)).collect();
+        for &b in buffering {
+            want.insert(b, Role::Buffering);
         }
+        want.insert(primary, Role::Primary);
+        want
+    }
+
+    /// The request that makes base station `b` buffer, or stop forwarding and buffering.
+    fn role_request(&mut self, b: Ipv4Addr, role: Role, seq: u16) -> Bytes {
+        let kind = if role == Role::Buffering { Kind::Buffer } else { Kind::Stop };
+        self.emit(&Control::new(kind, seq, self.home, Ipv4Addr::UNSPECIFIED), b)
+    }
+
+    /// Makes `want` the table (idle stations dropped from it, remembered as known).
+    fn adopt(&mut self, mut want: BTreeMap<Ipv4Addr, Role>) {
         want.retain(|_, r| *r != Role::Idle);
         self.known.extend(want.keys().copied());
         self.table = want;
-        out
     }
 
     /// True once the current handoff's new primary has accepted it.
