@@ -145,8 +145,8 @@ mod tests {
     fn other_experiments_on_kind_254_are_not_the_mark() {
         let other_exid = TcpOption::Unknown { kind: KIND, data: &[0x12, 0x34] };
         let longer = TcpOption::Unknown { kind: KIND, data: &[b'L', b'H', 0] };
-        let queue = TcpOption::Unknown { kind: 253, data: &[b'L', b'H'] };
+        let queue = TcpOption::Unknown { kind: 253, data: b"LH" };
         assert!(!is_mark(&other_exid) && !is_mark(&longer) && !is_mark(&queue));
-        assert!(is_mark(&TcpOption::Unknown { kind: KIND, data: &[b'L', b'H'] }));
+        assert!(is_mark(&TcpOption::Unknown { kind: KIND, data: b"LH" }));
     }
 }
