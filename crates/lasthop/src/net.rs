@@ -332,28 +332,45 @@ pub fn bench(cmd: BenchCommand) -> Result<ExitCode> {
     eprintln!(
         "lasthop bench forward: {packets} segments (+ ACKs) per measurement, {repetitions} repetitions of plain then Snoop"
     );
-    let (mut ns, mut gbps, mut ratio) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()], Vec::new());
+    // [plain, snoop] wall-clock and thread-CPU ns per frame, Gb/s; ratios snoop/plain per repetition.
+    let (mut ns, mut cpu, mut gbps) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let (mut ratio, mut cpu_ratio) = (Vec::new(), Vec::new());
     // one untimed warm-up of each, so the first repetition does not pay for page faults
     for agent in [AgentKind::None, AgentKind::Snoop] {
         bench_forward(agent, (packets as usize / 10).max(1));
     }
     for rep in 0..repetitions {
-        let mut this = [0.0; 2];
+        let mut this = [(0.0, 0.0); 2];
         for (i, agent) in [AgentKind::None, AgentKind::Snoop].into_iter().enumerate() {
             let r = bench_forward(agent, packets as usize);
             ns[i].push(r.ns_per_frame);
+            cpu[i].push(r.cpu_ns_per_frame);
             gbps[i].push(r.goodput_gbps);
-            this[i] = r.ns_per_frame;
+            this[i] = (r.ns_per_frame, r.cpu_ns_per_frame);
         }
-        ratio.push(this[1] / this[0]);
-        eprintln!("  repetition {}: plain {:.0} ns/frame, snoop {:.0} ns/frame", rep + 1, this[0], this[1]);
+        ratio.push(this[1].0 / this[0].0);
+        cpu_ratio.push(this[1].1 / this[0].1);
+        eprintln!(
+            "  repetition {}: plain {:.0} ns/frame ({:.0} CPU), snoop {:.0} ns/frame ({:.0} CPU)",
+            rep + 1,
+            this[0].0,
+            this[0].1,
+            this[1].0,
+            this[1].1
+        );
     }
     for (i, name) in ["plain", "snoop"].into_iter().enumerate() {
-        println!("{name:<6} median {:>6.0} ns/frame, {:>6.2} Gb/s of TCP payload", median(&ns[i]), median(&gbps[i]));
+        println!(
+            "{name:<6} median {:>6.0} ns/frame ({:>4.0} ns of thread CPU), {:>6.2} Gb/s of TCP payload",
+            median(&ns[i]),
+            median(&cpu[i]),
+            median(&gbps[i])
+        );
     }
     println!(
-        "snoop overhead: {:+.1} % time per frame (median over repetitions of the ratio snoop/plain, both measured back to back in one repetition)",
-        (median(&ratio) - 1.0) * 100.0
+        "snoop overhead: {:+.1} % time per frame, {:+.1} % thread CPU per frame (medians over repetitions of the ratio snoop/plain, both measured back to back in one repetition)",
+        (median(&ratio) - 1.0) * 100.0,
+        (median(&cpu_ratio) - 1.0) * 100.0
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -237,24 +237,7 @@ impl PacketSocket {
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut meta = RxMeta::default();
-        // SAFETY: the CMSG_* macros walk the control buffer the kernel just filled, within msg_controllen.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
-                    let mut aux = TpacketAuxdata::default();
-                    std::ptr::copy_nonoverlapping(
-                        libc::CMSG_DATA(c),
-                        &mut aux as *mut TpacketAuxdata as *mut u8,
-                        std::mem::size_of::<TpacketAuxdata>(),
-                    );
-                    meta.checksum_unfinished = aux.status & TP_STATUS_CSUMNOTREADY != 0;
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
-            }
-        }
-        Ok((n as usize, meta))
+        Ok((n as usize, rx_meta(&msg)))
     }
 
     /// Up to `batch.capacity()` waiting frames with one `recvmmsg` call (never blocks): returns how many
@@ -293,23 +276,7 @@ impl PacketSocket {
         let got = r as usize;
         for (i, m) in msgs.iter().take(got).enumerate() {
             batch.lens[i] = (m.msg_len as usize).min(batch.bufs[i].len());
-            batch.meta[i] = RxMeta::default();
-            // SAFETY: the CMSG_* macros walk the control buffer the kernel filled, within msg_controllen.
-            unsafe {
-                let mut c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
-                while !c.is_null() {
-                    if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
-                        let mut aux = TpacketAuxdata::default();
-                        std::ptr::copy_nonoverlapping(
-                            libc::CMSG_DATA(c),
-                            &mut aux as *mut TpacketAuxdata as *mut u8,
-                            std::mem::size_of::<TpacketAuxdata>(),
-                        );
-                        batch.meta[i].checksum_unfinished = aux.status & TP_STATUS_CSUMNOTREADY != 0;
-                    }
-                    c = libc::CMSG_NXTHDR(&m.msg_hdr, c);
-                }
-            }
+            batch.meta[i] = rx_meta(&m.msg_hdr);
         }
         Ok(got)
     }
@@ -449,4 +416,27 @@ pub fn install_signal_handlers() -> io::Result<()> {
         cvt(unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) })?;
     }
     Ok(())
+}
+
+/// What the kernel said of a received frame in its `PACKET_AUXDATA` control message (the checksum status).
+fn rx_meta(msg: &libc::msghdr) -> RxMeta {
+    let mut meta = RxMeta::default();
+    // SAFETY: `msg` is a header the kernel just filled by recvmsg/recvmmsg; the CMSG_* macros walk its control
+    // buffer within msg_controllen, and the aux data is copied out unaligned.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
+                let mut aux = TpacketAuxdata::default();
+                std::ptr::copy_nonoverlapping(
+                    libc::CMSG_DATA(c),
+                    &mut aux as *mut TpacketAuxdata as *mut u8,
+                    std::mem::size_of::<TpacketAuxdata>(),
+                );
+                meta.checksum_unfinished = aux.status & TP_STATUS_CSUMNOTREADY != 0;
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    meta
 }

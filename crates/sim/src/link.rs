@@ -313,6 +313,31 @@ mod tests {
         assert!(l.start_next(Time(0)).is_some());
     }
 
+    /// `duplex = "full"` on the wireless hop (ns's `duplex-link` with an error model): each direction has its
+    /// own transmitter and queues, frames of one direction follow each other back to back, the other direction
+    /// never waits for them, and local retransmissions still go first within a direction.
+    #[test]
+    fn full_duplex_wireless_directions_never_wait_for_each_other() {
+        let mut l = link("full");
+        assert!(!l.is_half_duplex());
+        assert!(l.enqueue(0, pkt(1000), false));
+        assert!(l.enqueue(0, pkt(1000), false));
+        assert!(l.enqueue(0, pkt(500), true));
+        assert!(l.enqueue(1, pkt(40), false));
+        let a = l.start_next(Time(0)).unwrap();
+        let b = l.start_next(Time(0)).unwrap();
+        assert!(l.start_next(Time(0)).is_none(), "both transmitters busy");
+        assert_eq!((a.dir, a.packet.len()), (0, 500), "the local retransmission goes first");
+        assert_eq!((b.dir, b.packet.len()), (1, 40), "the ACK goes at once, behind no data frame");
+        // 40 B at 2 Mb/s = 160 µs plus 100 µs overhead, then 0.5 ms propagation.
+        assert_eq!(b.arrives_at, Time(160_000 + 100_000 + 500_000));
+        l.finish(1);
+        assert!(l.start_next(b.done_at).is_none(), "direction 0 still busy, direction 1 empty");
+        l.finish(0);
+        let c = l.start_next(a.done_at).unwrap();
+        assert_eq!((c.dir, c.done_at), (0, Time(a.done_at.0 + 4_100_000)));
+    }
+
     #[test]
     fn priority_queue_goes_first_and_queues_are_drop_tail() {
         let (mut l, mut m) = (link("half"), Medium::new(vec![0]));

@@ -559,6 +559,17 @@ mod tests {
     }
 
     #[test]
+    fn duplex_full_on_a_wireless_link_parses_and_bad_duplex_values_are_rejected() {
+        let full = example().replace("duplex = \"half\"", "duplex = \"full\"");
+        let s = Scenario::from_str(&full, "x.toml").unwrap();
+        assert_eq!(s.links["wavelan"].duplex(), Duplex::Full);
+        assert_eq!(s.links["wavelan"].kind, LinkKind::Wireless, "still the wireless hop, with one channel each way");
+        let bad = example().replace("duplex = \"half\"", "duplex = \"both\"");
+        let e = Scenario::from_str(&bad, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("both") && e.contains("half") && e.contains("full") && e.contains("line"), "{e}");
+    }
+
+    #[test]
     fn bad_mobility_is_rejected_with_the_field() {
         let handoff =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml")).unwrap();

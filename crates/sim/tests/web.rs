@@ -215,3 +215,34 @@ fn snoop_beats_reno_with_ns_agents_on_the_empirical_channel() {
     // Same seed, same run.
     assert_eq!(ns_run(edit("snoop")).1, snoop);
 }
+
+#[test]
+fn a_full_duplex_hop_without_mac_overhead_delivers_every_byte() {
+    // The `ns-full` stack of experiments/web.toml: ns's agents on a full-duplex lossy hop (ns's `duplex-link`
+    // with an error model), where requests and ACKs never wait behind the base station's data frames.
+    for (agent, persistent) in [("none", false), ("snoop", false), ("snoop", true)] {
+        let what = format!("{agent}/{persistent}");
+        let edit = |duplex: &'static str, overhead: f64| {
+            move |v: &mut toml::Value| {
+                set(v, "time_limit_s", 200.0);
+                set(v, "web.browse.duration_s", 200.0);
+                set(v, "nodes.bs.agent", agent);
+                set(v, "web.browse.persistent", persistent);
+                set(v, "web.browse.think_time", false);
+                set(v, "links.wavelan.duplex", duplex);
+                set(v, "links.wavelan.mac_overhead_us", overhead);
+            }
+        };
+        let (rf, full) = ns_run(edit("full", 0.0));
+        let (_, half) = ns_run(edit("half", 800.0));
+        assert_intact(&full, &what);
+        assert_intact(&half, &what);
+        assert_ne!(full.bytes_delivered, half.bytes_delivered, "{what}: the hop's duplex changes the run");
+        // Each direction has its own transmitter, busy exactly for its own frames' bits at 2 Mb/s.
+        for l in rf.links.iter().filter(|l| l.name == "wavelan") {
+            let own = l.bytes_sent as f64 * 8.0 / 2e6 / rf.sim_time_s;
+            assert!((l.utilisation - own).abs() < 1e-6 + own * 1e-3, "{what} {}: {l:?} vs {own}", l.direction);
+            assert!(l.frames_sent > 0 && l.frames_lost_to_errors > 0, "{what}: the lossy hop carries both ways: {l:?}");
+        }
+    }
+}
