@@ -69,6 +69,12 @@ pub struct MobilityConfig {
     /// On handoff completion the mobile's TCP sends three DUPACKs / retransmits at once (seed 004).
     #[serde(default)]
     pub fast_retransmit: bool,
+    /// With `fast_retransmit`, the signal a mobile *receiver* sends its stationary sender (seed 004,
+    /// Fig. 9 (b): "This special signal can be specially marked TCP ACK or three ordinary TCP ACKs"):
+    /// "dupacks" (default; any sender's fast retransmit answers) or "marked-ack" (one ACK with the handoff
+    /// option, answered by a sender with `tcp.handoff_aware`; others see one ordinary ACK).
+    #[serde(default)]
+    pub receiver_signal: ReceiverSignal,
     /// Packets a buffering BS keeps for the new primary to send (seed 000 §6: 12).
     #[serde(default = "twelve")]
     pub buffer_packets: usize,
@@ -163,6 +169,20 @@ pub enum SchemeKind {
     Multicast,
     Plain,
     None,
+}
+
+/// How a mobile receiver's TCP tells the stationary sender that a handoff is over (seed 004, "Fast
+/// Retransmissions", Fig. 9 (b) "Transmitter on the SH").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReceiverSignal {
+    /// "three ordinary TCP ACKs": duplicates of the last ACK, so that an unmodified sender fast-retransmits
+    /// (`lasthop_tcp::Receiver::send_dupacks`).
+    #[default]
+    Dupacks,
+    /// "specially marked TCP ACK": one ACK carrying the handoff option (`lasthop_wire::handoff_option`,
+    /// `lasthop_tcp::Receiver::send_handoff_mark`); a handoff-aware sender goes back to SND.UNA at once.
+    MarkedAck,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -481,6 +501,8 @@ pub(crate) struct BeaconState {
 /// Run-time state of mobility inside a world (node and link indices are the world's).
 pub(crate) struct MobState {
     pub fast_retransmit: bool,
+    /// `MobilityConfig::receiver_signal`.
+    pub receiver_signal: ReceiverSignal,
     /// `MobilityConfig::old_bs_drains`.
     pub old_bs_drains: bool,
     pub cells: Cells,

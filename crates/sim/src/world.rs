@@ -7,7 +7,7 @@ use crate::agents::build_agent;
 use crate::engine::Scheduler;
 use crate::link::{Link, Medium, Transmission};
 use crate::metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
-use crate::mobility::{BeaconState, Cells, MobState, MotionKind, SchemeKind};
+use crate::mobility::{BeaconState, Cells, MobState, MotionKind, ReceiverSignal, SchemeKind};
 use crate::scenario::{LinkKind, Scenario};
 use crate::web::{Command, Object, Samplers, WebClient, WebParams};
 use crate::{rng, RunOptions, SimError};
@@ -1351,6 +1351,7 @@ impl World {
         let secs = |v: f64| Time((v * 1e9).round() as u64);
         let state = MobState {
             fast_retransmit: cfg.fast_retransmit,
+            receiver_signal: cfg.receiver_signal,
             old_bs_drains: cfg.old_bs_drains,
             cells,
             rendezvous: secs(rendezvous_s),
@@ -1705,11 +1706,16 @@ impl World {
     }
 
     /// Seed 004: the handoff is accepted; the mobile's TCPs react at once instead of waiting for a timeout.
+    /// A receiving TCP sends the signal `mobility.receiver_signal` chooses (seed 004, Fig. 9 (b)).
     fn fast_retransmit(&mut self, now: Time, node: usize) {
+        let signal = self.mob.as_ref().map_or(ReceiverSignal::Dupacks, |m| m.receiver_signal);
         let eps = self.nodes[node].endpoints.clone();
         for ep in eps {
             match &mut self.endpoints[ep].role {
-                Role::Receiver(r) => r.send_dupacks(3),
+                Role::Receiver(r) => match signal {
+                    ReceiverSignal::Dupacks => r.send_dupacks(3),
+                    ReceiverSignal::MarkedAck => r.send_handoff_mark(),
+                },
                 Role::Sender(s) => s.retransmit_now(now),
                 Role::Closed => continue,
             }

@@ -158,3 +158,59 @@ fn crossing_jitter_is_seeded_and_validated() {
         assert!(e.contains("jitter_s"), "{e}");
     }
 }
+
+/// examples/motion.toml with the stationary host sending (seed 004 Fig. 9 (b), "Transmitter on the SH"):
+/// `signal` is "timeout" (no fast retransmit), "dupacks" or "marked-ack"; the SH is handoff-aware only for
+/// the marked ACK.
+fn sh_sending(case: &str, signal: &str, seed: u64) -> Scenario {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/motion.toml")).unwrap();
+    let mut v: toml::Value = toml::from_str(&text).unwrap();
+    v.as_table_mut().unwrap().insert("seed".into(), (seed as i64).into());
+    let m = v["mobility"].as_table_mut().unwrap();
+    m.insert("case".into(), case.into());
+    m.insert("fast_retransmit".into(), (signal != "timeout").into());
+    if signal != "timeout" {
+        m.insert("receiver_signal".into(), signal.into());
+    }
+    let f = v["flows"]["bulk"].as_table_mut().unwrap();
+    f.insert("from".into(), "sh".into());
+    f.insert("to".into(), "mh".into());
+    v["tcp"].as_table_mut().unwrap().insert("handoff_aware".into(), (signal == "marked-ack").into());
+    Scenario::from_toml(v, "motion.toml").unwrap()
+}
+
+#[test]
+fn marked_ack_takes_the_stationary_sender_back_at_once_and_every_byte_arrives() {
+    for case in ["rendezvous-0s", "rendezvous-1s"] {
+        let runs: Vec<RunResult> = ["timeout", "dupacks", "marked-ack"]
+            .iter()
+            .map(|sig| {
+                let r = run(&sh_sending(case, sig, 1), &RunOptions::default()).unwrap();
+                let f = &r.flows[0];
+                assert!(f.completed && f.corrupt_bytes == 0 && f.bytes_delivered == f.bytes_total, "{sig}: {f:?}");
+                r
+            })
+            .collect();
+        let pause =
+            |r: &RunResult| r.handoffs.iter().map(|h| h.pause_s.unwrap()).sum::<f64>() / r.handoffs.len() as f64;
+        let (timeout, dupacks, marked) = (&runs[0], &runs[1], &runs[2]);
+        assert!(marked.handoffs.len() >= 2);
+        // The marked ACK answers every handoff with a go-back, and nothing waits for the timer after the
+        // rendezvous (with 1 s rendezvous the first timeout still fires into the gap, as for a mobile sender).
+        assert!(marked.flows[0].fast_retransmits >= marked.handoffs.len() as u64, "{case}");
+        let in_gap = if case == "rendezvous-1s" { marked.handoffs.len() as u64 } else { 0 };
+        assert!(marked.flows[0].sender_timeouts <= in_gap, "{case}: {}", marked.flows[0].sender_timeouts);
+        for h in &marked.handoffs {
+            let beyond = h.pause_s.unwrap() - (h.decided_s - h.left_s);
+            assert!(beyond < 0.3, "{case}: {h:?}");
+        }
+        assert!(pause(marked) < pause(timeout) - 0.2, "{case}: {} vs {}", pause(marked), pause(timeout));
+        if case == "rendezvous-0s" {
+            // Three DUPACKs make Tahoe resend one segment and then wait for its timer (the handoff lost the
+            // rest of the window); the marked ACK resends the whole window. With 1 s rendezvous the timeout
+            // in the gap already went back, so both signals only have to restart it and come out close.
+            assert!(pause(marked) < pause(dupacks) - 0.2, "{case}: {} vs {}", pause(marked), pause(dupacks));
+        }
+        assert!(marked.flows[0].goodput_mbps > timeout.flows[0].goodput_mbps, "{case}");
+    }
+}

@@ -111,6 +111,12 @@ pub struct TcpConfig {
     /// ELN-marked ACKs with one acknowledgment number after which the missing segment is retransmitted
     /// (seed 002: `eln_rexmt_thresh`, "we set its value to 2"). Default 2; 0 is read as 1.
     pub eln_rexmt_thresh: u32,
+    /// Handoff-aware sender (seed 004, "Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH": the
+    /// mobile receiver's "specially marked TCP ACK"): an ACK carrying the handoff mark
+    /// ([`lasthop_wire::handoff_option`]) makes the sender go back to SND.UNA at once in slow start, as
+    /// [`Sender::retransmit_now`](crate::Sender::retransmit_now) does for a mobile sender. Default false:
+    /// the mark is ignored and the ACK processed as an ordinary one, as by an unmodified stack.
+    pub handoff_aware: bool,
     /// The retransmission timer's algorithm (default `bsd`; `ns` for ns-2's one-way agents, seed 002 §4:
     /// "We use ns as our simulator").
     pub timer: TimerStyle,
@@ -136,6 +142,7 @@ impl Default for TcpConfig {
             timestamps: false,
             eln: false,
             eln_rexmt_thresh: 2,
+            handoff_aware: false,
             timer: TimerStyle::Bsd,
         }
     }
@@ -168,6 +175,8 @@ pub struct SenderStats {
     pub eln_acks_received: u64,
     /// Retransmissions triggered by ELN ACKs, made without a congestion response.
     pub eln_retransmits: u64,
+    /// ACKs carrying the handoff mark that made the sender go back (`TcpConfig::handoff_aware` on).
+    pub handoff_marks_received: u64,
     /// Packets that could not be read as TCP/IPv4 (truncated, bad header, bad checksum, not TCP).
     pub malformed: u64,
 }
@@ -183,6 +192,8 @@ pub struct ReceiverStats {
     pub acks_sent: u64,
     /// ACKs that repeated the previous acknowledgment number.
     pub dupacks_sent: u64,
+    /// ACKs that carried the handoff mark (`Receiver::send_handoff_mark`).
+    pub handoff_marks_sent: u64,
     pub malformed: u64,
 }
 

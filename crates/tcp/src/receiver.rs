@@ -60,6 +60,8 @@ pub struct Receiver {
     stats: ReceiverStats,
     /// Extra ACKs of `rcv_nxt` ordered by [`Receiver::send_dupacks`] (fast retransmit after handoff).
     dupacks_pending: u32,
+    /// The next ACK carries the handoff mark, ordered by [`Receiver::send_handoff_mark`].
+    mark_pending: bool,
 }
 
 impl Receiver {
@@ -91,6 +93,7 @@ impl Receiver {
             ident: 0,
             stats: ReceiverStats::default(),
             dupacks_pending: 0,
+            mark_pending: false,
         }
     }
 
@@ -124,6 +127,18 @@ impl Receiver {
                 self.ack_now = true;
             }
             self.dupacks_pending = self.dupacks_pending.saturating_add(n);
+        }
+    }
+
+    /// Sends one ACK of the next expected byte carrying the handoff mark ([`lasthop_wire::handoff_option`]):
+    /// the mobile host's network layer calls this when a handoff completes, the "specially marked TCP ACK"
+    /// of seed 004 ("Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH"). A handoff-aware sender
+    /// ([`TcpConfig::handoff_aware`](crate::TcpConfig)) goes back to its oldest unacknowledged byte at once;
+    /// an unmodified one skips the option and sees an ordinary (duplicate) ACK. When an ACK of new data is
+    /// owed, that ACK carries the mark. Nothing before the connection is set up.
+    pub fn send_handoff_mark(&mut self) {
+        if self.last_ack.is_some() {
+            self.mark_pending = true;
         }
     }
 
@@ -350,6 +365,9 @@ impl Receiver {
             self.dupacks_pending -= 1;
             self.ack_now = true;
         }
+        if self.mark_pending {
+            self.ack_now = true;
+        }
         if !self.ack_now {
             return None;
         }
@@ -360,8 +378,12 @@ impl Receiver {
             seq: self.iss + 1,
             ack: Some(seq_at(self.irs, self.rcv_nxt)),
             timestamps: self.ts_ok.then(|| (ts_now(now), self.ts_recent)),
+            handoff_mark: std::mem::take(&mut self.mark_pending),
             ..self.base_repr()
         };
+        if repr.handoff_mark {
+            self.stats.handoff_marks_sent += 1;
+        }
         if self.sack_ok {
             let max = repr.max_sack_blocks();
             for &(l, r) in self.sack_recent.iter().take(max) {

@@ -277,6 +277,8 @@ impl Sender {
             return;
         }
         let eln = self.cfg.eln && r.eln;
+        // Seed 004, Fig. 9 (b): the mobile receiver's "specially marked TCP ACK" says its handoff is over.
+        let marked = self.cfg.handoff_aware && r.handoff_mark;
         if a == self.una {
             // RFC 5681's duplicate ACK: nothing new, no data, same window, while data is outstanding.
             let pure = seg.payload.is_empty() && !r.flags.contains(TcpFlags::FIN);
@@ -286,6 +288,9 @@ impl Sender {
                     // Seed 002: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
                     // inflation altogether; they lead only to the ELN retransmission.
                     self.on_eln_ack(now, a);
+                } else if marked {
+                    // The mark repeats the last ACK to carry its signal; it is no evidence of a new loss,
+                    // and the go-back below resets the duplicate-ACK count anyway.
                 } else if self.cfg.eln && self.eln_ack == a && self.eln_count > 0 {
                     // A plain DUPACK for a segment the base station already reported as corrupted: the
                     // receiver's DUPACKs that were on their way back when the base station saw the
@@ -300,6 +305,9 @@ impl Sender {
                 } else {
                     self.on_dupack(now);
                 }
+            }
+            if marked {
+                self.on_handoff_mark(now);
             }
             return;
         }
@@ -323,6 +331,20 @@ impl Sender {
             // A new ACK can carry ELN too (seed 002: marking "can (and does) also happen for new ones"):
             // it is the first ELN ACK for the new acknowledgment number.
             self.on_eln_ack(now, a);
+        }
+        if marked {
+            self.on_handoff_mark(now);
+        }
+    }
+
+    /// A marked ACK from a mobile receiver whose handoff has completed (seed 004, "Fast Retransmissions",
+    /// Fig. 9 (b) "Transmitter on the SH": "This special signal can be specially marked TCP ACK"): the
+    /// same go-back as a mobile sender's own signal, [`retransmit_now`](Self::retransmit_now). A mark
+    /// arriving when nothing is outstanding changes nothing.
+    fn on_handoff_mark(&mut self, now: Time) {
+        if self.una < self.max {
+            self.stats.handoff_marks_received += 1;
+            self.retransmit_now(now);
         }
     }
 

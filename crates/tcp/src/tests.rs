@@ -25,6 +25,7 @@ struct Seg {
     sack_permitted: bool,
     rexmit: Option<bool>,
     payload: Bytes,
+    handoff_mark: bool,
 }
 
 fn decode(p: &Bytes, base: SeqNum) -> Seg {
@@ -44,6 +45,7 @@ fn decode(p: &Bytes, base: SeqNum) -> Seg {
         sack_permitted: r.sack_permitted,
         rexmit: None,
         payload: Bytes::copy_from_slice(tcp.payload()),
+        handoff_mark: r.handoff_mark,
     }
 }
 
@@ -1245,6 +1247,164 @@ fn handoff_dupacks_trigger_the_fixed_senders_fast_retransmit() {
     assert_eq!((out[0].off, out[0].rexmit), (una, Some(true)));
     assert_eq!(s.stats().fast_retransmits, 1);
     assert_eq!(s.stats().timeouts, 0);
+}
+
+/// A cumulative ACK up to sender offset `off` carrying the handoff mark (seed 004's "specially marked TCP ACK").
+fn marked_ack(off: u64) -> Bytes {
+    to_sender(TcpRepr { seq: IRS + 1, ack: Some(seq(off)), handoff_mark: true, ..TcpRepr::default() })
+}
+
+fn aware(variant: Variant) -> TcpConfig {
+    TcpConfig { handoff_aware: true, ..cfg(variant) }
+}
+
+#[test]
+fn marked_ack_sends_a_handoff_aware_sender_back_to_snd_una_in_slow_start() {
+    let (mut s, first) = established(aware(Variant::Tahoe), 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let una = flight[0].off;
+    let max = s.snd_max_offset();
+    let cwnd_before = s.cwnd();
+    let deadline_before = s.poll_timeout().unwrap();
+    // Two ordinary DUPACKs (a Tahoe sender waits for the third), then the mark: the go-back, not a third DUPACK.
+    let t = now + Duration::from_millis(50);
+    s.handle_packet(t, &ack(una, &[]));
+    s.handle_packet(t, &ack(una, &[]));
+    assert!(drain_sender(&mut s, t).is_empty());
+    s.handle_packet(t, &marked_ack(una));
+    let out = drain_sender(&mut s, t);
+    assert_eq!(out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(una, Some(true))]);
+    assert_eq!(s.cwnd(), MSS, "slow start from one segment");
+    assert_eq!(s.ssthresh(), (cwnd_before / 2).max(2 * MSS));
+    assert_eq!((s.stats().handoff_marks_received, s.stats().fast_retransmits, s.stats().timeouts), (1, 1, 0));
+    assert_eq!(s.stats().dupacks_received, 3, "the marked ACK is still an ACK");
+    assert!(s.poll_timeout().unwrap() >= deadline_before, "the timer restarts from the mark");
+    // Go-back-N: each ACK of a retransmission releases the next segments of the lost window, in order.
+    let t2 = t + Duration::from_millis(100);
+    s.handle_packet(t2, &ack(una + u64::from(MSS), &[]));
+    let out = drain_sender(&mut s, t2);
+    assert_eq!(
+        out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(),
+        vec![(una + u64::from(MSS), Some(true)), (una + 2 * u64::from(MSS), Some(true))]
+    );
+    assert!(out.iter().all(|x| x.off < max));
+}
+
+#[test]
+fn marked_ack_of_new_data_goes_back_to_the_new_snd_una() {
+    let (mut s, first) = established(aware(Variant::Reno), 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let una = flight[0].off + u64::from(MSS); // the first segment got through before the handoff
+    s.handle_packet(now, &marked_ack(una));
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(una, Some(true))]);
+    assert_eq!((s.snd_una_offset() + 1, s.cwnd()), (una, MSS));
+}
+
+#[test]
+fn unmarked_ack_or_an_unaware_sender_leaves_the_window_alone() {
+    for (cfg, mark) in [(aware(Variant::Tahoe), false), (cfg(Variant::Tahoe), true)] {
+        let (mut s, first) = established(cfg, 1_000_000);
+        let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+        let una = flight[0].off;
+        let (cwnd, ssthresh, deadline) = (s.cwnd(), s.ssthresh(), s.poll_timeout());
+        let pkt = if mark { marked_ack(una) } else { ack(una, &[]) };
+        s.handle_packet(now, &pkt);
+        assert!(drain_sender(&mut s, now).is_empty(), "mark {mark}: one DUPACK, nothing sent");
+        assert_eq!((s.cwnd(), s.ssthresh(), s.poll_timeout()), (cwnd, ssthresh, deadline));
+        assert_eq!((s.stats().handoff_marks_received, s.stats().fast_retransmits), (0, 0));
+        assert_eq!(s.stats().dupacks_received, 1, "an unmodified sender counts the marked ACK as a DUPACK");
+        // Two more plain DUPACKs: the ordinary fast retransmit, the marked one counted among the three.
+        s.handle_packet(now, &ack(una, &[]));
+        s.handle_packet(now, &ack(una, &[]));
+        assert_eq!(s.stats().fast_retransmits, 1);
+    }
+}
+
+#[test]
+fn marked_ack_with_nothing_outstanding_or_beyond_snd_max_changes_nothing() {
+    let (mut s, first) = established(aware(Variant::Tahoe), 1000);
+    let end = first[0].off + u64::from(first[0].len) + 1;
+    s.handle_packet(Time::from_millis(200), &marked_ack(end));
+    assert!(s.is_finished());
+    assert!(drain_sender(&mut s, Time::from_millis(200)).is_empty());
+    assert_eq!(s.stats().handoff_marks_received, 0);
+    let (mut s, first) = established(aware(Variant::Tahoe), 1_000_000);
+    let (_, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+    let cwnd = s.cwnd();
+    s.handle_packet(now, &marked_ack(s.snd_max_offset() + 5000));
+    assert!(drain_sender(&mut s, now).is_empty());
+    assert_eq!((s.cwnd(), s.stats().handoff_marks_received), (cwnd, 0));
+}
+
+#[test]
+fn receiver_marks_exactly_one_ack_after_the_handoff() {
+    let t = Time::from_millis(10);
+    let mut idle = Receiver::new(TcpConfig::default(), RECEIVER_ADDR, SENDER_ADDR, IRS);
+    idle.send_handoff_mark();
+    assert!(drain_receiver(&mut idle, t).is_empty(), "no connection, no ACK to mark");
+    let mut r = receiver(TcpConfig::default());
+    r.handle_packet(t, &data(1, 1000, false));
+    r.handle_packet(t, &data(1001, 1000, false));
+    let plain = drain_receiver(&mut r, t);
+    assert_eq!(plain.len(), 1);
+    assert!(!plain[0].handoff_mark);
+    r.send_handoff_mark();
+    let out = drain_receiver(&mut r, t);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].handoff_mark && out[0].ack == plain[0].ack, "a repeat of the last ACK, marked");
+    assert_eq!((r.stats().handoff_marks_sent, r.stats().dupacks_sent), (1, 1));
+    // A delayed ACK owed: that ACK (of new data) carries the mark; one packet, not two.
+    r.handle_packet(t, &data(2001, 1000, false));
+    r.send_handoff_mark();
+    let out = drain_receiver(&mut r, t);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].handoff_mark && out[0].ack == Some(seq(3001)));
+    assert!(drain_receiver(&mut r, t).is_empty());
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn handoff_mark_takes_the_fixed_tahoe_sender_back_where_three_dupacks_resend_one_segment() {
+    // End to end through the two state machines: the window of 4 is lost; the receiver holds everything
+    // before it. Three DUPACKs make Tahoe resend one segment (then it waits for its timer as the others
+    // are gone); the marked ACK makes the aware sender go back and resend the whole window as ACKs return.
+    let run = |marked: bool| {
+        let cfg = if marked { aware(Variant::Tahoe) } else { cfg(Variant::Tahoe) };
+        let (mut s, first) = established(cfg, 1_000_000);
+        let (flight, now) = open_window(&mut s, first, 4, Time::from_millis(100));
+        let mut r = receiver(TcpConfig::default());
+        let una = flight[0].off;
+        r.handle_packet(now, &data(1, (una - 1) as usize, false));
+        let t = now + Duration::from_millis(200);
+        r.handle_timeout(t);
+        assert_eq!(acks(&mut r, t), vec![(una, vec![])]);
+        if marked {
+            r.send_handoff_mark();
+        } else {
+            r.send_dupacks(3);
+        }
+        for p in std::iter::from_fn(|| r.poll_transmit(t)).collect::<Vec<_>>() {
+            s.handle_packet(t, &p);
+        }
+        // Shuttle packets both ways, no loss, 10 ms apart, for 300 ms (well before any timer).
+        let mut now = t;
+        for _ in 0..30 {
+            for p in std::iter::from_fn(|| s.poll_transmit(now)).collect::<Vec<_>>() {
+                r.handle_packet(now, &p);
+            }
+            now += Duration::from_millis(10);
+            r.handle_timeout(now);
+            for p in std::iter::from_fn(|| r.poll_transmit(now)).collect::<Vec<_>>() {
+                s.handle_packet(now, &p);
+            }
+        }
+        assert_eq!(s.stats().timeouts, 0);
+        (s.stats().segments_retransmitted, s.snd_una_offset() + 1 >= flight.last().unwrap().off + u64::from(MSS))
+    };
+    assert_eq!(run(false), (1, false), "three DUPACKs: one segment, the rest wait for the timer");
+    let (resent, recovered) = run(true);
+    assert!(recovered && resent >= 4, "the marked ACK: the whole lost window again, {resent} resent");
 }
 
 // ---- one-way (ns-style) endpoints and ns's timer ------------------------------------------------------

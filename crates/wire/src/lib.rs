@@ -9,6 +9,7 @@
 //! Time lives here too ([`Time`]) because every layer above needs the same integer clock.
 
 pub mod checksum;
+pub mod handoff_option;
 pub mod ipip;
 pub mod ipv4;
 pub mod pcap;

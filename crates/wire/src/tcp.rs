@@ -334,6 +334,9 @@ pub struct TcpRepr {
     pub sack_permitted: bool,
     pub sack: SackBlocks,
     pub timestamps: Option<(u32, u32)>,
+    /// The "handoff over" mark of a mobile receiver (seed 004), emitted as the 4-byte experimental
+    /// option of [`handoff_option`](crate::handoff_option).
+    pub handoff_mark: bool,
 }
 
 impl TcpRepr {
@@ -357,6 +360,7 @@ impl TcpRepr {
                 TcpOption::SackPermitted => repr.sack_permitted = true,
                 TcpOption::SackRange(b) => repr.sack = b,
                 TcpOption::Timestamps { tsval, tsecr } => repr.timestamps = Some((tsval, tsecr)),
+                ref o if crate::handoff_option::is_mark(o) => repr.handoff_mark = true,
                 _ => {}
             }
         }
@@ -381,6 +385,9 @@ impl TcpRepr {
         if !self.sack.is_empty() {
             n += 2 + 8 * self.sack.len();
         }
+        if self.handoff_mark {
+            n += usize::from(crate::handoff_option::LEN);
+        }
         n.div_ceil(4) * 4
     }
 
@@ -402,6 +409,9 @@ impl TcpRepr {
         }
         if self.timestamps.is_some() {
             other += 10;
+        }
+        if self.handoff_mark {
+            other += usize::from(crate::handoff_option::LEN);
         }
         ((40usize.saturating_sub(other)).saturating_sub(2) / 8).min(SackBlocks::MAX)
     }
@@ -450,6 +460,10 @@ impl TcpRepr {
                 buf[o + 4..o + 8].copy_from_slice(&r.0.to_be_bytes());
                 o += 8;
             }
+        }
+        if self.handoff_mark {
+            buf[o..o + 4].copy_from_slice(&crate::handoff_option::to_bytes());
+            o += 4;
         }
         buf[o..hl].fill(option_kind::NOP);
         let end = hl + payload.len();
@@ -520,6 +534,7 @@ mod tests {
             sack_permitted: false,
             sack,
             timestamps: Some((7, 8)),
+            handoff_mark: false,
         };
         let pkt = repr.emit_ipv4(SRC, DST, 77, 64, b"hello");
         let ip = Ipv4Packet::new_checked(&pkt[..]).unwrap();
