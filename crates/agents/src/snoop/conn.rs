@@ -879,14 +879,12 @@ impl Conn {
             }
         }
         let Some(i) = self.needed_head() else {
-            stats.dupacks_forwarded += 1;
-            out.push(Action::Forward(Side::ToWired, pkt));
+            forward_dupack(pkt, out, stats);
             return;
         };
         let head = &self.cache[i];
         if head.has(flag::SENDER_REXMIT) {
-            stats.dupacks_forwarded += 1;
-            out.push(Action::Forward(Side::ToWired, pkt));
+            forward_dupack(pkt, out, stats);
             return;
         }
         if self.tx_mode && (head.tx.count > 0 || head.tx.pending > 0) {
@@ -895,37 +893,31 @@ impl Conn {
             // normal sequence, or one more than the transmissions between the hole and its retransmission
             // can explain (the retransmission was lost). Any other DUPACK is expected: dropped.
             if !self.head_lost(head) {
-                stats.dupacks_suppressed += 1;
-                out.push(Action::Drop(DropReason::DupAckSuppressed));
+                suppress_dupack(out, stats);
                 return;
             }
             if head.local_rexmits >= cfg.max_local_rexmit {
-                stats.dupacks_forwarded += 1;
-                out.push(Action::Forward(Side::ToWired, pkt));
+                forward_dupack(pkt, out, stats);
                 return;
             }
-            stats.dupacks_suppressed += 1;
-            out.push(Action::Drop(DropReason::DupAckSuppressed));
+            suppress_dupack(out, stats);
             self.retransmit_lost(i, now, cfg, out, stats);
             return;
         }
         if self.exp_dupacks > 0 {
             self.exp_dupacks -= 1;
-            stats.dupacks_suppressed += 1;
-            out.push(Action::Drop(DropReason::DupAckSuppressed));
+            suppress_dupack(out, stats);
             return;
         }
         if head.local_rexmits >= cfg.max_local_rexmit {
-            stats.dupacks_forwarded += 1;
-            out.push(Action::Forward(Side::ToWired, pkt));
+            forward_dupack(pkt, out, stats);
             return;
         }
         // Packets sent after the lost one, not counting those sent before a transmission that has since
         // been acknowledged: their DUPACKs were spent on an earlier loss (a hole revealed by a partial ACK).
         let sent_after = self.tx_count - head.tx_idx.max(self.acked_tx.saturating_sub(1)) - 1;
         let end = head.end();
-        stats.dupacks_suppressed += 1;
-        out.push(Action::Drop(DropReason::DupAckSuppressed));
+        suppress_dupack(out, stats);
         self.retransmit(i, now, out);
         stats.local_retransmissions.dupack += 1;
         self.exp_dupacks = sent_after.saturating_sub(1).min(u64::from(u32::MAX)) as u32;
@@ -982,4 +974,16 @@ impl Conn {
     pub fn last_ack(&self) -> Option<SeqNum> {
         self.last_ack
     }
+}
+
+/// Passes a DUPACK on to the sender, whose own recovery needs it.
+fn forward_dupack(pkt: Bytes, out: &mut Vec<Action>, stats: &mut SnoopStats) {
+    stats.dupacks_forwarded += 1;
+    out.push(Action::Forward(Side::ToWired, pkt));
+}
+
+/// Keeps a DUPACK from the sender: Snoop recovers the loss (or already has) locally.
+fn suppress_dupack(out: &mut Vec<Action>, stats: &mut SnoopStats) {
+    stats.dupacks_suppressed += 1;
+    out.push(Action::Drop(DropReason::DupAckSuppressed));
 }
