@@ -30,6 +30,20 @@ fn tcp(src: Ipv4Addr, dst: Ipv4Addr, repr: TcpRepr, payload_len: usize) -> Bytes
     repr.emit_ipv4(src, dst, 1, 64, &vec![0xab; payload_len])
 }
 
+/// MH -> FH segment acknowledging exactly `ack` (any byte, not only a segment boundary), window `WIN`, with
+/// `payload_len` bytes of data for the FH.
+fn mh_segment_acking(ack: u32, payload_len: usize) -> Bytes {
+    let repr = TcpRepr {
+        src_port: MP,
+        dst_port: FP,
+        seq: SeqNum(MH_ISS + 1),
+        ack: Some(SeqNum(ack)),
+        window: WIN,
+        ..TcpRepr::default()
+    };
+    tcp(MH, FH, repr, payload_len)
+}
+
 /// FH -> MH data segment `i` of connection `(fp, mp)`.
 fn data_on(iss: u32, fp: u16, mp: u16, i: u32, flags: TcpFlags) -> Bytes {
     let repr = TcpRepr {
@@ -415,18 +429,10 @@ fn window_update_and_acks_with_data_are_not_dupacks() {
     assert_eq!(h.ackw(0, WIN + 100), [FwdAck(0)], "a larger window must reach the sender");
     // A smaller window with the same ACK: the receiver buffered out-of-order data: a DUPACK.
     assert_eq!(h.ackw(0, WIN), [Drop(DropReason::DupAckSuppressed), Prio(0)]);
-    let with_data = TcpRepr {
-        src_port: MP,
-        dst_port: FP,
-        seq: SeqNum(MH_ISS + 1),
-        ack: Some(SeqNum(seq_of(0))),
-        window: WIN,
-        ..TcpRepr::default()
-    };
-    assert_eq!(h.raw(Side::ToWired, tcp(MH, FH, with_data, 10)), [FwdAck(0)]);
+    assert_eq!(h.raw(Side::ToWired, mh_segment_acking(seq_of(0), 10)), [FwdAck(0)]);
     // Stale ACK field but data for the FH: the data is forwarded, never dropped as spurious.
     h.ack(2);
-    assert_eq!(h.raw(Side::ToWired, tcp(MH, FH, with_data, 10)), [FwdAck(0)]);
+    assert_eq!(h.raw(Side::ToWired, mh_segment_acking(seq_of(0), 10)), [FwdAck(0)]);
 }
 
 // ---- RTT (seed 000 §6) ---------------------------------------------------------------------------------
@@ -757,15 +763,7 @@ fn round_trip_timer_stays_armed_through_a_local_recovery() {
     assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
     assert_eq!(h.conn().rtx_deadline(), Some(Time::from_millis(140)));
     // A partial ACK inside segment 1: the packet still needed is the one resent locally; keep the timer.
-    let partial = TcpRepr {
-        src_port: MP,
-        dst_port: FP,
-        seq: SeqNum(MH_ISS + 1),
-        ack: Some(SeqNum(seq_of(1) + 50)),
-        window: WIN,
-        ..TcpRepr::default()
-    };
-    h.at_ms(120).raw(Side::ToWired, tcp(MH, FH, partial, 0));
+    h.at_ms(120).raw(Side::ToWired, mh_segment_acking(seq_of(1) + 50, 0));
     assert_eq!(h.conn().rtx_deadline(), Some(Time::from_millis(160)));
     // Segment 1 fully acknowledged; segment 2 was forwarded before the retransmission: still recovering.
     h.at_ms(125).ack(2);
@@ -999,15 +997,7 @@ fn syn_reinitialises_rst_drops_and_acked_fin_ends_state() {
     assert_eq!(h.cached(), [0, 1]);
     h.ack(1);
     assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
-    let fin_ack = TcpRepr {
-        src_port: MP,
-        dst_port: FP,
-        seq: SeqNum(MH_ISS + 1),
-        ack: Some(SeqNum(seq_of(2) + 1)),
-        window: WIN,
-        ..TcpRepr::default()
-    };
-    assert_eq!(h.raw(Side::ToWired, tcp(MH, FH, fin_ack, 0)).len(), 1);
+    assert_eq!(h.raw(Side::ToWired, mh_segment_acking(seq_of(2) + 1, 0)).len(), 1);
     assert_eq!(h.s.connections(), 0);
     assert_eq!(h.s.stats().connections_closed, 2);
 }
