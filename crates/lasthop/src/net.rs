@@ -4,7 +4,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use lasthop_net::channel::ErrorModelConfig;
-use lasthop_net::{AgentKind, BsConfig, Duplex, HopConfig, NetError, TestbedConfig, TestbedResult};
+use lasthop_net::{Access, AgentKind, BsConfig, Duplex, HopConfig, NetError, TestbedConfig, TestbedResult};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,6 +49,22 @@ impl From<DuplexArg> for Duplex {
     }
 }
 
+/// `--access`
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AccessArg {
+    Turns,
+    Fifo,
+}
+
+impl From<AccessArg> for Access {
+    fn from(a: AccessArg) -> Access {
+        match a {
+            AccessArg::Turns => Access::Turns,
+            AccessArg::Fifo => Access::Fifo,
+        }
+    }
+}
+
 /// The emulated wireless hop, shared by `bs` and `testbed`.
 #[derive(Debug, clap::Args)]
 pub struct HopArgs {
@@ -67,6 +83,10 @@ pub struct HopArgs {
     /// Shared half-duplex medium (data and ACKs contend) or one transmitter per direction
     #[arg(long, value_enum)]
     pub duplex: Option<DuplexArg>,
+    /// Half duplex: base station and mobile take turns frame by frame when both have frames waiting
+    /// (CSMA/CA-like, default), or one first-come first-served queue over both (the simulator's)
+    #[arg(long, value_enum)]
+    pub access: Option<AccessArg>,
     /// Seeds the error model (testbed: also the payload)
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -193,6 +213,7 @@ pub fn bs(a: BsArgs) -> Result<ExitCode> {
         mac_overhead_us: a.mac_overhead_us,
         queue_packets: a.hop.queue_packets.unwrap_or(100),
         duplex: a.hop.duplex.map(Duplex::from).unwrap_or_default(),
+        access: a.hop.access.map(Access::from).unwrap_or_default(),
         down: hop_error(a.hop.ber, a.loss),
         up: hop_error(a.hop.ber, a.loss),
         seed: a.hop.seed.unwrap_or(1),
@@ -235,6 +256,7 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         delay_ms: a.hop.delay_ms.unwrap_or(d.delay_ms),
         queue_packets: a.hop.queue_packets.unwrap_or(d.queue_packets),
         duplex: a.hop.duplex.map(Duplex::from).unwrap_or(d.duplex),
+        access: a.hop.access.map(Access::from).unwrap_or(d.access),
         wired_delay_ms: a.hop.wired_delay_ms.unwrap_or(d.wired_delay_ms),
         max_window: a.max_window.unwrap_or(d.max_window),
         report_transmissions: a.hop.report_transmissions.map_or(d.report_transmissions, |o| o == OnOff::On),
@@ -271,7 +293,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `agent snoop, cc reno, SACK off, BER 3.9e-6, 2 Mb/s half-duplex hop, 1 ms, queue 100, 2097152 B, seed 1`
+/// `agent snoop, cc reno, SACK off, BER 3.9e-6, 2 Mb/s half-duplex (turns) hop, 1 ms, queue 100, 2097152 B, seed 1`
 pub fn describe(c: &TestbedConfig) -> String {
     format!(
         "agent {}, cc {}, SACK {}, BER {:e}, {} hop, {} ms, queue {}, wired delay {} ms, window ≤ {}, reports {}, {} B, seed {}",
@@ -280,7 +302,14 @@ pub fn describe(c: &TestbedConfig) -> String {
         if c.sack { "on" } else { "off" },
         c.ber,
         if c.rate_mbps > 0.0 {
-            format!("{} Mb/s {}-duplex", c.rate_mbps, if c.duplex == Duplex::Half { "half" } else { "full" })
+            match c.duplex {
+                Duplex::Half => format!(
+                    "{} Mb/s half-duplex ({})",
+                    c.rate_mbps,
+                    if c.access == Access::Turns { "turns" } else { "fifo" }
+                ),
+                Duplex::Full => format!("{} Mb/s full-duplex", c.rate_mbps),
+            }
         } else {
             "unlimited".into()
         },

@@ -972,7 +972,9 @@ mod tests {
 
     #[test]
     fn agents_hear_when_the_emulated_hop_puts_their_packets_on_the_air() {
-        let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: true, ..HopConfig::default() };
+        let access = crate::hop::Access::Fifo; // the ACK below waits for the second packet
+        let hop =
+            HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: true, access, ..HopConfig::default() };
         let (mut f, log) = recorded(hop);
         let mut out = Vec::new();
         f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);

@@ -8,6 +8,13 @@
 //! overhead, a propagation delay, and an error model drawn once per frame when it starts on the air.
 //! The medium is shared (half duplex, data and ACKs contend, as on WaveLAN) or full duplex by option.
 //!
+//! Access to the shared medium ([`Access`]): by default the two stations (the base station, sending
+//! down; the mobile, sending up) take turns, one frame each while both have frames waiting, as CSMA/CA
+//! gives saturated stations equal access; local-retransmission priority orders only the base station's
+//! own queues. `access = "fifo"` serves the medium in arrival order across both stations instead (the
+//! simulator's discipline, `lasthop-sim::link`), so a mobile's ACK waits behind every frame the base
+//! station queued before it.
+//!
 //! Like the agents, the emulator never reads a clock: [`Hop::enqueue`] and [`Hop::poll`] take `now`, and
 //! [`Hop::next_event`] says when to call again. Transmissions start at the *virtual* time the transmitter
 //! became free, not at the (later) time the I/O loop happened to poll, so a late wake-up delays delivery
@@ -44,6 +51,24 @@ pub enum Duplex {
     Full,
 }
 
+/// Who gets the shared (half-duplex) medium next when both stations have frames waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// The base station and the mobile take turns, one frame each, while both have frames waiting; a
+    /// station alone on the medium sends back to back. This is what 802.11's (and WaveLAN's) CSMA/CA
+    /// gives two saturated stations: each contends for every frame on its own, with equal chances, so a
+    /// mobile's ACK waits for about one data frame, not for the base station's whole queue. Local
+    /// retransmissions (the priority queue) go first among the base station's own frames only.
+    #[default]
+    Turns,
+    /// One first-come first-served queue over both stations (local retransmissions first): a frame waits
+    /// for every frame queued before it in either direction. The simulator's discipline
+    /// (`lasthop-sim::link`), and this emulator's before `turns`: with a deep base-station queue, the
+    /// mobile's ACKs wait behind all of it (100 frames at 2 Mb/s: ~600 ms).
+    Fifo,
+}
+
 /// The emulated hop. `rate_mbps = 0` means no rate limit (frames take no air time).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -54,6 +79,8 @@ pub struct HopConfig {
     /// Capacity of each of the four queues (two per direction), in frames.
     pub queue_packets: usize,
     pub duplex: Duplex,
+    /// Half duplex: how the two stations share the medium ([`Access`]). Default `turns`.
+    pub access: Access,
     /// Error model toward the mobile host.
     pub down: ErrorModelConfig,
     /// Error model toward the base station.
@@ -83,6 +110,7 @@ impl Default for HopConfig {
             mac_overhead_us: 0.0,
             queue_packets: 100,
             duplex: Duplex::Half,
+            access: Access::Turns,
             down: ErrorModelConfig::None,
             up: ErrorModelConfig::None,
             seed: 1,
@@ -159,8 +187,11 @@ impl<T> Direction<T> {
 pub struct Hop<T> {
     dirs: [Direction<T>; 2],
     duplex: Duplex,
+    access: Access,
     /// Half duplex: when the shared medium is free again.
     medium_busy_until: Option<Time>,
+    /// Half duplex: the direction of the latest frame put on the air (for `Access::Turns`).
+    last_on_air: Option<usize>,
     rate_mbps: f64,
     delay_ns: u64,
     overhead_ns: u64,
@@ -185,7 +216,9 @@ impl<T: Clone> Hop<T> {
         Hop {
             dirs: [dir(&cfg.down, "down"), dir(&cfg.up, "up")],
             duplex: cfg.duplex,
+            access: cfg.access,
             medium_busy_until: None,
+            last_on_air: None,
             rate_mbps: cfg.rate_mbps,
             delay_ns: (cfg.delay_ms * 1e6).round() as u64,
             overhead_ns: (cfg.mac_overhead_us * 1e3).round() as u64,
@@ -386,15 +419,25 @@ impl<T: Clone> Hop<T> {
         }
     }
 
-    /// Shared medium: local retransmissions first, then first come first served across directions.
+    /// Shared medium: which station sends next ([`Access`]). `Fifo`: local retransmissions first, then
+    /// first come first served across directions. `Turns`: the station that did not send the latest frame,
+    /// if it has one waiting (the first frame ever: first come first served); each station sends its own
+    /// local retransmissions first.
     fn start_half(&mut self, at: Time) -> bool {
         let head = |q: &VecDeque<Queued<T>>| q.front().map(|f| f.order);
         let earliest = |sel: &dyn Fn(&Direction<T>) -> Option<u64>| {
             (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
         };
-        let Some(d) = earliest(&|d| head(&d.high)).or_else(|| earliest(&|d| head(&d.normal))) else {
+        let fifo = earliest(&|d| head(&d.high)).or_else(|| earliest(&|d| head(&d.normal)));
+        let next = match (self.access, self.last_on_air) {
+            (Access::Turns, Some(last)) if self.dirs[1 - last].has_frame() => Some(1 - last),
+            (Access::Turns, Some(last)) if self.dirs[last].has_frame() => Some(last),
+            _ => fifo,
+        };
+        let Some(d) = next else {
             return false;
         };
+        self.last_on_air = Some(d);
         let done = self.transmit(d, at);
         self.medium_busy_until = Some(done);
         true
@@ -439,12 +482,17 @@ mod tests {
     use super::*;
 
     fn hop(duplex: Duplex, rate: f64, delay_ms: f64, queue: usize) -> Hop<u32> {
+        hop_with(duplex, Access::default(), rate, delay_ms, queue)
+    }
+
+    fn hop_with(duplex: Duplex, access: Access, rate: f64, delay_ms: f64, queue: usize) -> Hop<u32> {
         Hop::new(&HopConfig {
             rate_mbps: rate,
             delay_ms,
             mac_overhead_us: 0.0,
             queue_packets: queue,
             duplex,
+            access,
             ..HopConfig::default()
         })
     }
@@ -496,14 +544,146 @@ mod tests {
     }
 
     #[test]
-    fn half_duplex_shares_the_medium_first_come_first_served() {
-        let mut h = hop(Duplex::Half, 1.0, 0.0, 10);
+    fn half_duplex_fifo_shares_the_medium_first_come_first_served() {
+        let mut h = hop_with(Duplex::Half, Access::Fifo, 1.0, 0.0, 10);
         h.enqueue(Time::ZERO, Dir::Up, 100, 125, false); // on the air 0..1 ms
         h.enqueue(Time::ZERO, Dir::Down, 1, 125, false); // waits: 1..2 ms
         h.enqueue(Time::ZERO, Dir::Up, 101, 125, false); // 2..3 ms
         assert_eq!(drain(&mut h, Time::from_millis(1)), vec![(Dir::Up, 100)]);
         assert_eq!(drain(&mut h, Time::from_millis(2)), vec![(Dir::Down, 1)]);
         assert_eq!(drain(&mut h, Time::from_millis(3)), vec![(Dir::Up, 101)]);
+        // A deep downlink queue: an ACK queued after it waits for all of it.
+        let mut h = hop_with(Duplex::Half, Access::Fifo, 1.0, 0.0, 10);
+        for i in 0..5 {
+            h.enqueue(Time::ZERO, Dir::Down, i, 125, false);
+        }
+        h.enqueue(Time::from_micros(100), Dir::Up, 100, 125, false);
+        let got = drain(&mut h, Time::from_millis(6));
+        assert_eq!(got.last(), Some(&(Dir::Up, 100)), "{got:?}");
+        assert!(drain(&mut h, Time::from_millis(5)).is_empty());
+    }
+
+    /// Delivery instants of everything, polling every 10 µs (delay 0: arrival = end of air time).
+    fn timeline(h: &mut Hop<u32>, until_us: u64) -> Vec<(u64, Dir, u32)> {
+        let mut v = Vec::new();
+        for t in 0..=until_us / 10 {
+            let mut out = Vec::new();
+            h.poll(Time::from_micros(t * 10), &mut out);
+            v.extend(out.into_iter().map(|(d, x)| (t * 10, d, x)));
+        }
+        v
+    }
+
+    #[test]
+    fn half_duplex_turns_lets_the_mobile_in_after_one_data_frame() {
+        // 125 bytes at 1 Mb/s = 1 ms. Five data frames queued at the base station at 0; the mobile's ACK
+        // (125 bytes too) at 0.1 ms goes right after the frame on the air, not after the whole queue.
+        let mut h = hop_with(Duplex::Half, Access::Turns, 1.0, 0.0, 10);
+        for i in 0..5 {
+            h.enqueue(Time::ZERO, Dir::Down, i, 125, false);
+        }
+        h.enqueue(Time::from_micros(100), Dir::Up, 100, 125, false);
+        let got = timeline(&mut h, 10_000);
+        assert_eq!(
+            got,
+            vec![
+                (1_000, Dir::Down, 0),
+                (2_000, Dir::Up, 100),
+                (3_000, Dir::Down, 1),
+                (4_000, Dir::Down, 2),
+                (5_000, Dir::Down, 3),
+                (6_000, Dir::Down, 4),
+            ]
+        );
+        // The same load under fifo: the ACK last, at 6 ms.
+        let mut f = hop_with(Duplex::Half, Access::Fifo, 1.0, 0.0, 10);
+        for i in 0..5 {
+            f.enqueue(Time::ZERO, Dir::Down, i, 125, false);
+        }
+        f.enqueue(Time::from_micros(100), Dir::Up, 100, 125, false);
+        assert_eq!(timeline(&mut f, 10_000).last(), Some(&(6_000, Dir::Up, 100)));
+    }
+
+    #[test]
+    fn half_duplex_turns_alternates_while_both_stations_wait() {
+        // Both stations saturated: strictly one frame each, whichever queued first; the first frame ever
+        // goes first come first served (here the mobile's, queued first).
+        let mut h = hop_with(Duplex::Half, Access::Turns, 1.0, 0.0, 10);
+        for i in 0..3 {
+            h.enqueue(Time::ZERO, Dir::Up, 100 + i, 125, false);
+        }
+        for i in 0..4 {
+            h.enqueue(Time::ZERO, Dir::Down, i, 125, false);
+        }
+        let order: Vec<(Dir, u32)> = timeline(&mut h, 10_000).into_iter().map(|(_, d, x)| (d, x)).collect();
+        assert_eq!(
+            order,
+            vec![
+                (Dir::Up, 100),
+                (Dir::Down, 0),
+                (Dir::Up, 101),
+                (Dir::Down, 1),
+                (Dir::Up, 102),
+                (Dir::Down, 2),
+                (Dir::Down, 3),
+            ]
+        );
+        assert_eq!(h.counters(Dir::Down).delivered, 4);
+        assert_eq!(h.counters(Dir::Up).delivered, 3);
+    }
+
+    #[test]
+    fn half_duplex_turns_keeps_priority_within_the_base_station() {
+        // Down: 0 on the air at 0, 1 and 2 queued, then a local retransmission 9 at 0.5 ms; the mobile's
+        // ACK 100 at 0.6 ms. At 1 ms it is the mobile's turn (the base station just sent); then the base
+        // station sends its priority frame before its normal ones.
+        let mut h = hop_with(Duplex::Half, Access::Turns, 1.0, 0.0, 10);
+        h.report_transmissions(Dir::Down, true);
+        for i in 0..3 {
+            h.enqueue(Time::ZERO, Dir::Down, i, 125, false);
+        }
+        h.enqueue(Time::from_micros(500), Dir::Down, 9, 125, true);
+        h.enqueue(Time::from_micros(600), Dir::Up, 100, 125, false);
+        let got = timeline(&mut h, 10_000);
+        assert_eq!(
+            got,
+            vec![
+                (1_000, Dir::Down, 0),
+                (2_000, Dir::Up, 100),
+                (3_000, Dir::Down, 9),
+                (4_000, Dir::Down, 1),
+                (5_000, Dir::Down, 2),
+            ]
+        );
+        let starts: Vec<(Time, u32)> = taken(&mut h).into_iter().map(|(t, _, x)| (t, x)).collect();
+        assert_eq!(
+            starts,
+            vec![(Time::ZERO, 0), (Time::from_millis(2), 9), (Time::from_millis(3), 1), (Time::from_millis(4), 2)],
+            "transmissions start at the virtual instant the medium freed"
+        );
+    }
+
+    #[test]
+    fn half_duplex_turns_station_alone_sends_back_to_back() {
+        // No waiting for a turn that nobody takes: an idle mobile costs the base station nothing.
+        let mut h = hop_with(Duplex::Half, Access::Turns, 1.0, 0.5, 10);
+        for i in 0..3 {
+            h.enqueue(Time::ZERO, Dir::Down, i, 125, false);
+        }
+        let got = timeline(&mut h, 5_000);
+        assert_eq!(got, vec![(1_500, Dir::Down, 0), (2_500, Dir::Down, 1), (3_500, Dir::Down, 2)]);
+        // An ACK arriving while the medium is idle goes at once, whoever sent last.
+        h.enqueue(Time::from_millis(6), Dir::Up, 100, 125, false);
+        assert_eq!(h.next_event(), Some(Time::from_micros(7_500)));
+        assert_eq!(drain(&mut h, Time::from_micros(7_500)), vec![(Dir::Up, 100)]);
+    }
+
+    #[test]
+    fn access_is_configured_and_defaults_to_turns() {
+        assert_eq!(HopConfig::default().access, Access::Turns);
+        let cfg: HopConfig = serde_json::from_str(r#"{"rate_mbps": 2, "access": "fifo"}"#).unwrap();
+        assert_eq!(cfg.access, Access::Fifo);
+        assert!(serde_json::from_str::<HopConfig>(r#"{"access": "round-robin"}"#).is_err());
     }
 
     #[test]
@@ -529,7 +709,7 @@ mod tests {
 
     #[test]
     fn transmissions_are_reported_in_order_at_their_virtual_start() {
-        let mut h = hop(Duplex::Half, 1.0, 2.0, 10);
+        let mut h = hop_with(Duplex::Half, Access::Fifo, 1.0, 2.0, 10);
         h.report_transmissions(Dir::Down, true);
         // 125 bytes at 1 Mb/s = 1 ms on the air. Frame 0 starts at once; 1 and 2 wait.
         for i in 0..3 {
@@ -589,15 +769,17 @@ mod tests {
                 h.enqueue(Time::from_micros(i as u64 * 300), dir, i, 100 + 10 * i as usize, i % 5 == 0);
             }
         };
-        for duplex in [Duplex::Half, Duplex::Full] {
-            let (mut a, mut b) = (hop(duplex, 1.0, 0.7, 10), hop(duplex, 1.0, 0.7, 10));
+        for (duplex, access) in
+            [(Duplex::Half, Access::Turns), (Duplex::Half, Access::Fifo), (Duplex::Full, Access::Turns)]
+        {
+            let (mut a, mut b) = (hop_with(duplex, access, 1.0, 0.7, 10), hop_with(duplex, access, 1.0, 0.7, 10));
             load(&mut a);
             load(&mut b);
             let (mut va, mut vb) = (Vec::new(), Vec::new());
             for t in [3u64, 9, 50] {
                 a.poll(Time::from_millis(t), &mut va);
                 b.poll_batch(Time::from_millis(t), &mut vb);
-                assert_eq!(va, vb, "{duplex:?} at {t} ms");
+                assert_eq!(va, vb, "{duplex:?} {access:?} at {t} ms");
             }
             assert_eq!(va.len(), 20);
         }

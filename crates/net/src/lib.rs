@@ -38,7 +38,7 @@ pub use agents::AgentKind;
 pub use bs::{run_bs, run_bs_with, serve, BsConfig};
 pub use counters::Counters;
 pub use forward::{Forwarder, Port};
-pub use hop::{Duplex, HopConfig};
+pub use hop::{Access, Duplex, HopConfig};
 pub use testbed::{run_testbed_transfer, Testbed, TestbedConfig, TestbedResult};
 
 /// Why the base station or the testbed could not do its job.

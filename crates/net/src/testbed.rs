@@ -22,7 +22,7 @@ use crate::agents::AgentKind;
 use crate::bs::{run_bs_with, BsConfig};
 use crate::channel::ErrorModelConfig;
 use crate::counters::Counters;
-use crate::hop::{Duplex, HopConfig};
+use crate::hop::{Access, Duplex, HopConfig};
 use crate::sys::{self, Offload};
 use crate::NetError;
 use rand::RngCore;
@@ -74,6 +74,9 @@ pub struct TestbedConfig {
     pub delay_ms: f64,
     pub queue_packets: usize,
     pub duplex: Duplex,
+    /// Half duplex: how the base station and the mobile share the medium (`HopConfig::access`): `turns`
+    /// (default, CSMA/CA-like) or `fifo`.
+    pub access: Access,
     /// One-way delay of the wired path between the fixed host and the base station, ms, emulated by the
     /// base station on its wired side (no netem here). 0: the testbed's LAN (well under a millisecond).
     /// Seed 000 names wide-area connections (tens of ms) as the case where end-to-end recovery is slow
@@ -104,6 +107,7 @@ impl Default for TestbedConfig {
             delay_ms: 1.0,
             queue_packets: 100,
             duplex: Duplex::Half,
+            access: Access::default(),
             wired_delay_ms: 0.0,
             max_window: 65535,
             report_transmissions: HopConfig::default().report_transmissions,
@@ -122,6 +126,7 @@ impl TestbedConfig {
             mac_overhead_us: 0.0,
             queue_packets: self.queue_packets,
             duplex: self.duplex,
+            access: self.access,
             down: err.clone(),
             up: err,
             seed: self.seed,
