@@ -90,8 +90,8 @@ pub struct HopConfig {
     /// does. Default on. Measured on the testbed (kernel Reno, SACK off, 64 KB window, 2 Mb/s): Snoop resends
     /// exactly the frames the hop lost (at BER 1.6e-5: 154 lost, 146 resent on DUPACKs and 8 by the
     /// round-trip timer, the sender resending none), where queue-timed Snoop waits longer to resend a lost
-    /// retransmission. Without a window limit, the kernel's megabyte window fills the 100-frame hop queue
-    /// and Snoop's 64 KB cache, and Snoop does poorly either way (see the crate README).
+    /// retransmission. Without a window limit the kernel's megabyte window fills the 100-frame hop queue
+    /// and overflows Snoop's 64 KB cache; see the crate README for what that costs under each `access`.
     pub report_transmissions: bool,
     /// One-way delay added on the base station's *wired* side, ms, each way: frames from the wired
     /// interface reach the agents this much later, and frames to it leave this much later. It emulates a
