@@ -31,6 +31,7 @@ pub mod channel {
 pub mod counters;
 pub mod forward;
 pub mod hop;
+pub mod pool;
 pub mod sys;
 pub mod testbed;
 
