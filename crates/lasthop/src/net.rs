@@ -1,5 +1,5 @@
-//! The real base station from the command line: `lasthop bs`, `lasthop testbed` and `lasthop bench forward`,
-//! thin wrappers over `lasthop_net` (Linux only).
+//! The real base station from the command line: `lasthop bs`, `lasthop testbed`, `lasthop bench forward` and
+//! `lasthop bench sockets`, thin wrappers over `lasthop_net` (Linux only).
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
