@@ -34,6 +34,7 @@ pub mod channel {
 pub mod counters;
 pub mod forward;
 pub mod hop;
+pub mod pool;
 pub mod sys;
 pub mod testbed;
 
