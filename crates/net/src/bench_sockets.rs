@@ -320,6 +320,11 @@ impl SocketBench {
         &self.cfg
     }
 
+    /// Changes the configuration of the measurements to come (checked by [`measure`](Self::measure)).
+    pub fn config_mut(&mut self) -> &mut SocketBenchConfig {
+        &mut self.cfg
+    }
+
     /// One measurement of `segments` segments through a fresh base station running `agent`.
     pub fn measure(&mut self, agent: AgentKind, segments: u64) -> Result<SocketRun, NetError> {
         let cfg = SocketBenchConfig { segments, ..self.cfg.clone() };
@@ -334,10 +339,14 @@ impl SocketBench {
         let (ready_tx, ready_rx) = mpsc::channel();
         let (s, c) = (stop.clone(), cfg.clone());
         let reflector = self.tb.spawn_in(Node::Mh, move || -> Result<ReflectorStats, NetError> {
-            let mut r = Reflector::open(flow, &c)?;
-            r.announce()?;
-            let _ = ready_tx.send(());
-            r.run(&s)
+            let r = Reflector::open(flow, &c).and_then(|mut r| {
+                r.announce()?;
+                let _ = ready_tx.send(());
+                r.run(&s)
+            });
+            // The generator would otherwise wait for ACKs until its timeout.
+            s.store(true, Ordering::Relaxed);
+            r
         })?;
         let started = ready_rx.recv_timeout(Duration::from_secs(10)).is_ok();
         let generated = if started {
@@ -359,8 +368,9 @@ impl SocketBench {
         if sys::STOP_REQUESTED.load(Ordering::Relaxed) {
             return Err(NetError::Interrupted);
         }
-        let generator = generated??;
+        // A failed reflector stops the generator: its error is the cause, the generator's the consequence.
         let reflector = reflected??;
+        let generator = generated??;
         Ok(SocketRun { agent, segments, window: cfg.window, generator, reflector, counters: counters? })
     }
 }
