@@ -5,15 +5,17 @@
 //! [`crate::bench`] times the forwarding core in memory; an unlimited-rate kernel-TCP transfer on the
 //! testbed (`lasthop testbed --rate-mbps 0`) times the loop, but veth runs both hosts' TCP work inside the
 //! base station's own `send`/`recv` calls (5–7 µs of its thread's CPU per frame, and a run-to-run varying
-//! ACK ratio). Here the hosts run no TCP:
+//! ACK ratio). Here the hosts run no TCP (and the loop still costs 4–5 µs per frame on the project's VM:
+//! most of it is the AF_PACKET/veth path; numbers in the crate README):
 //!
-//! - the **generator** ([`Generator`], on FH's veth) sends one bulk flow of full-size data frames, keeping
-//!   at most `window` bytes beyond the highest cumulative ACK it has read back (default 64 KB, the window
-//!   of seed 000 §7), and goes back to the ACK point when the ACK has not advanced for `rto_ms` (at an
-//!   unlimited rate a full socket buffer may drop a frame; every frame sent again is counted);
-//! - the **reflector** ([`Reflector`], on MH's veth) answers like a delayed-ACK receiver: a cumulative ACK
-//!   for every second in-order segment (or after `delayed_ack_ms` with one waiting), a duplicate ACK at
-//!   once for a segment out of order or already received.
+//! - the **generator** (on FH's veth; its sender is `SendWindow`, sans-IO) sends one bulk flow of
+//!   full-size data frames, keeping at most `window` bytes beyond the highest cumulative ACK it has read
+//!   back (default 64 KB, the window of seed 000 §7), and goes back to the ACK point when the ACK has not
+//!   advanced for `rto_ms` (at an unlimited rate a full socket buffer may drop a frame; every frame sent
+//!   again is counted);
+//! - the **reflector** (on MH's veth; its receiver is `AckPolicy`, sans-IO) answers like a delayed-ACK
+//!   receiver: a cumulative ACK for every second in-order segment (or after `delayed_ack_ms` with one
+//!   waiting), the cumulative ACK at once for a segment out of order or already received.
 //!
 //! The flow runs between addresses no namespace owns (10.99.0.1 → 10.99.0.2), with the hosts' real MACs:
 //! the hosts' kernels drop the frames as not for them (their `ip_forward` is 0, so silently) instead of
@@ -520,10 +522,8 @@ impl Generator {
         }
     }
 
-    /// Reads waiting ACKs; returns the highest cumulative ACK, as bytes of data acknowledged.
-    fn read_acks(&mut self, acked: u64) -> Result<u64, NetError> {
-        let start = self.flow.data_start();
-        let mut acked = acked;
+    /// Reads every waiting ACK into `w`.
+    fn read_acks(&mut self, w: &mut SendWindow, now: Instant) -> Result<(), NetError> {
         loop {
             let n = self.sock.recv_batch(&mut self.rx).map_err(|e| NetError::io(format!("receiving on {FH_IF}"), e))?;
             for k in 0..n {
@@ -531,15 +531,12 @@ impl Generator {
                 if let Some((_, ack, flags, _)) = parse_tcp(frame, REFL_IP, GEN_IP) {
                     if flags.contains(TcpFlags::ACK) && !flags.contains(TcpFlags::SYN) {
                         self.stats.acks_read += 1;
-                        let ahead = seq_diff(ack, start.wrapping_add(acked as u32));
-                        if ahead > 0 {
-                            acked += ahead as u64;
-                        }
+                        w.on_ack(ack, now);
                     }
                 }
             }
             if n < self.rx.capacity() {
-                return Ok(acked);
+                return Ok(());
             }
         }
     }
@@ -548,39 +545,28 @@ impl Generator {
         let cpu0 = sys::thread_cpu_time();
         let deadline = Instant::now() + Duration::from_secs_f64(self.cfg.timeout_s);
         self.handshake(deadline, stop)?;
-        let total = self.cfg.segments * MSS as u64;
-        let window = u64::from(self.cfg.window);
-        let rto = Duration::from_secs_f64(self.cfg.rto_ms / 1e3);
         let start = self.flow.data_start();
         let mut bufs: Vec<Vec<u8>> = vec![self.flow.data_template(); BATCH];
-        // Bytes: acknowledged, next to send, highest ever sent.
-        let (mut acked, mut next, mut high) = (0u64, 0u64, 0u64);
         let t0 = Instant::now();
-        let mut progress = t0;
-        while acked < total {
-            self.deadline_passed(deadline, stop, &format!("sending ({acked} of {total} B acknowledged)"))?;
-            let a = self.read_acks(acked)?;
-            if a > acked {
-                acked = a.min(high);
-                next = next.max(acked);
-                progress = Instant::now();
-                if acked >= total {
-                    break;
-                }
-            } else if next > acked && progress.elapsed() >= rto {
-                // Go-back-N: whatever is beyond the ACK point is taken as lost.
-                self.stats.go_backs += 1;
-                next = acked;
-                progress = Instant::now();
+        let mut w = SendWindow::new(&self.cfg, start, t0);
+        while !w.done() {
+            if let Err(e) = self.deadline_passed(deadline, stop, "sending") {
+                return Err(match e {
+                    NetError::Transfer(m) => {
+                        NetError::Transfer(format!("{m}: {} of {} B acknowledged", w.acked, w.total))
+                    }
+                    e => e,
+                });
             }
+            self.read_acks(&mut w, Instant::now())?;
+            if w.done() {
+                break;
+            }
+            w.on_tick(Instant::now());
             let mut n = 0;
-            while n < BATCH && next < total && next + MSS as u64 <= acked + window {
-                set_u32(&mut bufs[n], SEQ_AT, TCP_CSUM_AT, start.wrapping_add(next as u32));
-                if next < high {
-                    self.stats.resends += 1;
-                }
-                next += MSS as u64;
-                high = high.max(next);
+            while n < BATCH {
+                let Some(seq) = w.next_segment() else { break };
+                set_u32(&mut bufs[n], SEQ_AT, TCP_CSUM_AT, seq);
                 n += 1;
             }
             if n > 0 {
@@ -590,25 +576,195 @@ impl Generator {
                 self.stats.send_refused += refused as u64;
             } else {
                 // Window full (or all sent): wait for an ACK, or for the go-back-N timer.
-                let wait =
-                    rto.saturating_sub(progress.elapsed()).clamp(Duration::from_micros(50), Duration::from_millis(10));
+                let wait = w.until_go_back(Instant::now()).clamp(Duration::from_micros(50), Duration::from_millis(10));
                 sys::wait_readable(&[self.sock.as_raw_fd()], wait).map_err(|e| NetError::io("waiting for ACKs", e))?;
             }
         }
         self.stats.elapsed_s = t0.elapsed().as_secs_f64();
         self.stats.cpu_s = sys::thread_cpu_time().saturating_sub(cpu0).as_secs_f64();
+        self.stats.resends = w.resends;
+        self.stats.go_backs = w.go_backs;
         Ok(self.stats)
     }
 }
 
-/// The mobile host's side: a receiver that acknowledges like a delayed-ACK TCP and keeps nothing out of
-/// order.
+/// The generator's sender, sans-IO: what may be sent under the window, what the ACKs acknowledged, and when
+/// to go back. Offsets are bytes from the first data byte (`start` on the wire), so a run may cross the
+/// sequence-number wrap.
+#[derive(Debug, Clone)]
+struct SendWindow {
+    start: u32,
+    total: u64,
+    window: u64,
+    rto: Duration,
+    /// Acknowledged, next to send, highest ever sent.
+    acked: u64,
+    next: u64,
+    high: u64,
+    /// When the ACK point last moved (or the generator last went back).
+    progress: Instant,
+    resends: u64,
+    go_backs: u64,
+}
+
+impl SendWindow {
+    fn new(cfg: &SocketBenchConfig, start: u32, now: Instant) -> SendWindow {
+        SendWindow {
+            start,
+            total: cfg.segments * MSS as u64,
+            window: u64::from(cfg.window),
+            rto: Duration::from_secs_f64(cfg.rto_ms / 1e3),
+            acked: 0,
+            next: 0,
+            high: 0,
+            progress: now,
+            resends: 0,
+            go_backs: 0,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.acked >= self.total
+    }
+
+    /// A cumulative ACK `ack` (wire sequence number) read back. Old and duplicate ACKs change nothing; an
+    /// ACK beyond what was sent is taken only up to it.
+    fn on_ack(&mut self, ack: u32, now: Instant) {
+        let ahead = seq_diff(ack, self.start.wrapping_add(self.acked as u32));
+        if ahead > 0 {
+            self.acked = (self.acked + ahead as u64).min(self.high);
+            self.next = self.next.max(self.acked);
+            self.progress = now;
+        }
+    }
+
+    /// Go-back-N: when the ACK has not moved for `rto` with data outstanding, whatever is beyond the ACK
+    /// point is taken as lost and sent again.
+    fn on_tick(&mut self, now: Instant) {
+        if self.next > self.acked && now.saturating_duration_since(self.progress) >= self.rto {
+            self.go_backs += 1;
+            self.next = self.acked;
+            self.progress = now;
+        }
+    }
+
+    /// How long until [`on_tick`](Self::on_tick) would go back (zero: due).
+    fn until_go_back(&self, now: Instant) -> Duration {
+        self.rto.saturating_sub(now.saturating_duration_since(self.progress))
+    }
+
+    /// The wire sequence number of the next segment to send, if the window and the flow's length allow one.
+    fn next_segment(&mut self) -> Option<u32> {
+        let mss = MSS as u64;
+        if self.next >= self.total || self.next + mss > self.acked + self.window {
+            return None;
+        }
+        if self.next < self.high {
+            self.resends += 1;
+        }
+        let seq = self.start.wrapping_add(self.next as u32);
+        self.next += mss;
+        self.high = self.high.max(self.next);
+        Some(seq)
+    }
+}
+
+/// What the reflector answers to a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reply {
+    /// Nothing yet (the first of two in-order segments, or not a segment of the flow).
+    Hold,
+    /// A SYN-ACK acknowledging this sequence number.
+    SynAck(u32),
+    /// A cumulative ACK of this sequence number.
+    Ack(u32),
+}
+
+/// The reflector's receiver, sans-IO: the next byte expected, and the delayed-ACK rule (every second
+/// in-order segment at once, a lone one after `delayed_ack`, anything out of order or old at once). It
+/// keeps no out-of-order data, so after a loss the generator must go back.
+#[derive(Debug, Clone)]
+struct AckPolicy {
+    rcv_nxt: Option<u32>,
+    /// In-order segments not yet acknowledged, and since when.
+    pending: u32,
+    pending_since: Instant,
+    delayed_ack: Duration,
+    stats: ReflectorStats,
+}
+
+impl AckPolicy {
+    fn new(delayed_ack: Duration, now: Instant) -> AckPolicy {
+        AckPolicy { rcv_nxt: None, pending: 0, pending_since: now, delayed_ack, stats: ReflectorStats::default() }
+    }
+
+    /// A segment from the generator: sequence number, flags, payload length.
+    fn on_segment(&mut self, seq: u32, flags: TcpFlags, len: usize, now: Instant) -> Reply {
+        if flags.contains(TcpFlags::SYN) {
+            let next = seq.wrapping_add(1);
+            self.rcv_nxt = Some(next);
+            self.pending = 0;
+            return Reply::SynAck(next);
+        }
+        let (Some(nxt), true) = (self.rcv_nxt, len > 0) else { return Reply::Hold };
+        let d = seq_diff(seq, nxt);
+        if d == 0 {
+            let nxt = nxt.wrapping_add(len as u32);
+            self.rcv_nxt = Some(nxt);
+            self.stats.in_order += 1;
+            if self.pending == 0 {
+                self.pending_since = now;
+            }
+            self.pending += 1;
+            if self.pending < 2 {
+                return Reply::Hold;
+            }
+            self.pending = 0;
+            self.stats.acks += 1;
+            return Reply::Ack(nxt);
+        }
+        if d > 0 {
+            self.stats.out_of_order += 1;
+        } else {
+            self.stats.duplicates += 1;
+        }
+        // What a receiver without an out-of-order queue answers: the cumulative ACK, at once (a new one if
+        // it covers a held segment, else a duplicate).
+        if self.pending > 0 {
+            self.pending = 0;
+            self.stats.acks += 1;
+        } else {
+            self.stats.dupacks += 1;
+        }
+        Reply::Ack(nxt)
+    }
+
+    /// When the delayed-ACK timer is due, or None when no segment waits.
+    fn ack_due(&self) -> Option<Instant> {
+        (self.pending > 0).then(|| self.pending_since + self.delayed_ack)
+    }
+
+    /// The delayed ACK, if its timer has run out.
+    fn on_tick(&mut self, now: Instant) -> Option<u32> {
+        let nxt = self.rcv_nxt?;
+        if self.ack_due().is_some_and(|due| due <= now) {
+            self.pending = 0;
+            self.stats.acks += 1;
+            self.stats.delayed_acks += 1;
+            return Some(nxt);
+        }
+        None
+    }
+}
+
+/// The mobile host's side: [`AckPolicy`] on a socket.
 struct Reflector {
     sock: PacketSocket,
     flow: Flow,
-    delayed_ack: Duration,
+    policy: AckPolicy,
     rx: RxBatch,
-    stats: ReflectorStats,
+    /// Every frame handed to the socket (ARP, SYN-ACKs, ACKs).
+    frames_sent: u64,
 }
 
 impl Reflector {
@@ -618,9 +774,9 @@ impl Reflector {
         Ok(Reflector {
             sock,
             flow,
-            delayed_ack: Duration::from_secs_f64(cfg.delayed_ack_ms / 1e3),
+            policy: AckPolicy::new(Duration::from_secs_f64(cfg.delayed_ack_ms / 1e3), Instant::now()),
             rx: RxBatch::new(BATCH, 2048),
-            stats: ReflectorStats::default(),
+            frames_sent: 0,
         })
     }
 
@@ -628,7 +784,7 @@ impl Reflector {
     fn announce(&mut self) -> Result<(), NetError> {
         let arp = frames::arp_request(self.flow.mh_mac, REFL_IP, GEN_IP);
         self.sock.send(&arp).map_err(|e| NetError::io(format!("sending ARP on {MH_IF}"), e))?;
-        self.stats.frames_sent += 1;
+        self.frames_sent += 1;
         Ok(())
     }
 
@@ -636,97 +792,58 @@ impl Reflector {
         let cpu0 = sys::thread_cpu_time();
         let f = self.flow;
         let mut tmpl = f.ack_template();
-        let mut acks: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
-        // Next expected byte (None until the SYN), in-order segments not yet acknowledged and since when.
-        let mut rcv_nxt: Option<u32> = None;
-        let (mut pending, mut pending_since) = (0u32, Instant::now());
-        let ack = |acks: &mut Vec<Vec<u8>>, tmpl: &mut Vec<u8>, v: u32| {
-            set_u32(tmpl, ACK_AT, TCP_CSUM_AT, v);
-            acks.push(tmpl.clone());
+        let mut out: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+        let mut ack = |out: &mut Vec<Vec<u8>>, v: u32| {
+            set_u32(&mut tmpl, ACK_AT, TCP_CSUM_AT, v);
+            out.push(tmpl.clone());
         };
         while !stop.load(Ordering::Relaxed) {
-            let wait = if pending > 0 {
-                self.delayed_ack.saturating_sub(pending_since.elapsed())
-            } else {
-                Duration::from_millis(10)
-            };
+            let wait = self
+                .policy
+                .ack_due()
+                .map_or(Duration::from_millis(10), |due| due.saturating_duration_since(Instant::now()));
             sys::wait_readable(&[self.sock.as_raw_fd()], wait).map_err(|e| NetError::io("waiting for data", e))?;
             loop {
                 let n =
                     self.sock.recv_batch(&mut self.rx).map_err(|e| NetError::io(format!("receiving on {MH_IF}"), e))?;
+                let now = Instant::now();
                 for k in 0..n {
                     let (frame, _) = self.rx.frame(k);
                     let Some((seq, _, flags, len)) = parse_tcp(frame, GEN_IP, REFL_IP) else { continue };
-                    if flags.contains(TcpFlags::SYN) {
-                        let next = seq.wrapping_add(1);
-                        rcv_nxt = Some(next);
-                        let synack = frames::tcp(
+                    match self.policy.on_segment(seq, flags, len, now) {
+                        Reply::Hold => {}
+                        Reply::Ack(v) => ack(&mut out, v),
+                        Reply::SynAck(v) => out.push(frames::tcp(
                             f.fh_mac,
                             f.mh_mac,
                             Flow::refl(),
                             f.gen(),
                             f.refl_isn,
-                            Some(next),
+                            Some(v),
                             TcpFlags::SYN,
                             &[],
-                        );
-                        acks.push(synack);
-                        continue;
-                    }
-                    let (Some(nxt), true) = (rcv_nxt, len > 0) else { continue };
-                    let d = seq_diff(seq, nxt);
-                    if d == 0 {
-                        let nxt = nxt.wrapping_add(len as u32);
-                        rcv_nxt = Some(nxt);
-                        self.stats.in_order += 1;
-                        if pending == 0 {
-                            pending_since = Instant::now();
-                        }
-                        pending += 1;
-                        if pending >= 2 {
-                            ack(&mut acks, &mut tmpl, nxt);
-                            self.stats.acks += 1;
-                            pending = 0;
-                        }
-                    } else {
-                        if d > 0 {
-                            self.stats.out_of_order += 1;
-                        } else {
-                            self.stats.duplicates += 1;
-                        }
-                        // What a receiver without an out-of-order queue answers: the cumulative ACK, at once.
-                        if pending > 0 {
-                            self.stats.acks += 1;
-                            pending = 0;
-                        } else {
-                            self.stats.dupacks += 1;
-                        }
-                        ack(&mut acks, &mut tmpl, nxt);
+                        )),
                     }
                 }
-                if !acks.is_empty() {
-                    let out: Vec<&[u8]> = acks.iter().map(|a| &a[..]).collect();
+                if let Some(v) = self.policy.on_tick(Instant::now()) {
+                    ack(&mut out, v);
+                }
+                if !out.is_empty() {
+                    let frames: Vec<&[u8]> = out.iter().map(|a| &a[..]).collect();
                     // A refused ACK is a lost ACK: the next one covers it (cumulative), or the generator goes back.
-                    self.stats.frames_sent += self.sock.send_batch(&out).0 as u64;
-                    acks.clear();
+                    self.frames_sent += self.sock.send_batch(&frames).0 as u64;
+                    out.clear();
                 }
                 if n < self.rx.capacity() {
                     break;
                 }
             }
-            if pending > 0 && pending_since.elapsed() >= self.delayed_ack {
-                if let Some(nxt) = rcv_nxt {
-                    ack(&mut acks, &mut tmpl, nxt);
-                    self.stats.frames_sent += self.sock.send_batch(&[&acks[0]]).0 as u64;
-                    acks.clear();
-                    self.stats.acks += 1;
-                    self.stats.delayed_acks += 1;
-                }
-                pending = 0;
-            }
         }
-        self.stats.cpu_s = sys::thread_cpu_time().saturating_sub(cpu0).as_secs_f64();
-        Ok(self.stats)
+        Ok(ReflectorStats {
+            frames_sent: self.frames_sent,
+            cpu_s: sys::thread_cpu_time().saturating_sub(cpu0).as_secs_f64(),
+            ..self.policy.stats
+        })
     }
 }
 
@@ -769,6 +886,121 @@ mod tests {
         assert_eq!(parse_tcp(&t, REFL_IP, GEN_IP), None, "wrong direction");
         assert_eq!(parse_tcp(&frames::arp_request(f.fh_mac, GEN_IP, REFL_IP), GEN_IP, REFL_IP), None);
         assert_eq!(parse_tcp(&t[..30], GEN_IP, REFL_IP), None, "truncated");
+    }
+
+    fn window(segments: u64, window: u32) -> (SendWindow, Instant) {
+        let t0 = Instant::now();
+        let cfg = SocketBenchConfig { segments, window, rto_ms: 20.0, ..SocketBenchConfig::default() };
+        (SendWindow::new(&cfg, u32::MAX - 2 * MSS as u32, t0), t0)
+    }
+
+    fn drain(w: &mut SendWindow) -> Vec<u32> {
+        std::iter::from_fn(|| w.next_segment()).collect()
+    }
+
+    const M: u32 = MSS as u32;
+
+    #[test]
+    fn the_generator_keeps_at_most_a_window_beyond_the_ack() {
+        // 64 KB holds 44 full segments; the start is just before the wrap, so sequence numbers cross it.
+        let (mut w, t0) = window(100, 65_536);
+        let s = w.start;
+        let sent = drain(&mut w);
+        assert_eq!(sent.len(), 44);
+        assert_eq!(sent[3], M - 1, "wrapped");
+        assert_eq!(sent[43], s.wrapping_add(43 * M));
+        // Two segments acknowledged: two more may go, no more.
+        w.on_ack(s.wrapping_add(2 * M), t0);
+        assert_eq!(drain(&mut w), vec![s.wrapping_add(44 * M), s.wrapping_add(45 * M)]);
+        // Old and duplicate ACKs change nothing; an ACK beyond what was sent counts only up to it.
+        w.on_ack(s.wrapping_add(M), t0);
+        w.on_ack(s.wrapping_add(2 * M), t0);
+        assert!(drain(&mut w).is_empty());
+        w.on_ack(s.wrapping_add(500 * M), t0);
+        assert_eq!(w.acked, 46 * MSS as u64);
+        assert_eq!((w.resends, w.go_backs), (0, 0));
+        // The flow ends at its last segment.
+        assert_eq!(drain(&mut w).len(), 44);
+        w.on_ack(s.wrapping_add(90 * M), t0);
+        assert_eq!(drain(&mut w).len(), 10);
+        assert!(!w.done());
+        w.on_ack(s.wrapping_add(100 * M), t0);
+        assert!(w.done());
+        assert!(drain(&mut w).is_empty());
+    }
+
+    #[test]
+    fn the_generator_goes_back_to_the_ack_after_rto_and_counts_resends() {
+        let (mut w, t0) = window(100, 10 * M);
+        let s = w.start;
+        assert_eq!(drain(&mut w).len(), 10);
+        w.on_ack(s.wrapping_add(4 * M), t0 + Duration::from_millis(5));
+        assert_eq!(drain(&mut w).len(), 4);
+        // 19 ms after the last progress: not yet.
+        w.on_tick(t0 + Duration::from_millis(24));
+        assert_eq!(w.go_backs, 0);
+        assert_eq!(w.until_go_back(t0 + Duration::from_millis(24)), Duration::from_millis(1));
+        assert!(drain(&mut w).is_empty());
+        // 20 ms: everything beyond the ACK point goes again, counted as resends.
+        w.on_tick(t0 + Duration::from_millis(25));
+        assert_eq!(w.go_backs, 1);
+        let again = drain(&mut w);
+        assert_eq!(again, (4..14).map(|k| s.wrapping_add(k * M)).collect::<Vec<_>>());
+        assert_eq!(w.resends, 10);
+        // An ACK arriving for the first copies moves on; only new data follows, not counted as resent.
+        w.on_ack(s.wrapping_add(14 * M), t0 + Duration::from_millis(26));
+        assert_eq!(drain(&mut w).first(), Some(&s.wrapping_add(14 * M)));
+        assert_eq!(w.resends, 10);
+        // Nothing outstanding: no going back however long it waits.
+        let mut idle = window(2, 65_536).0;
+        let (s2, t) = (idle.start, idle.progress);
+        drain(&mut idle);
+        idle.on_ack(s2.wrapping_add(2 * M), t);
+        idle.on_tick(t + Duration::from_secs(10));
+        assert_eq!(idle.go_backs, 0);
+    }
+
+    #[test]
+    fn the_reflector_acks_every_second_segment_and_at_once_when_out_of_order() {
+        let t0 = Instant::now();
+        let mut p = AckPolicy::new(Duration::from_millis(2), t0);
+        let isn = u32::MAX - 1;
+        // Data before the SYN is not the flow's.
+        assert_eq!(p.on_segment(5, TcpFlags::PSH, MSS, t0), Reply::Hold);
+        assert_eq!(p.on_segment(isn, TcpFlags::SYN, 0, t0), Reply::SynAck(u32::MAX));
+        let seg = |k: u32| u32::MAX.wrapping_add(k * M);
+        assert_eq!(p.on_segment(seg(0), TcpFlags::PSH, MSS, t0), Reply::Hold);
+        assert_eq!(p.on_segment(seg(1), TcpFlags::PSH, MSS, t0), Reply::Ack(seg(2)));
+        // The bare ACK of the handshake carries no data: nothing to answer.
+        assert_eq!(p.on_segment(seg(2), TcpFlags::ACK, 0, t0), Reply::Hold);
+        // Segment 3 is lost: 4 is out of order, answered at once with the cumulative ACK (a duplicate).
+        assert_eq!(p.on_segment(seg(2), TcpFlags::PSH, MSS, t0), Reply::Hold);
+        assert_eq!(p.on_segment(seg(4), TcpFlags::PSH, MSS, t0), Reply::Ack(seg(3)), "covers the held 2");
+        assert_eq!(p.on_segment(seg(5), TcpFlags::PSH, MSS, t0), Reply::Ack(seg(3)), "duplicate");
+        // An old segment (resent) is answered at once too.
+        assert_eq!(p.on_segment(seg(1), TcpFlags::PSH, MSS, t0), Reply::Ack(seg(3)));
+        // After going back: 3, 4 in order again.
+        assert_eq!(p.on_segment(seg(3), TcpFlags::PSH, MSS, t0), Reply::Hold);
+        assert_eq!(p.on_segment(seg(4), TcpFlags::PSH, MSS, t0), Reply::Ack(seg(5)));
+        let st = p.stats;
+        assert_eq!((st.in_order, st.out_of_order, st.duplicates, st.acks, st.dupacks), (5, 2, 1, 3, 2));
+    }
+
+    #[test]
+    fn a_lone_segment_is_acknowledged_by_the_delayed_ack_timer() {
+        let t0 = Instant::now();
+        let mut p = AckPolicy::new(Duration::from_millis(2), t0);
+        assert_eq!(p.on_tick(t0 + Duration::from_secs(1)), None, "nothing before the SYN");
+        p.on_segment(99, TcpFlags::SYN, 0, t0);
+        assert_eq!(p.ack_due(), None);
+        let t1 = t0 + Duration::from_millis(10);
+        assert_eq!(p.on_segment(100, TcpFlags::PSH, MSS, t1), Reply::Hold);
+        assert_eq!(p.ack_due(), Some(t1 + Duration::from_millis(2)));
+        assert_eq!(p.on_tick(t1 + Duration::from_millis(1)), None);
+        assert_eq!(p.on_tick(t1 + Duration::from_millis(2)), Some(100 + M));
+        assert_eq!(p.on_tick(t1 + Duration::from_millis(9)), None, "once");
+        assert_eq!(p.ack_due(), None);
+        assert_eq!((p.stats.acks, p.stats.delayed_acks), (1, 1));
     }
 
     #[test]
