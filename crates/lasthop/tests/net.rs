@@ -40,6 +40,8 @@ fn argument_errors() {
         &["bs", "--wired", "a", "--wireless", "b", "--ber", "1e-6", "--loss", "0.1"],
         &["bench", "forward", "--packets", "0"],
         &["bench", "backward"],
+        &["bench", "sockets", "--segments", "0"],
+        &["bench", "sockets", "--window", "-1"],
     ] {
         assert_eq!(cli(args).unwrap(), ExitCode::from(2), "{args:?}");
     }
@@ -59,6 +61,24 @@ fn argument_errors() {
     assert!(e.contains("ber"), "{e}");
     let e = err(&["testbed", "--rate-mbps=-1"]);
     assert!(e.contains("rate_mbps"), "{e}");
+    // checked before any namespace is made, root or not
+    let e = err(&["bench", "sockets", "--window", "1000"]);
+    assert!(e.contains("window must be between 1460 B"), "{e}");
+    let e = err(&["bench", "sockets", "--rto-ms", "0"]);
+    assert!(e.contains("rto_ms"), "{e}");
+}
+
+/// `lasthop bench sockets` end to end (as root with network namespaces; otherwise it must refuse clearly).
+#[test]
+fn bench_sockets_runs_or_refuses_clearly() {
+    match cli(&["bench", "sockets", "--segments", "2000", "--repetitions", "2", "--json"]) {
+        Ok(code) => assert_eq!(code, ExitCode::SUCCESS),
+        Err(e) => {
+            let e = format!("{e:#}");
+            assert!(e.contains("must run as root") || e.contains("network namespaces are not available"), "{e}");
+            eprintln!("SKIPPED: {e}");
+        }
+    }
 }
 
 #[test]
