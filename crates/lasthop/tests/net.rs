@@ -153,23 +153,27 @@ fn the_rtt_experiment_loads_and_its_grid_expands() {
 /// A testbed that answers with goodputs from a formula of the configuration (no kernel, no namespaces).
 struct FormulaTestbed<F: Fn(&TestbedConfig) -> f64 + Sync>(F);
 
+/// What a fake testbed reports for `cfg`: an intact transfer at `goodput` Mb/s.
+fn fake_result(cfg: &TestbedConfig, goodput: f64) -> TestbedResult {
+    TestbedResult {
+        goodput_mbps: goodput,
+        hash_ok: true,
+        bytes: cfg.bytes,
+        duration_s: cfg.bytes as f64 * 8.0 / goodput / 1e6,
+        cc: cfg.cc.clone(),
+        sack: cfg.sack,
+        agent: cfg.agent,
+        counters: Counters::default(),
+        sender: Default::default(),
+    }
+}
+
 impl<F: Fn(&TestbedConfig) -> f64 + Sync> Runner for FormulaTestbed<F> {
     fn run(&self, _: &RunRequest<'_>) -> Result<RunResult> {
         anyhow::bail!("no simulator here")
     }
     fn run_testbed(&self, cfg: &TestbedConfig) -> Result<TestbedResult> {
-        let goodput = (self.0)(cfg);
-        Ok(TestbedResult {
-            goodput_mbps: goodput,
-            hash_ok: true,
-            bytes: cfg.bytes,
-            duration_s: cfg.bytes as f64 * 8.0 / goodput / 1e6,
-            cc: cfg.cc.clone(),
-            sack: cfg.sack,
-            agent: cfg.agent,
-            counters: Counters::default(),
-            sender: Default::default(),
-        })
+        Ok(fake_result(cfg, (self.0)(cfg)))
     }
 }
 
@@ -299,17 +303,7 @@ impl Runner for FakeTestbed {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         let snoop = 1.7 * (1.0 - cfg.ber * 1e4);
         let goodput = if cfg.agent == AgentKind::Snoop { snoop } else { snoop / (1.0 + cfg.ber / 2e-6) };
-        Ok(TestbedResult {
-            goodput_mbps: goodput,
-            hash_ok: true,
-            bytes: cfg.bytes,
-            duration_s: cfg.bytes as f64 * 8.0 / goodput / 1e6,
-            cc: cfg.cc.clone(),
-            sack: cfg.sack,
-            agent: cfg.agent,
-            counters: Counters::default(),
-            sender: Default::default(),
-        })
+        Ok(fake_result(cfg, goodput))
     }
 }
 

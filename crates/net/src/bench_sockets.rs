@@ -452,6 +452,11 @@ fn elapsed_ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
 }
 
+/// An AF_PACKET socket on `ifname`, with an error that names the interface.
+fn open_socket(ifname: &str) -> Result<PacketSocket, NetError> {
+    PacketSocket::open(ifname).map_err(|e| NetError::io(format!("opening AF_PACKET socket on {ifname}"), e))
+}
+
 /// The fixed host's side: a windowed bulk sender with go-back-N, on raw frames.
 struct Generator {
     sock: PacketSocket,
@@ -463,8 +468,7 @@ struct Generator {
 
 impl Generator {
     fn open(flow: Flow, cfg: &SocketBenchConfig) -> Result<Generator, NetError> {
-        let sock =
-            PacketSocket::open(FH_IF).map_err(|e| NetError::io(format!("opening AF_PACKET socket on {FH_IF}"), e))?;
+        let sock = open_socket(FH_IF)?;
         Ok(Generator { sock, flow, cfg: cfg.clone(), rx: RxBatch::new(BATCH, 2048), stats: GeneratorStats::default() })
     }
 
@@ -769,8 +773,7 @@ struct Reflector {
 
 impl Reflector {
     fn open(flow: Flow, cfg: &SocketBenchConfig) -> Result<Reflector, NetError> {
-        let sock =
-            PacketSocket::open(MH_IF).map_err(|e| NetError::io(format!("opening AF_PACKET socket on {MH_IF}"), e))?;
+        let sock = open_socket(MH_IF)?;
         Ok(Reflector {
             sock,
             flow,
