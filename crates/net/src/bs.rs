@@ -107,7 +107,7 @@ pub fn now() -> Time {
 
 /// Frames taken from one socket before looking at the other and at the timers: bounds how long one
 /// busy side can starve the other.
-const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 /// Longest sleep, so `stop` and `report` are seen even when no packet or signal wakes the loop.
 const MAX_WAIT: Duration = Duration::from_millis(100);
 

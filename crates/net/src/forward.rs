@@ -37,7 +37,8 @@
 use crate::agents::{build_chain, AgentKind};
 use crate::counters::{Counters, PortCounters};
 use crate::hop::{Dir, Hop, HopConfig};
-use bytes::{BufMut, Bytes, BytesMut};
+use crate::pool;
+use bytes::Bytes;
 use lasthop_agents::{Action, Agent, DropReason, Side};
 use lasthop_wire::ipv4::PROTO_TCP;
 use lasthop_wire::{Ipv4Packet, TcpPacket, Time};
@@ -112,11 +113,12 @@ pub fn classify(frame: &[u8]) -> Class {
 
 /// A copy of a TCP/IPv4 packet with its TCP checksum computed afresh (the caller checked the headers).
 fn finish_tcp_checksum(ip: &[u8], src: Ipv4Addr) -> Bytes {
-    let mut b = BytesMut::from(ip);
-    let hl = ((b[0] & 0x0f) as usize) * 4;
-    let dst = Ipv4Addr::new(b[16], b[17], b[18], b[19]);
-    TcpPacket::new_unchecked(&mut b[hl..]).fill_checksum(src, dst);
-    b.freeze()
+    pool::build(ip.len(), |b| {
+        b.copy_from_slice(ip);
+        let hl = ((b[0] & 0x0f) as usize) * 4;
+        let dst = Ipv4Addr::new(b[16], b[17], b[18], b[19]);
+        TcpPacket::new_unchecked(&mut b[hl..]).fill_checksum(src, dst);
+    })
 }
 
 /// Keyed multiply-xorshift hashing of an IPv4 address (as a `u32`) for [`MacTable`]: the table is looked
@@ -234,6 +236,8 @@ pub struct Forwarder {
     kind: Option<AgentKind>,
     /// `HopConfig::report_transmissions`.
     report_tx: bool,
+    /// The hop records transmissions for the agents (so there are some to take after each step).
+    hop_reports: bool,
     /// `HopConfig::wired_delay_ms`, ns (0: no wired delay lines).
     wired_delay: u64,
     /// Frames from the wired interface not yet arrived at the base station: (due, frame, checksum
@@ -256,7 +260,8 @@ impl Forwarder {
         let wired_delay = (hop.wired_delay_ms * 1e6).round() as u64;
         let mut hop = Hop::new(hop);
         // Only an emulated hop has an on-air instant to report; without agents nobody listens.
-        hop.report_transmissions(Dir::Down, report && hop.is_rate_limited() && !agents.is_empty());
+        let hop_reports = report && hop.is_rate_limited() && !agents.is_empty();
+        hop.report_transmissions(Dir::Down, hop_reports);
         Forwarder {
             agents,
             hop,
@@ -271,6 +276,7 @@ impl Forwarder {
             last_probe: [None, None],
             kind: None,
             report_tx: report,
+            hop_reports,
             wired_delay,
             wired_in: VecDeque::new(),
             wired_out: VecDeque::new(),
@@ -299,7 +305,7 @@ impl Forwarder {
             // Still on the emulated wide-area path: it reaches the base station `wired_delay` later.
             self.wired_in.push_back((
                 now + Duration::from_nanos(self.wired_delay),
-                Bytes::copy_from_slice(frame),
+                pool::copy(frame),
                 checksum_unfinished,
             ));
             return;
@@ -339,7 +345,7 @@ impl Forwarder {
                     return;
                 }
                 let len = frame.len() - ETH_HEADER_LEN;
-                let item = HopItem::Raw(Bytes::copy_from_slice(frame));
+                let item = HopItem::Raw(pool::copy(frame));
                 match port {
                     Port::Wired => self.enqueue(now, Dir::Down, item, len, false),
                     Port::Wireless => self.enqueue(now, Dir::Up, item, len, false),
@@ -361,7 +367,7 @@ impl Forwarder {
                     self.counters.checksums_completed += 1;
                     finish_tcp_checksum(ip, src)
                 } else {
-                    Bytes::copy_from_slice(ip)
+                    pool::copy(ip)
                 };
                 match port {
                     Port::Wired => self.deliver(now, Side::ToMobile, packet, tcp, out),
@@ -462,6 +468,9 @@ impl Forwarder {
 
     /// Tells the agents of the packets of theirs the hop has put on the air since the last call.
     fn report_transmissions(&mut self) {
+        if !self.hop_reports {
+            return;
+        }
         let mut txs = std::mem::take(&mut self.transmitted);
         self.hop.take_transmissions(&mut txs);
         for (at, dir, item) in txs.drain(..) {
@@ -641,12 +650,8 @@ impl Forwarder {
             return false;
         };
         let src_mac = self.macs[port.other() as usize].get(src).unwrap_or(self.own_mac[port as usize]);
-        let mut f = BytesMut::with_capacity(ETH_HEADER_LEN + packet.len());
-        f.put_slice(&dst_mac);
-        f.put_slice(&src_mac);
-        f.put_u16(ETHERTYPE_IPV4);
-        f.put_slice(packet);
-        self.emit_raw(now, port, f.freeze(), out);
+        let f = pool::concat(&[&dst_mac, &src_mac, &ETHERTYPE_IPV4.to_be_bytes(), packet]);
+        self.emit_raw(now, port, f, out);
         true
     }
 }

@@ -195,9 +195,19 @@ fn marked_ack_takes_the_stationary_sender_back_at_once_and_every_byte_arrives() 
             |r: &RunResult| r.handoffs.iter().map(|h| h.pause_s.unwrap()).sum::<f64>() / r.handoffs.len() as f64;
         let (timeout, dupacks, marked) = (&runs[0], &runs[1], &runs[2]);
         assert!(marked.handoffs.len() >= 2);
-        // The marked ACK answers every handoff with a go-back, and nothing waits for the timer after the
-        // rendezvous (with 1 s rendezvous the first timeout still fires into the gap, as for a mobile sender).
-        assert!(marked.flows[0].fast_retransmits >= marked.handoffs.len() as u64, "{case}");
+        // Nothing waits for the timer after the rendezvous. At 0 s the marked ACK answers every handoff with
+        // a go-back. At 1 s the first timeout still fires into the gap and goes back (as for a mobile
+        // sender); the mark, riding the ACK the mobile lost in the gap, finds the sender at the new SND.UNA
+        // and goes back no further: it resumes exactly when the DUPACKs do (the first of them is that same
+        // ACK), not a delayed ACK later (seed 1 before: 1.27 s pauses against 1.06 s).
+        if case == "rendezvous-0s" {
+            assert!(marked.flows[0].fast_retransmits >= marked.handoffs.len() as u64, "{case}");
+        } else {
+            assert_eq!(marked.handoffs.len(), dupacks.handoffs.len());
+            for (m, d) in marked.handoffs.iter().zip(&dupacks.handoffs) {
+                assert!((m.pause_s.unwrap() - d.pause_s.unwrap()).abs() < 0.001, "{m:?} vs {d:?}");
+            }
+        }
         let in_gap = if case == "rendezvous-1s" { marked.handoffs.len() as u64 } else { 0 };
         assert!(marked.flows[0].sender_timeouts <= in_gap, "{case}: {}", marked.flows[0].sender_timeouts);
         for h in &marked.handoffs {

@@ -114,7 +114,9 @@ pub struct TcpConfig {
     /// Handoff-aware sender (seed 004, "Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH": the
     /// mobile receiver's "specially marked TCP ACK"): an ACK carrying the handoff mark
     /// ([`lasthop_wire::handoff_option`]) makes the sender go back to SND.UNA at once in slow start, as
-    /// [`Sender::retransmit_now`](crate::Sender::retransmit_now) does for a mobile sender. Default false:
+    /// [`Sender::retransmit_now`](crate::Sender::retransmit_now) does for a mobile sender, or, when its
+    /// timeout already went back for the lost window, resend from SND.UNA with no second window cut
+    /// (`Sender::on_handoff_mark` says why). Default false:
     /// the mark is ignored and the ACK processed as an ordinary one, as by an unmodified stack.
     pub handoff_aware: bool,
     /// The retransmission timer's algorithm (default `bsd`; `ns` for ns-2's one-way agents, seed 002 §4:
@@ -175,7 +177,7 @@ pub struct SenderStats {
     pub eln_acks_received: u64,
     /// Retransmissions triggered by ELN ACKs, made without a congestion response.
     pub eln_retransmits: u64,
-    /// ACKs carrying the handoff mark that made the sender go back (`TcpConfig::handoff_aware` on).
+    /// ACKs carrying the handoff mark that found data outstanding (`TcpConfig::handoff_aware` on).
     pub handoff_marks_received: u64,
     /// Packets that could not be read as TCP/IPv4 (truncated, bad header, bad checksum, not TCP).
     pub malformed: u64,

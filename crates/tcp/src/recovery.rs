@@ -23,7 +23,9 @@
 //!
 //! A timeout always does the same (BSD `tcp_timers`): ssthresh = max(flight/2, 2·MSS), cwnd = 1 MSS,
 //! go-back-N from SND.UNA, back off the RTO, forget SACK information (RFC 2018 §5.1). Fast retransmit
-//! after a handoff (seed 004, `Sender::retransmit_now`) does the same at once, without the backoff.
+//! after a handoff (seed 004, `Sender::retransmit_now`) does the same at once, without the backoff; a
+//! receiver's handoff mark that finds the sender still resending the window of its last go-back only
+//! resends from SND.UNA, with no second cut (`Sender::resume_go_back`).
 
 use crate::config::Variant;
 use crate::sender::Sender;
@@ -189,14 +191,35 @@ impl Sender {
     fn go_back(&mut self) {
         self.ssthresh = self.halved_flight();
         self.cwnd = self.mss;
+        self.recover = self.max;
+        self.go_back_max = self.max;
+        self.rewind();
+    }
+
+    /// The next segment to send is the one at SND.UNA (go-back-N); recovery and SACK information
+    /// forgotten. No change to cwnd or ssthresh.
+    fn rewind(&mut self) {
         self.nxt = self.una;
         self.in_recovery = false;
         self.dupacks = 0;
-        self.recover = self.max;
         self.high_rxt = self.una;
         self.scoreboard.clear();
         self.rexmit_pending = None;
         self.timing = None;
+    }
+
+    /// Seed 004's handoff signal reaching a sender that has already gone back to SND.UNA for the window
+    /// it concerns (its timeout fired during the rendezvous, `una < go_back_max`): resend from SND.UNA at
+    /// once what was sent since the go-back (into the gap), keeping cwnd and ssthresh, and restart the
+    /// timer (its backoff stays until new data is acknowledged). When the sender is at SND.UNA already
+    /// (the mark's own ACK acknowledged everything sent since), nothing changes. Counted in
+    /// [`SenderStats::fast_retransmits`](crate::SenderStats) when something is resent.
+    pub(crate) fn resume_go_back(&mut self, now: Time) {
+        if self.nxt > self.una {
+            self.stats.fast_retransmits += 1;
+            self.rewind();
+            self.rtx_deadline = Some(self.rto.deadline(now));
+        }
     }
 
     /// RFC 6675 §5 step (C): the next segment SACK recovery may send, if `cwnd - pipe >= 1 SMSS`.

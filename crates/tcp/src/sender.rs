@@ -62,6 +62,10 @@ pub struct Sender {
     pub(crate) in_recovery: bool,
     /// RFC 6582 `recover`: `max` when the last recovery or timeout began.
     pub(crate) recover: u64,
+    /// `max` when the sender last went back to SND.UNA in slow start (a timeout or a handoff signal):
+    /// while `una` is below it the sender is still resending that window, whose loss has had its
+    /// congestion response.
+    pub(crate) go_back_max: u64,
     /// RFC 6675 HighRxt: everything not SACKed below it was retransmitted in this recovery.
     pub(crate) high_rxt: u64,
     pub(crate) scoreboard: Scoreboard,
@@ -112,6 +116,7 @@ impl Sender {
             dupacks: 0,
             in_recovery: false,
             recover: 0,
+            go_back_max: 0,
             high_rxt: 0,
             scoreboard: Scoreboard::default(),
             rtx_deadline: None,
@@ -163,6 +168,7 @@ impl Sender {
         s.nxt = 1;
         s.max = 1;
         s.recover = 1;
+        s.go_back_max = 1;
         s.high_rxt = 1;
         s
     }
@@ -242,6 +248,7 @@ impl Sender {
         self.nxt = 1;
         self.max = 1;
         self.recover = 1;
+        self.go_back_max = 1;
         self.high_rxt = 1;
         self.cwnd = self.cfg.initial_cwnd.max(1).saturating_mul(self.mss);
         self.rto.reset_backoff();
@@ -338,12 +345,32 @@ impl Sender {
     }
 
     /// A marked ACK from a mobile receiver whose handoff has completed (seed 004, "Fast Retransmissions",
-    /// Fig. 9 (b) "Transmitter on the SH": "This special signal can be specially marked TCP ACK"): the
-    /// same go-back as a mobile sender's own signal, [`retransmit_now`](Self::retransmit_now). A mark
-    /// arriving when nothing is outstanding changes nothing.
+    /// Fig. 9 (b) "Transmitter on the SH": "This special signal can be specially marked TCP ACK"). The
+    /// signal stands in for the timeout the handoff would otherwise cost ("Rather than wait for a timeout
+    /// due to a handoff, modify the handoff procedure to trigger fast retransmit"), so:
+    ///
+    /// - normally it does what that timeout would, at once: the go-back of
+    ///   [`retransmit_now`](Self::retransmit_now) (SND.UNA, cwnd one segment, ssthresh half the flight);
+    /// - when the timeout has come already (a long rendezvous: the timer fired while the mobile heard no
+    ///   MSS) and the sender is still resending the window it went back on, that window has had its
+    ///   go-back and its congestion response. "Once TCP on SH receives the signal, it can invoke fast
+    ///   retransmit procedure. [Basically, SH now knows that next packets sent by MH will be retransmits
+    ///   due to handoff at cell crossing.]": what is left is to resend now what went out since into the
+    ///   gap, from SND.UNA, at the window slow start has reached; cwnd and ssthresh are kept
+    ///   ([`resume_go_back`](Self::resume_go_back)). Going back again would cut a second time for the same
+    ///   loss, and collapse the window the mark's own ACK has just opened to one segment, which the
+    ///   receiver's delayed ACK then holds for up to `delayed_ack_ms`.
+    ///
+    /// A mark arriving when nothing is outstanding changes nothing.
     fn on_handoff_mark(&mut self, now: Time) {
-        if self.una < self.max {
-            self.stats.handoff_marks_received += 1;
+        if self.una >= self.max {
+            return;
+        }
+        self.stats.handoff_marks_received += 1;
+        // In fast recovery cwnd is inflated by the DUPACKs: not a window to resend from SND.UNA with.
+        if self.una < self.go_back_max && !self.in_recovery {
+            self.resume_go_back(now);
+        } else {
             self.retransmit_now(now);
         }
     }

@@ -1337,6 +1337,19 @@ fn marked_ack_with_nothing_outstanding_or_beyond_snd_max_changes_nothing() {
     assert_eq!((s.cwnd(), s.stats().handoff_marks_received), (cwnd, 0));
 }
 
+/// The mobile receiver's handoff signal at `t` (seed 004 Fig. 9 (b)): the marked ACK or three DUPACKs,
+/// delivered to the sender at once.
+fn signal_handoff(r: &mut Receiver, s: &mut Sender, t: Time, marked: bool) {
+    if marked {
+        r.send_handoff_mark();
+    } else {
+        r.send_dupacks(3);
+    }
+    for p in std::iter::from_fn(|| r.poll_transmit(t)).collect::<Vec<_>>() {
+        s.handle_packet(t, &p);
+    }
+}
+
 #[test]
 fn receiver_marks_exactly_one_ack_after_the_handoff() {
     let t = Time::from_millis(10);
@@ -1379,14 +1392,7 @@ fn handoff_mark_takes_the_fixed_tahoe_sender_back_where_three_dupacks_resend_one
         let t = now + Duration::from_millis(200);
         r.handle_timeout(t);
         assert_eq!(acks(&mut r, t), vec![(una, vec![])]);
-        if marked {
-            r.send_handoff_mark();
-        } else {
-            r.send_dupacks(3);
-        }
-        for p in std::iter::from_fn(|| r.poll_transmit(t)).collect::<Vec<_>>() {
-            s.handle_packet(t, &p);
-        }
+        signal_handoff(&mut r, &mut s, t, marked);
         // Shuttle packets both ways, no loss, 10 ms apart, for 300 ms (well before any timer).
         let mut now = t;
         for _ in 0..30 {
@@ -1405,6 +1411,135 @@ fn handoff_mark_takes_the_fixed_tahoe_sender_back_where_three_dupacks_resend_one
     assert_eq!(run(false), (1, false), "three DUPACKs: one segment, the rest wait for the timer");
     let (resent, recovered) = run(true);
     assert!(recovered && resent >= 4, "the marked ACK: the whole lost window again, {resent} resent");
+}
+
+/// A Tahoe sender with eight segments in flight whose timer fired while the mobile was between cells (a
+/// 1 s rendezvous): the timeout went back to SND.UNA (cwnd one segment, ssthresh four) and its
+/// retransmission was lost in the gap. Returns the sender, the window's first offset and the time.
+fn timed_out_in_the_gap(cfg: TcpConfig) -> (Sender, u64, Time) {
+    let cfg = TcpConfig { tick_ms: 0.0, ..cfg };
+    let (mut s, first) = established(cfg, 1_000_000);
+    let (flight, _) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let deadline = s.poll_timeout().unwrap();
+    s.handle_timeout(deadline);
+    let lost = drain_sender(&mut s, deadline);
+    assert_eq!(lost.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(flight[0].off, Some(true))]);
+    assert_eq!((s.cwnd(), s.ssthresh(), s.stats().timeouts), (MSS, 4 * MSS, 1));
+    (s, flight[0].off, deadline)
+}
+
+#[test]
+fn marked_ack_of_new_data_after_a_timeout_in_the_gap_keeps_the_window_the_ack_opened() {
+    // The traced case (fast-rexmit-sh, 1 s rendezvous): the mobile held three segments of the window and
+    // owed their ACK when it left; that ACK was lost, so the mark rides the repeat of it. The timeout's
+    // go-back already stands at the new SND.UNA: the mark resends nothing else and cuts nothing again.
+    let (mut s, una, timed_out) = timed_out_in_the_gap(aware(Variant::Tahoe));
+    let t = timed_out + Duration::from_millis(300);
+    let acked = una + 3 * u64::from(MSS);
+    s.handle_packet(t, &marked_ack(acked));
+    let out = drain_sender(&mut s, t);
+    assert_eq!(
+        out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(),
+        vec![(acked, Some(true)), (acked + u64::from(MSS), Some(true))],
+        "two segments, as the same ACK unmarked would release: an ACK at once from a receiver that ACKs every other"
+    );
+    assert_eq!((s.cwnd(), s.ssthresh()), (2 * MSS, 4 * MSS), "slow start from the timeout, ssthresh of the timeout");
+    assert_eq!(s.stats().handoff_marks_received, 1);
+    assert_eq!((s.stats().fast_retransmits, s.stats().timeouts), (0, 1), "nothing rewound");
+    assert_eq!(
+        s.poll_timeout(),
+        Some(t + Duration::from_millis(1000)),
+        "new data ACKed: timer restarted, backoff gone"
+    );
+    // Without the mark the sender does exactly the same.
+    let (mut plain, _, _) = timed_out_in_the_gap(aware(Variant::Tahoe));
+    plain.handle_packet(t, &ack(acked, &[]));
+    assert_eq!(drain_sender(&mut plain, t), out);
+    assert_eq!((plain.cwnd(), plain.ssthresh()), (s.cwnd(), s.ssthresh()));
+}
+
+#[test]
+fn marked_ack_after_a_timeout_in_the_gap_resends_from_snd_una_without_a_second_cut() {
+    // The timeout's retransmission was lost; the owed ACK arrived first (unmarked) and released two more
+    // segments, lost as well; then the marked repeat of that ACK. Go back to SND.UNA at once, with the
+    // two-segment window and the timeout's ssthresh (a fresh go-back would take cwnd to one segment and
+    // ssthresh to half of what is left in flight, 2.5 segments).
+    let (mut s, una, timed_out) = timed_out_in_the_gap(aware(Variant::Tahoe));
+    let t = timed_out + Duration::from_millis(300);
+    let acked = una + 3 * u64::from(MSS);
+    s.handle_packet(t, &ack(acked, &[]));
+    assert_eq!(drain_sender(&mut s, t).len(), 2);
+    let t2 = t + Duration::from_millis(5);
+    s.handle_packet(t2, &marked_ack(acked));
+    let out = drain_sender(&mut s, t2);
+    assert_eq!(
+        out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(),
+        vec![(acked, Some(true)), (acked + u64::from(MSS), Some(true))]
+    );
+    assert_eq!((s.cwnd(), s.ssthresh()), (2 * MSS, 4 * MSS));
+    assert_eq!((s.stats().handoff_marks_received, s.stats().fast_retransmits, s.stats().timeouts), (1, 1, 1));
+    assert_eq!(s.stats().dupacks_received, 1, "the marked repeat is still a DUPACK, not counted toward three");
+    assert_eq!(s.poll_timeout(), Some(t2 + Duration::from_millis(1000)), "timer restarted from the mark");
+    // A marked DUPACK with nothing new since the timeout: the lost retransmission goes again at once,
+    // cwnd and ssthresh stay the timeout's, the backed-off timer restarts.
+    let (mut s, una, timed_out) = timed_out_in_the_gap(aware(Variant::Tahoe));
+    let t = timed_out + Duration::from_millis(300);
+    s.handle_packet(t, &marked_ack(una));
+    let out = drain_sender(&mut s, t);
+    assert_eq!(out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(una, Some(true))]);
+    assert_eq!((s.cwnd(), s.ssthresh(), s.stats().fast_retransmits), (MSS, 4 * MSS, 1));
+    assert_eq!(s.poll_timeout(), Some(t + Duration::from_millis(2000)));
+    // Once the go-back's window is all acknowledged, a later handoff's mark goes back afresh.
+    let (mut s, una, timed_out) = timed_out_in_the_gap(aware(Variant::Tahoe));
+    let mut now = timed_out;
+    let mut to = una + u64::from(MSS); // this time the timeout's retransmission arrives
+    while s.snd_una_offset() + 1 < una + 8 * u64::from(MSS) {
+        now += Duration::from_millis(10);
+        s.handle_packet(now, &ack(to, &[]));
+        for seg in drain_sender(&mut s, now) {
+            to = to.max(seg.off + u64::from(seg.len));
+        }
+    }
+    assert!(s.cwnd() > 2 * MSS);
+    s.handle_packet(now, &marked_ack(s.snd_una_offset() + 1));
+    assert_eq!((s.cwnd(), s.stats().fast_retransmits), (MSS, 1), "past the window: a full go-back");
+    assert_eq!(drain_sender(&mut s, now).len(), 1);
+}
+
+#[test]
+fn marked_ack_after_a_timeout_resumes_as_soon_as_three_dupacks() {
+    // End to end through the two state machines, the traced 1 s rendezvous: eight segments in flight, the
+    // mobile got three of them and its ACKs of them were lost in the gap, the sender's timeout fired
+    // there and its retransmission was lost too. Then the handoff completes and the mobile signals.
+    // Measured: when the mobile first holds a byte the sender had not sent before the handoff.
+    let resume = |marked: bool| {
+        let (mut s, una, timed_out) = timed_out_in_the_gap(aware(Variant::Tahoe));
+        let max_before = s.snd_max_offset();
+        let mut r = receiver(TcpConfig::default());
+        r.handle_packet(timed_out, &data(1, (una - 1) as usize + 3 * MSS as usize, false));
+        r.handle_timeout(timed_out + Duration::from_millis(200));
+        drain_receiver(&mut r, timed_out + Duration::from_millis(200)); // lost in the gap
+        let t = timed_out + Duration::from_millis(300);
+        signal_handoff(&mut r, &mut s, t, marked);
+        let mut now = t;
+        for _ in 0..50 {
+            for p in std::iter::from_fn(|| s.poll_transmit(now)).collect::<Vec<_>>() {
+                r.handle_packet(now, &p);
+            }
+            if r.delivered_bytes() > max_before {
+                return now - t;
+            }
+            now += Duration::from_millis(10);
+            r.handle_timeout(now);
+            for p in std::iter::from_fn(|| r.poll_transmit(now)).collect::<Vec<_>>() {
+                s.handle_packet(now, &p);
+            }
+        }
+        panic!("no new data within 500 ms (marked {marked})");
+    };
+    let (dupacks, marked) = (resume(false), resume(true));
+    assert_eq!(marked, dupacks, "the marked ACK resumes with the DUPACKs");
+    assert!(marked < Duration::from_millis(200), "no wait for a delayed ACK: {marked:?}");
 }
 
 // ---- one-way (ns-style) endpoints and ns's timer ------------------------------------------------------
