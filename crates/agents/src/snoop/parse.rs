@@ -51,6 +51,7 @@ impl Segment {
 /// `Ipv4Packet::check_len` and `TcpPacket::check_len`), in the same order and with the same outcome for every
 /// input, done on the raw bytes with one length check per header; then the options walked for validity with
 /// only the timestamps kept. (`tests::classify_agrees_with_triage` holds the two to the same answers.)
+#[inline]
 pub(super) fn classify(b: &[u8]) -> Class<Segment> {
     let Some(h) = b.first_chunk::<IPV4_HEADER_LEN>() else { return Class::Malformed };
     if h[0] >> 4 != 4 {
@@ -161,6 +162,7 @@ fn walk_options(mut opts: &[u8]) -> Result<Option<(u32, u32)>, ()> {
 /// [`pack_key`]) and the sequence space its data occupies. A cheap read of the fixed header fields (the packet
 /// was validated by `classify` when it came in, but a host may report any frame, so every length is checked,
 /// the fixed ones at once). `None` for anything but an unfragmented IPv4/TCP packet carrying data or a FIN.
+#[inline]
 pub(super) fn peek_data(b: &[u8]) -> Option<(u128, SeqNum, u32)> {
     let h = b.first_chunk::<{ IPV4_HEADER_LEN + TCP_HEADER_LEN }>()?;
     if h[0] >> 4 != 4 || h[9] != PROTO_TCP {

@@ -271,6 +271,7 @@ impl Table {
     /// replaced by the actual one. Only the top is examined, so this is O(log n) at worst and, in the common
     /// case of the top being untouched, one comparison. The heap is compacted if stale entries pile up.
     /// Called at the end of every input.
+    #[inline(always)]
     pub fn tidy(&mut self, cfg: &Cfg) {
         while let Some(mut top) = self.heap.peek_mut() {
             let Reverse((t, slot, gen)) = *top;
