@@ -128,12 +128,18 @@ impl Table {
     }
 
     /// [`find`](Self::find) by a key already packed ([`pack_key`]).
+    #[inline]
     pub fn find_packed(&mut self, k: u128) -> Option<u32> {
         if let Some((lk, slot)) = self.last {
             if lk == k {
                 return Some(slot);
             }
         }
+        self.find_in_map(k)
+    }
+
+    #[inline(never)]
+    fn find_in_map(&mut self, k: u128) -> Option<u32> {
         let slot = self.map.get(&k).copied()?;
         self.last = Some((k, slot));
         Some(slot)
@@ -148,10 +154,15 @@ impl Table {
     }
 
     /// Marks `slot` as the most recently active connection.
+    #[inline]
     pub fn touch(&mut self, slot: u32) {
-        if self.newest == slot {
-            return;
+        if self.newest != slot {
+            self.make_newest(slot);
         }
+    }
+
+    #[inline(never)]
+    fn make_newest(&mut self, slot: u32) {
         self.unlink(slot);
         self.link_newest(slot);
     }
