@@ -1233,7 +1233,7 @@ proptest! {
         data in proptest::collection::vec(any::<u8>(), 0..120),
         opts in proptest::collection::vec(any::<u8>(), 0..40),
         payload in 0usize..40,
-        edits in proptest::collection::vec((0usize..100, any::<u8>()), 0..4),
+        edits in proptest::collection::vec((0usize..60, any::<u8>()), 0..4),
         cut in 0usize..120,
     ) {
         let same = |b: &[u8]| format!("{:?}", parse::classify(b)) == format!("{:?}", parse::classify_by_views(b));
@@ -1242,7 +1242,7 @@ proptest! {
         p.truncate(40 + payload.min(MSS as usize));
         let olen = opts.len() / 4 * 4;
         p.splice(40..40, opts[..olen].iter().copied());
-        p[32] = ((20 + olen) / 4 << 4) as u8;
+        p[32] = (((20 + olen) / 4) << 4) as u8;
         let total = u16::try_from(p.len()).unwrap().to_be_bytes();
         p[2..4].copy_from_slice(&total);
         for &(i, v) in &edits {
