@@ -1,5 +1,5 @@
-//! The real base station from the command line: `lasthop bs`, `lasthop testbed` and `lasthop bench forward`,
-//! thin wrappers over `lasthop_net` (Linux only).
+//! The real base station from the command line: `lasthop bs`, `lasthop testbed`, `lasthop bench forward` and
+//! `lasthop bench sockets`, thin wrappers over `lasthop_net` (Linux only).
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
@@ -149,6 +149,29 @@ pub enum BenchCommand {
         /// Repetitions (each measures plain, then Snoop); medians are reported
         #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
         repetitions: u64,
+    },
+    /// The whole base station (`lasthop bs`'s I/O loop: AF_PACKET, recvmmsg/sendmmsg) on the testbed's veth,
+    /// between a raw-frame generator and reflector (no kernel TCP): plain against Snoop, a fresh base
+    /// station per measurement. Needs root
+    Sockets {
+        /// Full-size data segments per measurement
+        #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+        segments: u64,
+        /// Repetitions (each measures plain, then Snoop); medians are reported
+        #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
+        repetitions: u64,
+        /// Most bytes the generator keeps beyond the highest cumulative ACK (64 KB: seed 000's window)
+        #[arg(long, value_name = "BYTES", default_value_t = 65_536)]
+        window: u32,
+        /// The generator goes back to the ACK point when the ACK has not advanced for this long
+        #[arg(long, value_name = "MS", default_value_t = 20.0)]
+        rto_ms: f64,
+        /// The reflector acknowledges a lone in-order segment after this long (every second one at once)
+        #[arg(long, value_name = "MS", default_value_t = 2.0)]
+        delayed_ack_ms: f64,
+        /// Print every measurement and the summary as JSON on stdout
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -327,7 +350,19 @@ pub fn median(xs: &[f64]) -> f64 {
 }
 
 pub fn bench(cmd: BenchCommand) -> Result<ExitCode> {
-    let BenchCommand::Forward { packets, repetitions } = cmd;
+    let (packets, repetitions) = match cmd {
+        BenchCommand::Forward { packets, repetitions } => (packets, repetitions),
+        BenchCommand::Sockets { segments, repetitions, window, rto_ms, delayed_ack_ms, json } => {
+            let cfg = lasthop_net::bench_sockets::SocketBenchConfig {
+                segments,
+                window,
+                rto_ms,
+                delayed_ack_ms,
+                ..Default::default()
+            };
+            return bench_sockets(cfg, repetitions as usize, json);
+        }
+    };
     use lasthop_net::bench::bench_forward;
     eprintln!(
         "lasthop bench forward: {packets} segments (+ ACKs) per measurement, {repetitions} repetitions of plain then Snoop"
@@ -371,6 +406,65 @@ pub fn bench(cmd: BenchCommand) -> Result<ExitCode> {
         "snoop overhead: {:+.1} % time per frame, {:+.1} % thread CPU per frame (medians over repetitions of the ratio snoop/plain, both measured back to back in one repetition)",
         (median(&ratio) - 1.0) * 100.0,
         (median(&cpu_ratio) - 1.0) * 100.0
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lasthop bench sockets`: repetitions of plain then Snoop through a fresh base station each, on one
+/// testbed; per-repetition lines on stderr, medians and the medians of the Snoop/plain ratios on stdout.
+fn bench_sockets(
+    cfg: lasthop_net::bench_sockets::SocketBenchConfig,
+    repetitions: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    use lasthop_net::bench_sockets::{SocketBench, SocketBenchSummary, SocketRun};
+    let segments = cfg.segments;
+    eprintln!(
+        "lasthop bench sockets: {segments} segments per measurement through `lasthop bs` on veth (window {} B), {repetitions} repetitions of plain then Snoop",
+        cfg.window
+    );
+    let mut b = SocketBench::new(cfg).map_err(net_error)?;
+    let measure = |b: &mut SocketBench, agent: AgentKind, n: u64| -> Result<SocketRun> {
+        let r = b.measure(agent, n).map_err(net_error)?;
+        r.verify().map_err(|e| anyhow!("{agent} measurement is not valid: {e}\n{}", r.counters))?;
+        Ok(r)
+    };
+    // one untimed warm-up of each
+    for agent in [AgentKind::None, AgentKind::Snoop] {
+        measure(&mut b, agent, (segments / 10).max(1))?;
+    }
+    let mut pairs = Vec::with_capacity(repetitions);
+    for rep in 0..repetitions {
+        let plain = measure(&mut b, AgentKind::None, segments)?;
+        let snoop = measure(&mut b, AgentKind::Snoop, segments)?;
+        let show = |r: &SocketRun| {
+            format!(
+                "{:.0} ns CPU/frame, {:.2} Gb/s, {:.0} kframes/s, {} resent",
+                r.cpu_ns_per_frame(),
+                r.goodput_gbps(),
+                r.data_frames_per_s() / 1e3,
+                r.generator.resends
+            )
+        };
+        eprintln!("  repetition {}: plain {}; snoop {}", rep + 1, show(&plain), show(&snoop));
+        pairs.push([plain, snoop]);
+    }
+    let s = SocketBenchSummary::from_pairs(&pairs);
+    if json {
+        let v = serde_json::json!({ "config": b.config(), "summary": s, "runs": pairs });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, name) in ["plain", "snoop"].into_iter().enumerate() {
+        println!(
+            "{name:<6} median {:>6.0} ns of base-station CPU per frame, {:>6.2} Gb/s of TCP payload ({:.0} data frames/s), {:.0} frames resent",
+            s.cpu_ns_per_frame[i], s.goodput_gbps[i], s.data_frames_per_s[i], s.resends[i]
+        );
+    }
+    println!(
+        "snoop overhead: {:+.1} % base-station CPU per frame, {:+.1} % throughput (medians over repetitions of the ratio snoop/plain, both measured back to back in one repetition)",
+        (s.cpu_ratio - 1.0) * 100.0,
+        (s.throughput_ratio - 1.0) * 100.0
     );
     Ok(ExitCode::SUCCESS)
 }

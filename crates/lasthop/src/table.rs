@@ -227,13 +227,15 @@ pub fn web_columns(grid_columns: &[String]) -> Vec<String> {
 /// Columns of a testbed experiment that describe the run, added after `seed` unless they are grid columns.
 pub const TESTBED_CONFIG_COLUMNS: &[&str] = &["agent", "cc", "sack", "ber"];
 
-/// What a testbed run measured: goodput at the receiver, whether the received bytes hash like the sent ones,
+/// What a testbed run measured: goodput at the receiver, the bound C·(1 − PER) no base-station scheme can
+/// beat on this hop (`TestbedConfig::ideal_goodput_mbps`, from the configuration), whether the received bytes hash like the sent ones,
 /// bytes received, transfer time, the congestion control the sender's socket really used, Snoop's local
 /// retransmissions and suppressed DUPACKs, frames the emulated hop lost to errors and dropped from full
 /// queues (both directions), the CPU seconds of the base station's loop, and the fixed host's kernel TCP
 /// counters (segments retransmitted, fast retransmits, timeouts).
 pub const TESTBED_COLUMNS: &[&str] = &[
     "goodput_mbps",
+    "ideal_goodput_mbps",
     "hash_ok",
     "bytes_delivered",
     "duration_s",
@@ -362,6 +364,7 @@ impl Table {
                     "sack" => Cell::Bool(cfg.sack),
                     "ber" => Cell::Float(cfg.ber),
                     "goodput_mbps" => Cell::Float(r.goodput_mbps),
+                    "ideal_goodput_mbps" => cfg.ideal_goodput_mbps().map_or(Cell::Empty, Cell::Float),
                     "hash_ok" => Cell::Bool(r.hash_ok),
                     "bytes_delivered" => Cell::Int(r.bytes as i64),
                     "duration_s" => Cell::Float(r.duration_s),
@@ -490,6 +493,7 @@ pub fn mean_std(xs: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claims::Metric;
 
     #[test]
     fn number_formats() {
@@ -519,6 +523,40 @@ mod tests {
         let mut t = Table::new(vec!["a".into(), "b".into()]);
         t.rows.push(vec![Cell::Str("x,y".into()), Cell::Str("say \"hi\"".into())]);
         assert_eq!(t.to_csv(), "a,b\n\"x,y\",\"say \"\"hi\"\"\"\n");
+    }
+
+    #[test]
+    fn testbed_rows_carry_the_ideal_goodput_of_their_configuration() {
+        let grid = vec!["agent".to_string(), "wired_delay_ms".to_string(), "ber".to_string()];
+        let mut t = Table::new(testbed_columns(&grid));
+        let result = |cfg: &TestbedConfig| TestbedResult {
+            goodput_mbps: 1.5,
+            hash_ok: true,
+            bytes: cfg.bytes,
+            duration_s: 1.0,
+            cc: cfg.cc.clone(),
+            sack: cfg.sack,
+            agent: cfg.agent,
+            counters: Default::default(),
+            sender: Default::default(),
+        };
+        let cell = |t: &Table, i: usize, c: &str| t.get(&t.rows[i], c).clone();
+        let lossy = TestbedConfig { ber: 1.6e-5, wired_delay_ms: 20.0, ..TestbedConfig::default() };
+        let values = [Cell::Str("none".into()), Cell::Float(20.0), Cell::Float(1.6e-5)];
+        t.push_testbed(&values, 3, &lossy, &result(&lossy)).unwrap();
+        let ideal = lossy.ideal_goodput_mbps().unwrap();
+        assert_eq!(cell(&t, 0, "ideal_goodput_mbps"), Cell::Float(ideal));
+        // 1.6e-5 loses 17.5 % of the full frames: the bound is well under the clean one
+        assert!((1.55..1.58).contains(&ideal), "{ideal}");
+        assert_eq!(cell(&t, 0, "goodput_mbps"), Cell::Float(1.5));
+        assert_eq!(cell(&t, 0, "seed"), Cell::Int(3));
+        let ratio = Metric::parse("ratio:goodput_mbps/ideal_goodput_mbps").unwrap();
+        assert!((ratio.eval(&t, &t.rows[0]).unwrap() - 1.5 / ideal).abs() < 1e-12);
+        // an unlimited hop has no bound: the cell stays empty
+        let unlimited = TestbedConfig { rate_mbps: 0.0, ..TestbedConfig::default() };
+        t.push_testbed(&values, 1, &unlimited, &result(&unlimited)).unwrap();
+        assert_eq!(cell(&t, 1, "ideal_goodput_mbps"), Cell::Empty);
+        assert_eq!(ratio.eval(&t, &t.rows[1]), None);
     }
 
     #[test]

@@ -40,6 +40,8 @@ fn argument_errors() {
         &["bs", "--wired", "a", "--wireless", "b", "--ber", "1e-6", "--loss", "0.1"],
         &["bench", "forward", "--packets", "0"],
         &["bench", "backward"],
+        &["bench", "sockets", "--segments", "0"],
+        &["bench", "sockets", "--window", "-1"],
     ] {
         assert_eq!(cli(args).unwrap(), ExitCode::from(2), "{args:?}");
     }
@@ -59,6 +61,24 @@ fn argument_errors() {
     assert!(e.contains("ber"), "{e}");
     let e = err(&["testbed", "--rate-mbps=-1"]);
     assert!(e.contains("rate_mbps"), "{e}");
+    // checked before any namespace is made, root or not
+    let e = err(&["bench", "sockets", "--window", "1000"]);
+    assert!(e.contains("window must be between 1460 B"), "{e}");
+    let e = err(&["bench", "sockets", "--rto-ms", "0"]);
+    assert!(e.contains("rto_ms"), "{e}");
+}
+
+/// `lasthop bench sockets` end to end (as root with network namespaces; otherwise it must refuse clearly).
+#[test]
+fn bench_sockets_runs_or_refuses_clearly() {
+    match cli(&["bench", "sockets", "--segments", "2000", "--repetitions", "2", "--json"]) {
+        Ok(code) => assert_eq!(code, ExitCode::SUCCESS),
+        Err(e) => {
+            let e = format!("{e:#}");
+            assert!(e.contains("must run as root") || e.contains("network namespaces are not available"), "{e}");
+            eprintln!("SKIPPED: {e}");
+        }
+    }
 }
 
 #[test]
@@ -97,6 +117,112 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
         (AgentKind::Snoop, "bbr", true, 20.0, 1.6e-5, 1_048_576)
     );
     assert!(e.claims.len() >= 2);
+}
+
+#[test]
+fn the_rtt_experiment_loads_and_its_grid_expands() {
+    let e = Experiment::load(&repo().join("experiments/testbed-rtt.toml")).unwrap();
+    assert_eq!(e.runner, RunnerKind::Testbed);
+    assert!(!e.default, "needs root: must not be in the default set");
+    assert_eq!(e.grid_columns(), ["agent", "wired_delay_ms", "ber"]);
+    let cols = e.columns();
+    for c in ["cc", "sack", "seed", "goodput_mbps", "ideal_goodput_mbps", "hash_ok", "sender_timeouts"] {
+        assert!(cols.iter().any(|k| k == c), "no column {c} in {cols:?}");
+    }
+    let full = e.points(false).unwrap();
+    assert_eq!(full.len(), 2 * 6 * 3);
+    assert_eq!(e.seed_list(false).len(), 3);
+    let delays: Vec<f64> = full.iter().map(|p| testbed_config(p, 1).unwrap().wired_delay_ms).collect();
+    assert_eq!(delays.iter().copied().fold(0.0, f64::max), 50.0);
+    for p in &full {
+        let c = testbed_config(p, 2).unwrap();
+        assert_eq!((c.cc.as_str(), c.sack, c.max_window, c.bytes), ("reno", false, 65535, 1_048_576));
+        assert_eq!(c.rate_mbps, 2.0);
+        assert!(c.ideal_goodput_mbps().is_some(), "a rate-limited hop has a bound");
+    }
+    let quick = e.points(true).unwrap();
+    assert_eq!(quick.len(), 2 * 2 * 3, "quick: the LAN and 20 ms, every BER");
+    assert_eq!(e.seed_list(true).len(), 1);
+    assert!(quick.iter().all(|p| testbed_config(p, 1).unwrap().bytes < 1_048_576));
+    // per-delay claims on both error rates, the no-harm claim, the LAN bound, Snoop's target, the hashes
+    let per_delay = e.claims.iter().filter(|c| c.for_each.as_deref() == Some("wired_delay_ms")).count();
+    assert_eq!(per_delay, 4);
+    assert_eq!(e.claims.len(), 6);
+}
+
+/// A testbed that answers with goodputs from a formula of the configuration (no kernel, no namespaces).
+struct FormulaTestbed<F: Fn(&TestbedConfig) -> f64 + Sync>(F);
+
+/// What a fake testbed reports for `cfg`: an intact transfer at `goodput` Mb/s.
+fn fake_result(cfg: &TestbedConfig, goodput: f64) -> TestbedResult {
+    TestbedResult {
+        goodput_mbps: goodput,
+        hash_ok: true,
+        bytes: cfg.bytes,
+        duration_s: cfg.bytes as f64 * 8.0 / goodput / 1e6,
+        cc: cfg.cc.clone(),
+        sack: cfg.sack,
+        agent: cfg.agent,
+        counters: Counters::default(),
+        sender: Default::default(),
+    }
+}
+
+impl<F: Fn(&TestbedConfig) -> f64 + Sync> Runner for FormulaTestbed<F> {
+    fn run(&self, _: &RunRequest<'_>) -> Result<RunResult> {
+        anyhow::bail!("no simulator here")
+    }
+    fn run_testbed(&self, cfg: &TestbedConfig) -> Result<TestbedResult> {
+        Ok(fake_result(cfg, (self.0)(cfg)))
+    }
+}
+
+#[test]
+fn the_rtt_experiment_reports_from_which_delay_the_gain_holds() {
+    // Snoop at 97 % of the bound everywhere; plain Reno at 86 % of it on the LAN at BER 0 and 3.9e-6,
+    // falling as the wired delay grows (and faster at the higher BER): the 2× claims must fail on the LAN
+    // and name every delay's ratio.
+    let fake = FormulaTestbed(|c: &TestbedConfig| {
+        let ideal = c.ideal_goodput_mbps().unwrap();
+        match c.agent {
+            AgentKind::Snoop => 0.97 * ideal,
+            _ if c.ber == 0.0 => 0.99 * ideal,
+            _ => 0.86 * ideal / (1.0 + c.wired_delay_ms * c.ber / 1e-5 / 4.0),
+        }
+    });
+    let out = tempfile::tempdir().unwrap();
+    let opts = ReproduceOptions {
+        ids: vec!["testbed-rtt".into()],
+        quick: false,
+        jobs: 2,
+        out: out.path().to_path_buf(),
+        experiments_dir: repo().join("experiments"),
+        progress: false,
+    };
+    let summary = reproduce(&opts, &fake).unwrap();
+    let e = &summary.experiments[0];
+    assert!(e.failed_runs.is_empty(), "{:?}", e.failed_runs);
+    assert_eq!(e.runs, 2 * 6 * 3 * 3);
+    let claim = |start: &str| &e.claims.iter().find(|c| c.0.contains(start)).unwrap_or_else(|| panic!("{start}")).2;
+    // 3.9e-6: ratio 0.97/0.86 × (1 + 0.0975 d): 1.13 on the LAN, 1.68 at 5 ms, 2.23 at 10 ms
+    let c = claim("at BER 3.9e-6, per wired delay");
+    assert!(!c.holds, "{c:?}");
+    assert_eq!(c.detail.len(), 6, "{c:?}");
+    assert!(c.detail[0].starts_with("1.13") && c.detail[0].ends_with("wired_delay_ms=0.0"), "{:?}", c.detail);
+    assert!(c.ours.contains("wired_delay_ms=0.0") && c.ours.contains("worst of 6"), "{}", c.ours);
+    let ratio = |d: &str| d.split_whitespace().next().unwrap().parse::<f64>().unwrap();
+    assert!(ratio(&c.detail[1]) < 2.0 && ratio(&c.detail[2]) >= 2.0, "{:?}", c.detail);
+    assert!(c.detail.windows(2).all(|w| ratio(&w[0]) < ratio(&w[1])), "{:?}", c.detail);
+    // no harm at BER 0 (0.97 / 0.99 ≈ 0.98), the LAN bound (plain at 86 %), Snoop's 90 % target, the hashes
+    for start in ["Snoop never hurts", "The bound on the LAN", "Target: Snoop reaches", "Every transfer arrives"] {
+        assert!(claim(start).holds, "{start}: {:?}", claim(start));
+    }
+    let csv = std::fs::read_to_string(out.path().join("testbed-rtt/results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(header.contains(&"ideal_goodput_mbps"), "{header:?}");
+    let report = std::fs::read_to_string(out.path().join("testbed-rtt/report.md")).unwrap();
+    assert!(report.contains("goodput_mbps/ideal_goodput_mbps"), "{report}");
+    assert!(out.path().join("testbed-rtt/figure.svg").is_file());
 }
 
 /// A temporary directory with `experiments/NAME.toml` and the repository's `examples/testbed.toml`.
@@ -177,17 +303,7 @@ impl Runner for FakeTestbed {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         let snoop = 1.7 * (1.0 - cfg.ber * 1e4);
         let goodput = if cfg.agent == AgentKind::Snoop { snoop } else { snoop / (1.0 + cfg.ber / 2e-6) };
-        Ok(TestbedResult {
-            goodput_mbps: goodput,
-            hash_ok: true,
-            bytes: cfg.bytes,
-            duration_s: cfg.bytes as f64 * 8.0 / goodput / 1e6,
-            cc: cfg.cc.clone(),
-            sack: cfg.sack,
-            agent: cfg.agent,
-            counters: Counters::default(),
-            sender: Default::default(),
-        })
+        Ok(fake_result(cfg, goodput))
     }
 }
 

@@ -11,7 +11,9 @@
 //!   frames out, every frame classified and counted;
 //! - [`bs`]: the I/O loop around it (AF_PACKET sockets, `ppoll`, the clock) — [`run_bs`];
 //! - [`testbed`]: network namespaces FH, BS, MH joined by veth pairs, a built-in kernel-TCP bulk transfer
-//!   through the base station, teardown on every exit path — [`run_testbed_transfer`].
+//!   through the base station, teardown on every exit path — [`run_testbed_transfer`];
+//! - [`bench`] and [`bench_sockets`]: the forwarding core timed in memory, and the whole I/O loop timed on
+//!   the testbed's sockets between a raw-frame generator and reflector (no kernel TCP).
 //!
 //! Nothing here panics on bad input from the network: malformed frames are counted and dropped or
 //! forwarded by rule ([`forward`] lists the rules).
@@ -21,6 +23,7 @@ compile_error!("lasthop-net is Linux only (AF_PACKET, network namespaces)");
 
 pub mod agents;
 pub mod bench;
+pub mod bench_sockets;
 pub mod bs;
 /// The error models of the emulated hop: those of `lasthop-channel`, shared with the simulator (same
 /// configuration text: `model = "ber"`, `ber = 3.9e-6`, and `packet`, `markov`, `empirical`).

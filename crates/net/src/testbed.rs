@@ -46,6 +46,19 @@ pub const MH_IF: &str = "mh0";
 pub const BS_WIRED_IF: &str = "w0";
 pub const BS_WIRELESS_IF: &str = "m0";
 
+/// A full data segment of the kernel sender on the testbed, as the emulated hop counts it (the IP packet):
+/// the veth MTU, 1500 bytes, carrying [`IDEAL_PAYLOAD_BYTES`] of payload (20 bytes of IP header, 20 of TCP
+/// header, 12 of timestamp option; Linux sends timestamps by default, `net.ipv4.tcp_timestamps = 1`).
+pub const IDEAL_DATA_IP_BYTES: usize = 1500;
+/// Payload of a full data segment: MSS 1460 less the 12-byte timestamp option.
+pub const IDEAL_PAYLOAD_BYTES: usize = 1448;
+/// A pure ACK with timestamps: 20 + 20 + 12 bytes.
+pub const IDEAL_ACK_IP_BYTES: usize = 52;
+/// Data segments per ACK in [`TestbedConfig::ideal_goodput_mbps`]: Linux delays ACKs to one per two full
+/// segments (RFC 1122 §4.2.3.2, RFC 5681 §4.2); its quick-ACK phase at the start acknowledges every one, so
+/// a measured transfer sends a few more ACKs than this (about 0.6 per segment for 1 MB at BER 0).
+pub const IDEAL_ACK_EVERY: u32 = 2;
+
 /// One of the three namespaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Node {
@@ -138,6 +151,27 @@ impl TestbedConfig {
             timeout: Duration::from_secs_f64(self.timeout_s.max(1.0)),
             max_window: self.max_window,
         }
+    }
+
+    /// The best goodput any base-station scheme could reach on this hop, Mb/s: C·(1 − PER), as the
+    /// simulator's `ideal_goodput_mbps` (seed 000 §5.1 compares Snoop with this bound). C counts the air time of
+    /// a full data frame and, on a half-duplex hop, of one ACK per [`IDEAL_ACK_EVERY`] data frames; PER is the
+    /// analytic loss probability of a full data frame in the data direction. Lost ACKs and the transfer's
+    /// start (slow start, the handshake) are not counted, so measured goodput stays (slightly) below it.
+    /// None when the hop is not rate-limited (`rate_mbps = 0`).
+    pub fn ideal_goodput_mbps(&self) -> Option<f64> {
+        if !(self.rate_mbps.is_finite() && self.rate_mbps > 0.0) {
+            return None;
+        }
+        let hop = self.hop();
+        let air_ns = |len: usize| (len as f64 * 8.0 * 1e3 / self.rate_mbps).round() + hop.mac_overhead_us * 1e3;
+        let mut per_segment_ns = air_ns(IDEAL_DATA_IP_BYTES);
+        if self.duplex == Duplex::Half {
+            per_segment_ns += air_ns(IDEAL_ACK_IP_BYTES) / IDEAL_ACK_EVERY as f64;
+        }
+        let capacity = IDEAL_PAYLOAD_BYTES as f64 * 8.0 / per_segment_ns * 1e3;
+        let per = hop.down.frame_loss_probability(IDEAL_DATA_IP_BYTES as u64 * 8)?;
+        Some(capacity * (1.0 - per))
     }
 
     pub fn validate(&self) -> Result<(), NetError> {
@@ -807,6 +841,26 @@ mod tests {
             let bad = TestbedConfig { wired_delay_ms: d, ..TestbedConfig::default() };
             assert!(bad.validate().is_err(), "wired_delay_ms {d}");
         }
+    }
+
+    #[test]
+    fn ideal_goodput_is_capacity_times_frame_survival() {
+        // 2 Mb/s half-duplex: a 1500-byte frame takes 6 ms, half a 52-byte ACK 0.104 ms; 1448 payload bytes
+        let c = TestbedConfig::default();
+        let clean = c.ideal_goodput_mbps().unwrap();
+        assert!((clean - 1448.0 * 8.0 / 6104.0).abs() < 1e-9, "{clean}");
+        // full duplex: the ACKs take no air time from the data
+        let full = TestbedConfig { duplex: Duplex::Full, ..c.clone() };
+        assert!((full.ideal_goodput_mbps().unwrap() - 1448.0 * 8.0 / 6000.0).abs() < 1e-9);
+        // BER 3.9e-6 on 12000 bits: PER = 1 − e^(−0.0468) ≈ 4.57 %
+        let lossy = TestbedConfig { ber: 3.9e-6, ..c.clone() };
+        let per = 1.0 - lossy.ideal_goodput_mbps().unwrap() / clean;
+        assert!((per - (1.0 - (-3.9e-6f64 * 12000.0).exp())).abs() < 1e-6, "{per}");
+        assert!((0.045..0.046).contains(&per), "{per}");
+        // the bound scales with the rate; an unlimited hop has none
+        let fast = TestbedConfig { rate_mbps: 4.0, ..c.clone() };
+        assert!((fast.ideal_goodput_mbps().unwrap() / clean - 2.0).abs() < 1e-9);
+        assert_eq!(TestbedConfig { rate_mbps: 0.0, ..c }.ideal_goodput_mbps(), None);
     }
 
     #[test]

@@ -1337,6 +1337,19 @@ fn marked_ack_with_nothing_outstanding_or_beyond_snd_max_changes_nothing() {
     assert_eq!((s.cwnd(), s.stats().handoff_marks_received), (cwnd, 0));
 }
 
+/// The mobile receiver's handoff signal at `t` (seed 004 Fig. 9 (b)): the marked ACK or three DUPACKs,
+/// delivered to the sender at once.
+fn signal_handoff(r: &mut Receiver, s: &mut Sender, t: Time, marked: bool) {
+    if marked {
+        r.send_handoff_mark();
+    } else {
+        r.send_dupacks(3);
+    }
+    for p in std::iter::from_fn(|| r.poll_transmit(t)).collect::<Vec<_>>() {
+        s.handle_packet(t, &p);
+    }
+}
+
 #[test]
 fn receiver_marks_exactly_one_ack_after_the_handoff() {
     let t = Time::from_millis(10);
@@ -1379,14 +1392,7 @@ fn handoff_mark_takes_the_fixed_tahoe_sender_back_where_three_dupacks_resend_one
         let t = now + Duration::from_millis(200);
         r.handle_timeout(t);
         assert_eq!(acks(&mut r, t), vec![(una, vec![])]);
-        if marked {
-            r.send_handoff_mark();
-        } else {
-            r.send_dupacks(3);
-        }
-        for p in std::iter::from_fn(|| r.poll_transmit(t)).collect::<Vec<_>>() {
-            s.handle_packet(t, &p);
-        }
+        signal_handoff(&mut r, &mut s, t, marked);
         // Shuttle packets both ways, no loss, 10 ms apart, for 300 ms (well before any timer).
         let mut now = t;
         for _ in 0..30 {
@@ -1514,14 +1520,7 @@ fn marked_ack_after_a_timeout_resumes_as_soon_as_three_dupacks() {
         r.handle_timeout(timed_out + Duration::from_millis(200));
         drain_receiver(&mut r, timed_out + Duration::from_millis(200)); // lost in the gap
         let t = timed_out + Duration::from_millis(300);
-        if marked {
-            r.send_handoff_mark();
-        } else {
-            r.send_dupacks(3);
-        }
-        for p in std::iter::from_fn(|| r.poll_transmit(t)).collect::<Vec<_>>() {
-            s.handle_packet(t, &p);
-        }
+        signal_handoff(&mut r, &mut s, t, marked);
         let mut now = t;
         for _ in 0..50 {
             for p in std::iter::from_fn(|| s.poll_transmit(now)).collect::<Vec<_>>() {
