@@ -15,7 +15,7 @@
 //! the time of the entry it has in the heap (`Conn::scheduled`); the invariant is `scheduled <= deadline`.
 //! When the deadline moves *earlier* a new entry is pushed (the old one goes stale); when it moves later
 //! (the persist timer slides forward on every packet) nothing is pushed. After every input `tidy` makes
-//! only the *top* exact (pops stale entries, re-queues a top whose deadline moved), so `poll_timeout` is a
+//! only the *top* exact (pops stale entries, updates in place a top whose deadline moved), so `poll_timeout` is a
 //! peek that returns a real deadline, and the per-packet cost is a comparison or two, plus a small heap
 //! operation when the touched connection is the one due first. The heap is compacted if stale entries ever
 //! outnumber live connections. Ties are broken by slot index, so the firing order is deterministic.
