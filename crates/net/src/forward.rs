@@ -896,11 +896,25 @@ mod tests {
         f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         out.clear();
         // Source port 5000 = 0x1388: first TCP byte 0x13 is odd, so the agent panics.
-        f.on_frame(Time::ZERO, Port::Wired, &data(1), &mut out);
+        let d = data(1);
+        f.on_frame(Time::ZERO, Port::Wired, &d, &mut out);
         assert_eq!(out.len(), 1, "the packet went on without the agent");
+        assert_eq!(&out[0].1[ETH_HEADER_LEN..], &d[ETH_HEADER_LEN..], "byte for byte");
         let c = f.counters(Time::ZERO);
         assert_eq!(c.agent_panics, 1);
         assert!(c.agent.is_empty(), "a chain of unknown make loses the agent");
+
+        // The other way the packet reaches the agents from the hop, not from a frame at hand.
+        let mut f = Forwarder::with_agents(vec![Box::new(Fragile(0))], &HopConfig::default(), [[2; 6], [3; 6]]);
+        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        out.clear();
+        let up = tcp(FH_MAC, MH_MAC, (MH, 5000), (FH, 6000), 9, Some(1), TcpFlags::default(), &[]);
+        f.on_frame(Time::ZERO, Port::Wireless, &up, &mut out);
+        assert_eq!(out.len(), 1, "the ACK went on without the agent");
+        assert_eq!(out[0].0, Port::Wired);
+        assert_eq!(&out[0].1[ETH_HEADER_LEN..], &up[ETH_HEADER_LEN..]);
+        assert_eq!(f.counters(Time::ZERO).agent_panics, 1);
     }
 
     /// Random bytes, and random mutations of real TCP frames, through Snoop: nothing panics, and every

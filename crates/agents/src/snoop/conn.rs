@@ -403,7 +403,12 @@ impl Conn {
         self.tx_mode = true;
         self.txc += 1;
         let idx = self.txc;
-        let pos = self.cache.partition_point(|c| c.seq < seq);
+        // Usually the segment just forwarded, the cache's last: then that is where the search would land
+        // (the cache is in sequence order, non-overlapping), and it is skipped.
+        let pos = match self.cache.back() {
+            Some(c) if c.seq == seq => self.cache.len() - 1,
+            _ => self.cache.partition_point(|c| c.seq < seq),
+        };
         let Some(c) = self.cache.get_mut(pos).filter(|c| c.seq == seq && c.len == len) else { return false };
         c.tx.pending = c.tx.pending.saturating_sub(1);
         c.tx.count = c.tx.count.saturating_add(1);

@@ -468,8 +468,8 @@ impl Agent for Snoop {
         if side != Side::ToMobile {
             return;
         }
-        let Some((src, src_port, dst, dst_port, seq, len)) = parse::peek_data(packet) else { return };
-        let Some(s) = self.table.find(&FlowKey { src, src_port, dst, dst_port }) else { return };
+        let Some((key, seq, len)) = parse::peek_data(packet) else { return };
+        let Some(s) = self.table.find_packed(key) else { return };
         if self.table.conn_mut(s).on_transmit(now, seq, len, &self.cfg) {
             self.table.schedule(s, &self.cfg);
             self.table.tidy(&self.cfg);

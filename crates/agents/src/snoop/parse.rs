@@ -6,7 +6,7 @@
 //! a reference to the mobile's last packet (two atomic operations per ACK).
 
 pub(super) use crate::triage::Class;
-use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::ipv4::{HEADER_LEN as IPV4_HEADER_LEN, PROTO_TCP};
 use lasthop_wire::tcp::{option_kind, HEADER_LEN as TCP_HEADER_LEN};
 use lasthop_wire::{SeqNum, TcpFlags};
 use std::net::Ipv4Addr;
@@ -47,9 +47,60 @@ impl Segment {
     }
 }
 
-/// Reads a packet for Snoop: the fixed headers through [`crate::triage`], then the options walked for
-/// validity with only the timestamps kept.
-pub(super) fn classify(bytes: &[u8]) -> Class<Segment> {
+/// Reads a packet for Snoop: the checks of [`crate::triage::classify`] (with those of
+/// `Ipv4Packet::check_len` and `TcpPacket::check_len`), in the same order and with the same outcome for every
+/// input, done on the raw bytes with one length check per header; then the options walked for validity with
+/// only the timestamps kept. (`tests::classify_agrees_with_triage` holds the two to the same answers.)
+#[inline]
+pub(super) fn classify(b: &[u8]) -> Class<Segment> {
+    let Some(h) = b.first_chunk::<IPV4_HEADER_LEN>() else { return Class::Malformed };
+    if h[0] >> 4 != 4 {
+        return Class::Malformed;
+    }
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    if ihl < IPV4_HEADER_LEN || total < ihl || b.len() < total {
+        return Class::Malformed;
+    }
+    // Fragment offset or more-fragments set.
+    if u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0 {
+        return Class::Fragment;
+    }
+    if h[9] != PROTO_TCP {
+        return Class::NotTcp;
+    }
+    let tcp = &b[ihl..total];
+    let Some(t) = tcp.first_chunk::<TCP_HEADER_LEN>() else { return Class::Malformed };
+    let hl = usize::from(t[12] >> 4) * 4;
+    if hl < TCP_HEADER_LEN || tcp.len() < hl {
+        return Class::Malformed;
+    }
+    let timestamps = if hl > TCP_HEADER_LEN {
+        match walk_options(&tcp[TCP_HEADER_LEN..hl]) {
+            Ok(ts) => ts,
+            Err(()) => return Class::Malformed,
+        }
+    } else {
+        None
+    };
+    Class::Tcp(Segment {
+        src: Ipv4Addr::new(h[12], h[13], h[14], h[15]),
+        dst: Ipv4Addr::new(h[16], h[17], h[18], h[19]),
+        src_port: u16::from_be_bytes([t[0], t[1]]),
+        dst_port: u16::from_be_bytes([t[2], t[3]]),
+        seq: SeqNum(u32::from_be_bytes([t[4], t[5], t[6], t[7]])),
+        ack: SeqNum(u32::from_be_bytes([t[8], t[9], t[10], t[11]])),
+        flags: TcpFlags(t[13]),
+        window: u16::from_be_bytes([t[14], t[15]]),
+        payload_len: (tcp.len() - hl) as u32,
+        timestamps,
+    })
+}
+
+/// The same reading through the checked views of `lasthop_wire` and [`crate::triage::classify`]: the
+/// reference [`classify`] is held to.
+#[cfg(test)]
+pub(super) fn classify_by_views(bytes: &[u8]) -> Class<Segment> {
     crate::triage::classify(bytes, |ip, tcp| {
         let hl = tcp.header_len();
         let timestamps = if hl > TCP_HEADER_LEN { walk_options(&ip.payload()[TCP_HEADER_LEN..hl]).ok()? } else { None };
@@ -107,17 +158,61 @@ fn walk_options(mut opts: &[u8]) -> Result<Option<(u32, u32)>, ()> {
     Ok(ts)
 }
 
-/// What `on_transmit` needs of a packet: its connection and the sequence space its data occupies. A cheap
-/// read of the fixed header fields (the packet was validated by `classify` when it came in, but a host may
-/// report any frame, so every length is checked). `None` for anything but an unfragmented IPv4/TCP packet
-/// carrying data or a FIN.
-pub(super) fn peek_data(b: &[u8]) -> Option<(Ipv4Addr, u16, Ipv4Addr, u16, SeqNum, u32)> {
+/// What `on_transmit` needs of a packet: its connection (the FH→MH key packed as the table keys it,
+/// [`pack_key`]) and the sequence space its data occupies. A cheap read of the fixed header fields (the packet
+/// was validated by `classify` when it came in, but a host may report any frame, so every length is checked,
+/// the fixed ones at once). `None` for anything but an unfragmented IPv4/TCP packet carrying data or a FIN.
+#[inline]
+pub(super) fn peek_data(b: &[u8]) -> Option<(u128, SeqNum, u32)> {
+    let h = b.first_chunk::<{ IPV4_HEADER_LEN + TCP_HEADER_LEN }>()?;
+    if h[0] >> 4 != 4 || h[9] != PROTO_TCP {
+        return None;
+    }
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    // Fragment offset or more-fragments set.
+    if ihl < IPV4_HEADER_LEN
+        || total > b.len()
+        || total < ihl + TCP_HEADER_LEN
+        || u16::from_be_bytes([h[6], h[7]]) & 0x3fff != 0
+    {
+        return None;
+    }
+    let seg = &b[ihl..total];
+    let t = seg.first_chunk::<TCP_HEADER_LEN>()?;
+    let doff = usize::from(t[12] >> 4) * 4;
+    if doff < TCP_HEADER_LEN || doff > seg.len() {
+        return None;
+    }
+    let flags = t[13];
+    let len = (seg.len() - doff) as u32 + u32::from(flags & 0x01 != 0) + u32::from(flags & 0x02 != 0);
+    if len == 0 {
+        return None;
+    }
+    let key = pack_key(
+        u32::from_be_bytes([h[12], h[13], h[14], h[15]]),
+        u16::from_be_bytes([t[0], t[1]]),
+        u32::from_be_bytes([h[16], h[17], h[18], h[19]]),
+        u16::from_be_bytes([t[2], t[3]]),
+    );
+    Some((key, SeqNum(u32::from_be_bytes([t[4], t[5], t[6], t[7]])), len))
+}
+
+/// A 4-tuple packed into 96 bits (addresses as big-endian `u32`s): one `write_u128` to hash, one compare
+/// to match. The connection table's key.
+pub(super) fn pack_key(src: u32, src_port: u16, dst: u32, dst_port: u16) -> u128 {
+    (u128::from(src) << 64) | (u128::from(dst) << 32) | (u128::from(src_port) << 16) | u128::from(dst_port)
+}
+
+/// [`peek_data`] as first written, through `Ipv4Addr`s and per-byte indexing: the reference the fast one is
+/// held to.
+#[cfg(test)]
+pub(super) fn peek_data_reference(b: &[u8]) -> Option<(u128, SeqNum, u32)> {
     if b.len() < 40 || b[0] >> 4 != 4 || b[9] != PROTO_TCP {
         return None;
     }
     let ihl = usize::from(b[0] & 0x0f) * 4;
     let total = usize::from(u16::from_be_bytes([b[2], b[3]]));
-    // Fragment offset or more-fragments set.
     if ihl < 20 || total > b.len() || total < ihl + TCP_HEADER_LEN || u16::from_be_bytes([b[6], b[7]]) & 0x3fff != 0 {
         return None;
     }
@@ -133,6 +228,7 @@ pub(super) fn peek_data(b: &[u8]) -> Option<(Ipv4Addr, u16, Ipv4Addr, u16, SeqNu
     }
     let ip = |i: usize| Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3]);
     let port = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
+    let key = crate::flow::FlowKey { src: ip(12), src_port: port(0), dst: ip(16), dst_port: port(2) };
     let seq = SeqNum(u32::from_be_bytes([t[4], t[5], t[6], t[7]]));
-    Some((ip(12), port(0), ip(16), port(2), seq, len))
+    Some((pack_key(u32::from(key.src), key.src_port, u32::from(key.dst), key.dst_port), seq, len))
 }

@@ -15,27 +15,26 @@
 //! the time of the entry it has in the heap (`Conn::scheduled`); the invariant is `scheduled <= deadline`.
 //! When the deadline moves *earlier* a new entry is pushed (the old one goes stale); when it moves later
 //! (the persist timer slides forward on every packet) nothing is pushed. After every input `tidy` makes
-//! only the *top* exact (pops stale entries, re-queues a top whose deadline moved), so `poll_timeout` is a
+//! only the *top* exact (pops stale entries, updates in place a top whose deadline moved), so `poll_timeout` is a
 //! peek that returns a real deadline, and the per-packet cost is a comparison or two, plus a small heap
 //! operation when the touched connection is the one due first. The heap is compacted if stale entries ever
 //! outnumber live connections. Ties are broken by slot index, so the firing order is deterministic.
 
 use super::conn::Conn;
+use super::parse::pack_key;
 use super::Cfg;
 use crate::flow::FlowKey;
 use lasthop_wire::Time;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasher, Hasher};
 
 const NIL: u32 = u32::MAX;
 
-/// The 4-tuple packed into 96 bits: one `write_u128` to hash, one compare to match.
+/// The 4-tuple packed into 96 bits ([`pack_key`]).
 fn pack(k: &FlowKey) -> u128 {
-    (u128::from(u32::from(k.src)) << 64)
-        | (u128::from(u32::from(k.dst)) << 32)
-        | (u128::from(k.src_port) << 16)
-        | u128::from(k.dst_port)
+    pack_key(u32::from(k.src), k.src_port, u32::from(k.dst), k.dst_port)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -125,12 +124,22 @@ impl Table {
 
     /// [`lookup`](Self::lookup) for the per-packet path, remembering the last hit.
     pub fn find(&mut self, key: &FlowKey) -> Option<u32> {
-        let k = pack(key);
+        self.find_packed(pack(key))
+    }
+
+    /// [`find`](Self::find) by a key already packed ([`pack_key`]).
+    #[inline]
+    pub fn find_packed(&mut self, k: u128) -> Option<u32> {
         if let Some((lk, slot)) = self.last {
             if lk == k {
                 return Some(slot);
             }
         }
+        self.find_in_map(k)
+    }
+
+    #[inline(never)]
+    fn find_in_map(&mut self, k: u128) -> Option<u32> {
         let slot = self.map.get(&k).copied()?;
         self.last = Some((k, slot));
         Some(slot)
@@ -145,10 +154,15 @@ impl Table {
     }
 
     /// Marks `slot` as the most recently active connection.
+    #[inline]
     pub fn touch(&mut self, slot: u32) {
-        if self.newest == slot {
-            return;
+        if self.newest != slot {
+            self.make_newest(slot);
         }
+    }
+
+    #[inline(never)]
+    fn make_newest(&mut self, slot: u32) {
         self.unlink(slot);
         self.link_newest(slot);
     }
@@ -268,18 +282,29 @@ impl Table {
     /// replaced by the actual one. Only the top is examined, so this is O(log n) at worst and, in the common
     /// case of the top being untouched, one comparison. The heap is compacted if stale entries pile up.
     /// Called at the end of every input.
+    #[inline(always)]
     pub fn tidy(&mut self, cfg: &Cfg) {
-        while let Some(&Reverse((t, slot, gen))) = self.heap.peek() {
-            if !self.entry_live(t, slot, gen) {
-                self.heap.pop();
+        while let Some(mut top) = self.heap.peek_mut() {
+            let Reverse((t, slot, gen)) = *top;
+            let s = &mut self.slots[slot as usize];
+            let Some(conn) = s.conn.as_mut().filter(|c| s.gen == gen && c.scheduled == Some(t)) else {
+                PeekMut::pop(top);
                 continue;
+            };
+            match conn.deadline(cfg) {
+                Some(d) if d == t => break,
+                // The deadline moved (later: the persist timer slides on every packet). The entry is replaced
+                // in place, one sift-down, rather than popped and pushed again; the heap holds the same
+                // entries either way, so the firing order is unchanged.
+                Some(d) => {
+                    conn.scheduled = Some(d);
+                    *top = Reverse((d, slot, gen));
+                }
+                None => {
+                    conn.scheduled = None;
+                    PeekMut::pop(top);
+                }
             }
-            if self.conn(slot).deadline(cfg) == Some(t) {
-                break;
-            }
-            self.heap.pop();
-            self.conn_mut(slot).scheduled = None;
-            self.schedule(slot, cfg);
         }
         if self.heap.len() > 2 * self.live + 64 {
             let slots = &self.slots;
@@ -292,6 +317,13 @@ impl Table {
 
     pub fn next_deadline(&self) -> Option<Time> {
         self.heap.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// The earliest deadline over every live connection, by a full scan: what
+    /// [`next_deadline`](Self::next_deadline) must equal after every input.
+    #[cfg(test)]
+    pub fn earliest_deadline_by_scan(&self, cfg: &Cfg) -> Option<Time> {
+        self.slots.iter().filter_map(|s| s.conn.as_ref()?.deadline(cfg)).min()
     }
 
     #[cfg(test)]

@@ -900,6 +900,47 @@ fn poll_timeout_is_the_earliest_over_connections() {
     assert!(h.s.table.heap_len() <= 1);
 }
 
+#[test]
+fn a_sliding_persist_deadline_moves_in_place() {
+    // The persist deadline moves later on every packet; the heap entry follows it without piling up.
+    let mut h = established();
+    for i in 0..50 {
+        h.at_ms(u64::from(i)).data(i);
+        assert_eq!(h.s.poll_timeout(), Some(Time::from_millis(u64::from(i) + 200)));
+        assert_eq!(h.s.table.heap_len(), 1);
+    }
+    // A second connection's deadline becomes the earliest once the first one's slides past it.
+    h.handshake(ISS, FP + 1, MP);
+    h.at_ms(60);
+    h.raw(Side::ToMobile, data_on(ISS, FP + 1, MP, 0, TcpFlags::PSH));
+    assert_eq!(h.s.poll_timeout(), Some(Time::from_millis(49 + 200)));
+    h.at_ms(70).ack(1);
+    assert_eq!(h.s.poll_timeout(), Some(Time::from_millis(60 + 200)));
+    assert_eq!(h.s.table.heap_len(), 2);
+}
+
+#[test]
+fn a_transmission_report_finds_any_cached_segment() {
+    let mut h = established();
+    for i in 0..4 {
+        h.data(i);
+    }
+    h.tx(3); // the newest: where a report usually lands
+    h.tx(0);
+    h.tx(2);
+    let counts: Vec<u8> = h.conn().cache().iter().map(|c| c.tx.count).collect();
+    assert_eq!(counts, [1, 0, 1, 1]);
+    assert_eq!(h.conn().cache()[3].tx.last, 1, "the first transmission reported");
+    assert_eq!(h.conn().cache()[0].tx.last, 2);
+    // The newest segment's sequence number with another length is not that segment.
+    let mut other = data_on(ISS, FP, MP, 3, TcpFlags::PSH).to_vec();
+    other.truncate(other.len() - 1);
+    let total = u16::try_from(other.len()).unwrap().to_be_bytes();
+    other[2..4].copy_from_slice(&total);
+    h.s.on_transmit(h.now, Side::ToMobile, &Bytes::from(other));
+    assert_eq!(h.conn().cache()[3].tx.count, 1);
+}
+
 // ---- connection state ----------------------------------------------------------------------------------
 
 #[test]
@@ -1175,6 +1216,7 @@ proptest! {
                 if let Some(t) = h.s.poll_timeout() {
                     prop_assert!(t > h.now, "a deadline in the past would make the host spin");
                 }
+                prop_assert_eq!(h.s.poll_timeout(), h.s.table.earliest_deadline_by_scan(&h.s.cfg));
                 trace.append(&mut h.out);
             }
             Ok(trace)
@@ -1182,6 +1224,38 @@ proptest! {
         let a = run(&events)?;
         let b = run(&events)?;
         prop_assert_eq!(a, b);
+    }
+
+    /// Snoop's own parse gives the answer the checked views of `lasthop_wire` give, for any bytes: random
+    /// ones, and valid segments (options included) with a few bytes changed.
+    #[test]
+    fn classify_agrees_with_the_checked_views(
+        data in proptest::collection::vec(any::<u8>(), 0..120),
+        opts in proptest::collection::vec(any::<u8>(), 0..40),
+        payload in 0usize..40,
+        edits in proptest::collection::vec((0usize..60, any::<u8>()), 0..4),
+        cut in 0usize..120,
+    ) {
+        let same = |b: &[u8]| format!("{:?}", parse::classify(b)) == format!("{:?}", parse::classify_by_views(b));
+        prop_assert!(same(&data));
+        let mut p = data_on(ISS, FP, MP, 0, TcpFlags::PSH).to_vec();
+        p.truncate(40 + payload.min(MSS as usize));
+        let olen = opts.len() / 4 * 4;
+        p.splice(40..40, opts[..olen].iter().copied());
+        p[32] = (((20 + olen) / 4) << 4) as u8;
+        let total = u16::try_from(p.len()).unwrap().to_be_bytes();
+        p[2..4].copy_from_slice(&total);
+        for &(i, v) in &edits {
+            let n = p.len();
+            p[i % n] = v;
+        }
+        prop_assert!(same(&p));
+        prop_assert!(same(&p[..cut.min(p.len())]));
+        for b in [&data[..], &p[..], &p[..cut.min(p.len())]] {
+            prop_assert_eq!(parse::peek_data(b), parse::peek_data_reference(b));
+        }
+        let with_ts = TcpRepr { timestamps: Some((7, 9)), ..TcpRepr::default() }.emit_ipv4(FH, MH, 1, 64, b"xy");
+        prop_assert!(same(&with_ts));
     }
 
     #[test]
