@@ -321,8 +321,20 @@ impl Conn {
         s.sent_at = now;
         s.tx_idx = tx;
         s.tx.pending = s.tx.pending.saturating_add(1);
+        // Timestamps (deviation from seed 000, which predates RFC 7323): the receiver keeps the TSval of the
+        // segment that last advanced its ACK as `ts_recent`, echoes it as TSecr, and drops a segment with an
+        // older TSval as an old duplicate (PAWS). Once the sender has resent a segment the cache did not
+        // hold, its fresh TSval is `ts_recent`, and the cached copy of the next hole, with its original
+        // TSval, would be dropped on arrival, answered by a DUPACK, resent, dropped, until the sender's own
+        // copy came: measured on the Linux testbed with the kernel's megabyte window (the mobile's
+        // `PAWSEstab` 34–124 per MB). So the copy carries the receiver's own echo, when that is newer than
+        // its TSval: the least value it accepts. Not more: filling the hole sets `ts_recent` to the copy's
+        // TSval, and the sender's packets still queued behind it would fail PAWS in turn (resending with
+        // the sender's newest TSval did that: 179–260 per MB).
+        let echo = self.mh_last.and_then(|m| m.timestamps).map(|(_, ecr)| ecr);
+        let pkt = echo.and_then(|ts| with_tsval(&s.pkt, ts)).unwrap_or_else(|| s.pkt.clone());
         // At high priority: the link keeps a second, high-priority queue for these (§3.1.2 case 3).
-        out.push(Action::ForwardPriority(Side::ToMobile, s.pkt.clone()));
+        out.push(Action::ForwardPriority(Side::ToMobile, pkt));
     }
 
     /// Retransmission driven by a timer: the head if it is the missing one and under the cap. A timer
@@ -979,6 +991,36 @@ impl Conn {
     pub fn last_ack(&self) -> Option<SeqNum> {
         self.last_ack
     }
+}
+
+/// A copy of the IPv4/TCP packet `pkt` with its timestamps option's TSval set to `tsval` if that is newer
+/// (RFC 7323 modular order) than the one it carries, and the TCP checksum recomputed; `None` (use the
+/// packet as it is) when it has no timestamps option, already carries `tsval` or a newer one, or cannot be
+/// parsed.
+pub(super) fn with_tsval(pkt: &Bytes, tsval: u32) -> Option<Bytes> {
+    let ip = lasthop_wire::Ipv4Packet::new_checked(&pkt[..]).ok()?;
+    let ihl = ip.header_len();
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let tcp = pkt.get(ihl..)?;
+    let hl = usize::from(tcp.get(12)? >> 4) * 4;
+    let opts = tcp.get(20..hl)?;
+    let mut i = 0;
+    let at = loop {
+        match *opts.get(i)? {
+            0 => return None,
+            1 => i += 1,
+            8 if opts.get(i + 1) == Some(&10) && i + 10 <= opts.len() => break ihl + 20 + i + 2,
+            _ => i += usize::from(*opts.get(i + 1)?).max(2),
+        }
+    };
+    let old = u32::from_be_bytes(pkt[at..at + 4].try_into().ok()?);
+    if tsval.wrapping_sub(old) as i32 <= 0 {
+        return None;
+    }
+    let mut v = pkt.to_vec();
+    v[at..at + 4].copy_from_slice(&tsval.to_be_bytes());
+    lasthop_wire::tcp::TcpPacket::new_checked(&mut v[ihl..]).ok()?.fill_checksum(src, dst);
+    Some(Bytes::from(v))
 }
 
 /// Passes a DUPACK on to the sender, whose own recovery needs it.

@@ -1284,3 +1284,98 @@ proptest! {
         }
     }
 }
+
+// ---- timestamps on local retransmissions (RFC 7323 PAWS) -----------------------------------------------
+
+/// FH -> MH data segment `i` carrying the timestamps option (TSval `tsval`, TSecr 7).
+fn data_ts(i: u32, tsval: u32) -> Bytes {
+    let repr = TcpRepr {
+        src_port: FP,
+        dst_port: MP,
+        seq: SeqNum(seq_of(i)),
+        ack: Some(SeqNum(MH_ISS + 1)),
+        flags: TcpFlags::PSH,
+        window: 65535,
+        timestamps: Some((tsval, 7)),
+        ..TcpRepr::default()
+    };
+    tcp(FH, MH, repr, MSS as usize)
+}
+
+/// The TSval and TSecr of a forwarded packet, after checking its TCP checksum.
+fn ts_of(pkt: &Bytes) -> (u32, u32) {
+    let ip = Ipv4Packet::new_checked(&pkt[..]).unwrap();
+    let t = TcpPacket::new_checked(ip.payload()).unwrap();
+    assert!(t.verify_checksum(ip.src_addr(), ip.dst_addr()), "TCP checksum");
+    assert_eq!(t.payload(), &[0xab; MSS as usize][..], "payload unchanged");
+    TcpRepr::parse(&t).unwrap().timestamps.unwrap()
+}
+
+fn local_rexmit(out: &[Action]) -> Bytes {
+    match out.iter().find(|a| matches!(a, Action::ForwardPriority(..))) {
+        Some(Action::ForwardPriority(Side::ToMobile, b)) => b.clone(),
+        other => panic!("no local retransmission in {out:?} ({other:?})"),
+    }
+}
+
+/// MH -> FH pure ACK for everything before segment `i`, echoing TSecr `ecr`.
+fn ack_ts(i: u32, ecr: u32) -> Bytes {
+    let repr = TcpRepr {
+        src_port: MP,
+        dst_port: FP,
+        seq: SeqNum(MH_ISS + 1),
+        ack: Some(SeqNum(seq_of(i))),
+        window: WIN,
+        timestamps: Some((4242, ecr)),
+        ..TcpRepr::default()
+    };
+    tcp(MH, FH, repr, 0)
+}
+
+#[test]
+fn local_retransmission_carries_the_receivers_echoed_timestamp_when_newer() {
+    // Segments 0–3 leave with TSval 100–103; 1 is lost. The mobile's ACK of 0 echoes 250 (a sender
+    // retransmission with that TSval filled an earlier hole): the receiver would drop a copy of 1 with
+    // TSval 101 (PAWS), so the copy goes out with TSval 250, a correct checksum, the same TSecr and
+    // payload. The cached packet itself is not touched.
+    let mut h = established();
+    for (i, ts) in [(0, 100), (1, 101), (2, 102), (3, 103)] {
+        h.raw(Side::ToMobile, data_ts(i, ts));
+    }
+    assert_eq!(h.raw(Side::ToWired, ack_ts(1, 250)), [FwdAck(1)]);
+    assert_eq!(h.raw(Side::ToWired, ack_ts(1, 250)), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
+    assert_eq!(ts_of(&local_rexmit(&h.out)), (250, 7));
+    assert_eq!(ts_of(&h.conn().cache()[0].pkt), (101, 7), "the cache keeps the sender's packet");
+    // The echo follows the mobile's latest packet; a timer resend uses it too.
+    assert_eq!(h.raw(Side::ToWired, ack_ts(1, 260)), [Drop(DropReason::DupAckSuppressed)]);
+    let out = h.timeout_at(1_000);
+    assert_eq!(ts_of(&local_rexmit(&h.out)), (260, 7), "{out:?}");
+}
+
+#[test]
+fn local_retransmission_is_the_cached_buffer_when_its_timestamp_is_acceptable() {
+    // The usual case: the echo is older than the copy's own TSval (it is the TSval of a segment before
+    // it): the cached packet itself goes out, no copy.
+    let mut h = established();
+    h.raw(Side::ToMobile, data_ts(0, 100));
+    h.raw(Side::ToMobile, data_ts(1, 101));
+    h.raw(Side::ToWired, ack_ts(0, 99));
+    let _ = h.raw(Side::ToWired, ack_ts(0, 99));
+    assert_eq!(local_rexmit(&h.out).as_ptr(), h.conn().cache()[0].pkt.as_ptr());
+    // TSval wraps modulo 2^32 (RFC 7323): an echo of 5 is newer than a TSval of u32::MAX - 5.
+    let mut h = established();
+    h.raw(Side::ToMobile, data_ts(0, u32::MAX - 5));
+    h.raw(Side::ToMobile, data_ts(1, u32::MAX - 4));
+    let _ = h.raw(Side::ToWired, ack_ts(0, 5));
+    assert_eq!(ts_of(&local_rexmit(&h.out)), (5, 7));
+    // Without timestamps on the data: the cached packet itself.
+    let mut h = established();
+    h.data(0);
+    h.data(1);
+    let _ = h.raw(Side::ToWired, ack_ts(0, 500));
+    assert_eq!(local_rexmit(&h.out).as_ptr(), h.conn().cache()[0].pkt.as_ptr());
+    // Malformed or option-less input to the patcher: no copy, no panic.
+    assert!(conn::with_tsval(&Bytes::from_static(&[0x45, 0, 0]), 9).is_none());
+    assert!(conn::with_tsval(&data_on(ISS, FP, MP, 0, TcpFlags::PSH), 9).is_none());
+    assert!(conn::with_tsval(&data_ts(0, 100), 100).is_none(), "already carries it");
+}
