@@ -85,8 +85,8 @@ fn snoop_does_not_hurt_with_the_kernels_own_window() {
     // (2 Mb/s, BER 3.9e-6, three seeds: 1.27, 1.31, 1.07 Mb/s against 1.59, 1.54, 1.60). With the stations
     // taking turns on the medium (the default) it is at par (1.60, 1.08, 1.52 against 1.59, 1.19, 1.49;
     // with the echoed timestamp on local retransmissions 1.62, 0.82, 1.54: seed 2's hop queue drops 66
-    // frames). Six testbeds side by side, as above; the mean of three seeds each way, with slack for the
-    // noise (0.90–0.98 of plain in four runs; 0.78 under `fifo`).
+    // frames). Six testbeds side by side, as above; the median of three seeds each way (1.03 of plain with the
+    // numbers above; 0.80 under `fifo`).
     let (ber, bytes) = (3.9e-6, 1 << 20);
     let results: Vec<_> = std::thread::scope(|s| {
         let jobs: Vec<_> = [AgentKind::None, AgentKind::Snoop]
@@ -109,10 +109,16 @@ fn snoop_does_not_hurt_with_the_kernels_own_window() {
         jobs.into_iter().map(|j| j.join().unwrap()).collect()
     });
     let Some(results) = results.into_iter().collect::<Option<Vec<_>>>() else { return };
-    let mean = |agent| results.iter().filter(|(a, _)| *a == agent).map(|(_, g)| g).sum::<f64>() / 3.0;
-    let (plain, snoop) = (mean(AgentKind::None), mean(AgentKind::Snoop));
-    eprintln!("kernel window, BER {ber:e}, 2 Mb/s: plain {plain:.3} Mb/s, snoop {snoop:.3} Mb/s");
-    assert!(snoop >= 0.85 * plain, "snoop {snoop:.3} Mb/s is slower than plain {plain:.3} Mb/s");
+    // The median of three: one run whose hop queue drops many frames (seed 2 above) must not decide it,
+    // since Snoop does not yet hear of hop-queue drops.
+    let median = |agent| {
+        let mut g: Vec<f64> = results.iter().filter(|(a, _)| *a == agent).map(|(_, g)| *g).collect();
+        g.sort_by(f64::total_cmp);
+        g[1]
+    };
+    let (plain, snoop) = (median(AgentKind::None), median(AgentKind::Snoop));
+    eprintln!("kernel window, BER {ber:e}, 2 Mb/s, medians: plain {plain:.3} Mb/s, snoop {snoop:.3} Mb/s");
+    assert!(snoop >= 0.9 * plain, "snoop {snoop:.3} Mb/s is slower than plain {plain:.3} Mb/s");
 }
 
 #[test]
