@@ -6,12 +6,15 @@
 //! medium; links given the same `medium` name (or the cells of overlapping base stations, see
 //! [`crate::mobility`]) share one, as seed 000's two WaveLAN cells in one room share one channel (§6): a frame
 //! on one link then keeps every other link of the medium waiting. Within a link the two stations are served
-//! first come first served, local retransmissions first; across links the medium goes to the links with a
+//! as the link's `access` says: `fifo` (default) first come first served over both, local retransmissions
+//! first; `turns` the station that did not send the latest frame goes next if it has one waiting, each station
+//! sending its own local retransmissions first (CSMA/CA between two busy stations, as the real base station's
+//! hop emulator in `lasthop-net` does). Across links the medium goes to the links with a
 //! frame waiting in turn, frame by frame (roughly the per-station fairness of WaveLAN's CSMA/CA), again with
 //! local retransmissions first.
 
 use crate::error_model::ErrorModel;
-use crate::scenario::{Duplex, LinkConfig, LinkKind};
+use crate::scenario::{Access, Duplex, LinkConfig, LinkKind};
 use bytes::Bytes;
 use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::Time;
@@ -57,6 +60,10 @@ pub struct Link {
     pub name: String,
     pub kind: LinkKind,
     duplex: Duplex,
+    /// Half duplex: how the two directions share the medium when both have frames waiting.
+    access: Access,
+    /// Half duplex: the direction of the latest frame this link put on the medium (for `Access::Turns`).
+    last_on_air: Option<usize>,
     /// Node index at each end: direction 0 sends ends[0] → ends[1].
     pub ends: [usize; 2],
     rate_mbps: f64,
@@ -89,6 +96,8 @@ impl Link {
             name,
             kind: cfg.kind,
             duplex: cfg.duplex(),
+            access: cfg.access(),
+            last_on_air: None,
             ends,
             rate_mbps: cfg.rate_mbps,
             delay_ns: (cfg.delay_ms * 1e6).round() as u64,
@@ -157,8 +166,16 @@ impl Link {
     }
 
     /// Half duplex: the direction whose frame goes next when the medium is given to this link, and whether
-    /// that frame is a local retransmission (priority queue).
+    /// that frame is a local retransmission (priority queue). `fifo`: the earliest-queued local retransmission
+    /// of either direction, else the earliest-queued frame. `turns`: the direction that did not send this
+    /// link's latest frame if it has one waiting, else the other; its own local retransmissions first; the
+    /// very first frame goes as under fifo.
     pub fn next_on_medium(&self) -> Option<(usize, bool)> {
+        if let (Access::Turns, Some(last)) = (self.access, self.last_on_air) {
+            if let Some(d) = [1 - last, last].into_iter().find(|&d| self.has_frame(d)) {
+                return Some((d, !self.dirs[d].high.is_empty()));
+            }
+        }
         let head = |q: &VecDeque<Queued>| q.front().map(|f| f.order);
         let earliest = |sel: &dyn Fn(&Direction) -> Option<u64>| {
             (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
@@ -172,6 +189,7 @@ impl Link {
             let d = &mut self.dirs[dir];
             d.high.pop_front().or_else(|| d.normal.pop_front()).expect("a frame waits")
         };
+        self.last_on_air = Some(dir);
         let bytes = q.packet.len();
         let air = self.airtime_ns(bytes);
         let d = &mut self.dirs[dir];
@@ -268,6 +286,126 @@ mod tests {
         .unwrap();
         let rng = || crate::rng::stream(1, "test", "err");
         Link::new("w".into(), &cfg, [0, 1], [ErrorModelConfig::None.build(rng()), ErrorModelConfig::None.build(rng())])
+    }
+
+    /// A half-duplex link at 1 Mb/s with no overhead nor delay (125 bytes = 1 ms), queues of 10, `access`.
+    fn link_access(access: &str) -> Link {
+        let cfg: LinkConfig = toml::from_str(&format!(
+            "ends = ['bs', 'mh']\nkind = 'wireless'\nrate_mbps = 1.0\nqueue_packets = 10\naccess = '{access}'"
+        ))
+        .unwrap();
+        let rng = || crate::rng::stream(1, "test", "err");
+        Link::new("w".into(), &cfg, [0, 1], [ErrorModelConfig::None.build(rng()), ErrorModelConfig::None.build(rng())])
+    }
+
+    /// Direction 0 is the base station's (down), 1 the mobile's (up).
+    const DOWN: usize = 0;
+    const UP: usize = 1;
+
+    /// Runs a link that is its own medium over `arrivals` (µs, direction, frame id, local retransmission) of
+    /// 125-byte frames; returns (µs delivered, direction, id) and (µs started, id) of every frame. At one
+    /// instant: the frame on the air finishes, then frames arrive, then the medium is given out.
+    fn timeline(l: &mut Link, arrivals: &[(u64, usize, u8, bool)]) -> (Vec<(u64, usize, u8)>, Vec<(u64, u8)>) {
+        let mut m = Medium::new(vec![0]);
+        let (mut got, mut starts) = (Vec::new(), Vec::new());
+        let (mut now, mut next, mut on_air) = (0u64, 0usize, None::<Transmission>);
+        loop {
+            if let Some(t) = on_air.take_if(|t| t.done_at.0 <= now * 1_000) {
+                m.finish();
+                got.push((t.arrives_at.0 / 1_000, t.dir, t.packet[0]));
+            }
+            while next < arrivals.len() && arrivals[next].0 <= now {
+                let (_, dir, id, high) = arrivals[next];
+                assert!(l.enqueue(dir, Bytes::from(vec![id; 125]), high));
+                next += 1;
+            }
+            if let Some((_, dir)) = m.acquire(std::slice::from_ref(l)) {
+                let t = l.start(Time(now * 1_000), dir);
+                starts.push((now, t.packet[0]));
+                on_air = Some(t);
+            }
+            let done = on_air.as_ref().map(|t| t.done_at.0 / 1_000);
+            match (done, arrivals.get(next).map(|a| a.0)) {
+                (None, None) => return (got, starts),
+                (d, a) => now = d.unwrap_or(u64::MAX).min(a.unwrap_or(u64::MAX)),
+            }
+        }
+    }
+
+    #[test]
+    fn half_duplex_turns_lets_the_mobile_in_after_one_data_frame() {
+        // Five data frames queued at the base station at 0; the mobile's ACK at 0.1 ms goes right after the
+        // frame on the air, not after the whole queue.
+        let mut load: Vec<_> = (0..5).map(|i| (0, DOWN, i, false)).collect();
+        load.push((100, UP, 100, false));
+        let (got, _) = timeline(&mut link_access("turns"), &load);
+        assert_eq!(
+            got,
+            [
+                (1_000, DOWN, 0),
+                (2_000, UP, 100),
+                (3_000, DOWN, 1),
+                (4_000, DOWN, 2),
+                (5_000, DOWN, 3),
+                (6_000, DOWN, 4)
+            ]
+        );
+        // The same load under fifo: the ACK last, at 6 ms.
+        let (got, _) = timeline(&mut link_access("fifo"), &load);
+        assert_eq!(got.last(), Some(&(6_000, UP, 100)));
+    }
+
+    #[test]
+    fn half_duplex_turns_alternates_while_both_stations_wait() {
+        // Both stations saturated: strictly one frame each; the first frame ever goes first come first served
+        // (here the mobile's, queued first).
+        let mut load: Vec<_> = (0..3).map(|i| (0, UP, 100 + i, false)).collect();
+        load.extend((0..4).map(|i| (0, DOWN, i, false)));
+        let (got, _) = timeline(&mut link_access("turns"), &load);
+        let order: Vec<(usize, u8)> = got.into_iter().map(|(_, d, x)| (d, x)).collect();
+        assert_eq!(order, [(UP, 100), (DOWN, 0), (UP, 101), (DOWN, 1), (UP, 102), (DOWN, 2), (DOWN, 3)]);
+    }
+
+    #[test]
+    fn half_duplex_turns_keeps_priority_within_the_base_station() {
+        // Down: 0 on the air at 0, 1 and 2 queued, then a local retransmission 9 at 0.5 ms; the mobile's ACK
+        // 100 at 0.6 ms. At 1 ms it is the mobile's turn (the base station just sent); then the base station
+        // sends its priority frame before its normal ones.
+        let mut load: Vec<_> = (0..3).map(|i| (0, DOWN, i, false)).collect();
+        load.extend([(500, DOWN, 9, true), (600, UP, 100, false)]);
+        let (got, starts) = timeline(&mut link_access("turns"), &load);
+        assert_eq!(got, [(1_000, DOWN, 0), (2_000, UP, 100), (3_000, DOWN, 9), (4_000, DOWN, 1), (5_000, DOWN, 2)]);
+        assert_eq!(starts, [(0, 0), (1_000, 100), (2_000, 9), (3_000, 1), (4_000, 2)]);
+        // Under fifo the local retransmission goes first, then the frames in arrival order: the ACK last.
+        let (got, _) = timeline(&mut link_access("fifo"), &load);
+        let order: Vec<u8> = got.into_iter().map(|(_, _, x)| x).collect();
+        assert_eq!(order, [0, 9, 1, 2, 100]);
+    }
+
+    #[test]
+    fn half_duplex_turns_station_alone_sends_back_to_back() {
+        // No waiting for a turn nobody takes; an ACK arriving while the medium is idle goes at once.
+        let load = [(0, DOWN, 0, false), (0, DOWN, 1, false), (0, DOWN, 2, false), (6_000, UP, 100, false)];
+        let (got, _) = timeline(&mut link_access("turns"), &load);
+        assert_eq!(got, [(1_000, DOWN, 0), (2_000, DOWN, 1), (3_000, DOWN, 2), (7_000, UP, 100)]);
+    }
+
+    #[test]
+    fn turns_links_sharing_a_medium_still_take_turns_between_links() {
+        // Two `turns` links on one medium: between links the medium still goes round frame by frame.
+        let mut links = vec![link_access("turns"), link_access("turns")];
+        let mut m = Medium::new(vec![0, 1]);
+        for i in 0..2 {
+            assert!(links[0].enqueue(DOWN, Bytes::from(vec![i; 125]), false));
+            assert!(links[1].enqueue(DOWN, Bytes::from(vec![10 + i; 125]), false));
+        }
+        assert!(links[0].enqueue(UP, Bytes::from(vec![100; 125]), false));
+        let mut order = Vec::new();
+        while let Some((l, dir)) = m.acquire(&links) {
+            order.push(links[l].start(Time(0), dir).packet[0]);
+            m.finish();
+        }
+        assert_eq!(order, [10, 0, 11, 100, 1]);
     }
 
     /// Starts the next frame of a half-duplex link that is its own medium.

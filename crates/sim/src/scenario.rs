@@ -131,6 +131,22 @@ pub enum Duplex {
     Full,
 }
 
+/// Who gets a half-duplex link's medium next when both of its stations have frames waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// One first-come first-served order over both stations, local retransmissions first: a frame waits for
+    /// every frame queued before it in either direction (with a deep base-station queue, the mobile's ACKs
+    /// wait behind all of it).
+    #[default]
+    Fifo,
+    /// The station that did not send the latest frame goes next if it has a frame waiting; a station alone
+    /// sends back to back; each station sends its own local retransmissions first. This is what CSMA/CA (seed
+    /// 000's WaveLAN, 802.11) gives two saturated stations that contend for every frame with equal chances,
+    /// and the real base station's hop emulator's `access = "turns"` (`lasthop-net`'s `hop`).
+    Turns,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
@@ -155,6 +171,10 @@ pub struct LinkConfig {
     /// (several cells on one channel). Default: the link is its own medium.
     #[serde(default)]
     pub medium: Option<String>,
+    /// Half duplex: how the link's two stations share its medium (default fifo). Between links sharing one
+    /// `medium` the links still take turns frame by frame, local retransmissions first.
+    #[serde(default)]
+    pub access: Option<Access>,
     /// Error model of the a→b direction, and of b→a too unless `error_reverse` is given (default none).
     #[serde(default)]
     pub error: ErrorModelConfig,
@@ -169,6 +189,9 @@ impl LinkConfig {
             LinkKind::Wireless => Duplex::Half,
             LinkKind::Wired => Duplex::Full,
         })
+    }
+    pub fn access(&self) -> Access {
+        self.access.unwrap_or_default()
     }
     /// Time on the medium for a frame of `bytes` bytes.
     pub fn airtime_ns(&self, bytes: usize) -> u64 {
@@ -397,6 +420,12 @@ impl Scenario {
                     return Err((p("medium"), "expected a medium name".into()));
                 }
             }
+            if l.access.is_some() && l.duplex() != Duplex::Half {
+                return Err((
+                    p("access"),
+                    "only a half-duplex link's stations share access (set duplex = \"half\")".into(),
+                ));
+            }
             l.error.validate().map_err(|m| (p("error"), m))?;
             if let Some(e) = &l.error_reverse {
                 e.validate().map_err(|m| (p("error_reverse"), m))?;
@@ -567,6 +596,20 @@ mod tests {
         let bad = example().replace("duplex = \"half\"", "duplex = \"both\"");
         let e = Scenario::from_str(&bad, "x.toml").unwrap_err().to_string();
         assert!(e.contains("both") && e.contains("half") && e.contains("full") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn access_defaults_to_fifo_parses_turns_and_rejects_bad_values() {
+        let s = Scenario::from_str(&example(), "x.toml").unwrap();
+        assert_eq!(s.links["wavelan"].access(), Access::Fifo);
+        let turns = example().replace("duplex = \"half\"", "duplex = \"half\"\naccess = \"turns\"");
+        assert_eq!(Scenario::from_str(&turns, "x.toml").unwrap().links["wavelan"].access(), Access::Turns);
+        let bad = example().replace("duplex = \"half\"", "duplex = \"half\"\naccess = \"round-robin\"");
+        let e = Scenario::from_str(&bad, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("round-robin") && e.contains("fifo") && e.contains("turns"), "{e}");
+        let full = example().replace("duplex = \"half\"", "duplex = \"full\"\naccess = \"turns\"");
+        let e = Scenario::from_str(&full, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("links.wavelan.access") && e.contains("half-duplex"), "{e}");
     }
 
     #[test]
