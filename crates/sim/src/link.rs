@@ -302,10 +302,14 @@ mod tests {
     const DOWN: usize = 0;
     const UP: usize = 1;
 
+    /// (µs delivered, direction, frame id) and (µs started, frame id) of every frame.
+    type Delivered = Vec<(u64, usize, u8)>;
+    type Started = Vec<(u64, u8)>;
+
     /// Runs a link that is its own medium over `arrivals` (µs, direction, frame id, local retransmission) of
     /// 125-byte frames; returns (µs delivered, direction, id) and (µs started, id) of every frame. At one
     /// instant: the frame on the air finishes, then frames arrive, then the medium is given out.
-    fn timeline(l: &mut Link, arrivals: &[(u64, usize, u8, bool)]) -> (Vec<(u64, usize, u8)>, Vec<(u64, u8)>) {
+    fn timeline(l: &mut Link, arrivals: &[(u64, usize, u8, bool)]) -> (Delivered, Started) {
         let mut m = Medium::new(vec![0]);
         let (mut got, mut starts) = (Vec::new(), Vec::new());
         let (mut now, mut next, mut on_air) = (0u64, 0usize, None::<Transmission>);
