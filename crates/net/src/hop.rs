@@ -428,11 +428,10 @@ impl<T: Clone> Hop<T> {
         let earliest = |sel: &dyn Fn(&Direction<T>) -> Option<u64>| {
             (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
         };
-        let fifo = earliest(&|d| head(&d.high)).or_else(|| earliest(&|d| head(&d.normal)));
         let next = match (self.access, self.last_on_air) {
             (Access::Turns, Some(last)) if self.dirs[1 - last].has_frame() => Some(1 - last),
             (Access::Turns, Some(last)) if self.dirs[last].has_frame() => Some(last),
-            _ => fifo,
+            _ => earliest(&|d| head(&d.high)).or_else(|| earliest(&|d| head(&d.normal))),
         };
         let Some(d) = next else {
             return false;
