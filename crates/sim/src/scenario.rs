@@ -431,6 +431,9 @@ impl Scenario {
                 e.validate().map_err(|m| (p("error_reverse"), m))?;
             }
         }
+        let base_tcp = TcpConfig::deserialize(toml::Value::Table(self.tcp.clone()))
+            .map_err(|e| ("tcp".to_string(), e.to_string().trim().to_string()))?;
+        base_tcp.check_behaviours().map_err(|(f, m)| (format!("tcp.{f}"), m))?;
         for (name, f) in &self.flows {
             let p = |x: &str| format!("flows.{name}.{x}");
             for (field, node) in [("from", &f.from), ("to", &f.to)] {
@@ -451,6 +454,7 @@ impl Scenario {
             if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
                 return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
             }
+            tcp.check_behaviours().map_err(|(f, m)| (p(&format!("tcp.{f}")), m))?;
         }
         for (name, w) in &self.web {
             let p = |x: &str| format!("web.{name}.{x}");
@@ -485,6 +489,7 @@ impl Scenario {
             if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
                 return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
             }
+            tcp.check_behaviours().map_err(|(f, m)| (p(&format!("tcp.{f}")), m))?;
         }
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
         if let Some(m) = &self.mobility {
@@ -585,6 +590,45 @@ mod tests {
             let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
             assert!(e.contains(needle), "{to}: {e}");
         }
+    }
+
+    #[test]
+    fn tcp_behaviour_fields_parse_with_profiles_and_are_range_checked() {
+        use lasthop_tcp::{BackoffReset, Profile, RecoverGuard, RtoRestart, SsthreshFrom};
+        let mss = "mss = 1460\n";
+        let text = example().replace(
+            mss,
+            "mss = 1460\nprofile = \"linux\"\nssthresh_from = \"flight\"\nrto_restart = \"rfc6298\"\npersist_max_ms = 30000\n",
+        );
+        let s = Scenario::from_str(&text, "x.toml").unwrap();
+        let tcp = s.flow_tcp("bulk").unwrap();
+        assert_eq!(tcp.profile, Some(Profile::Linux));
+        let b = tcp.behaviours();
+        assert!(b.limited_transmit, "from the profile");
+        assert_eq!(b.ssthresh_from, SsthreshFrom::Flight, "an explicit field wins over the profile");
+        assert_eq!(b.rto_restart, RtoRestart::Rfc6298);
+        assert_eq!(
+            (b.recover_guard, b.quick_acks, b.rto_backoff_reset),
+            (RecoverGuard::Careful, 16, BackoffReset::RttSample)
+        );
+        assert_eq!(tcp.persist_max_ms, 30000.0);
+        for (field, bad, needle) in [
+            ("profile", "\"solaris\"", "solaris"),
+            ("recover_guard", "\"sloppy\"", "sloppy"),
+            ("quick_acks", "70000", "tcp.quick_acks"),
+            ("quick_acks", "-1", "quick_acks"),
+            ("persist_min_ms", "0", "tcp.persist_min_ms"),
+            ("persist_max_ms", "1000", "tcp.persist_max_ms"),
+            ("limited_transmit", "1", "limited_transmit"),
+        ] {
+            let text = example().replace(mss, &format!("mss = 1460\n{field} = {bad}\n"));
+            let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+            assert!(e.contains(needle) && e.contains("line"), "{field} = {bad}: {e}");
+        }
+        // A flow's own table is checked too, and named.
+        let text = example().replace("start_s = 0.0\n", "start_s = 0.0\ntcp = { quick_acks = 100000 }\n");
+        let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("flows.bulk.tcp.quick_acks") && e.contains("line"), "{e}");
     }
 
     #[test]

@@ -146,7 +146,9 @@ pub struct TcpConfig {
     /// `retransmit` (it does, as in 4.4BSD).
     pub rto_restart: Option<RtoRestart>,
     /// Persist timer bounds (4.4BSD `TCPTV_PERSMIN` 5 s and `TCPTV_PERSMAX` 60 s, `tcp_setpersist`): while
-    /// the peer's window is zero the sender probes it after one RTO, clamped to these, doubling per probe.
+    /// the peer's window is zero with data waiting, the sender probes it with one byte after an interval
+    /// of the RTO (RFC 9293 §3.8.6.1: the first probe after one RTO) doubled per probe already sent, clamped
+    /// to these. Probes count no timeout and leave cwnd alone.
     pub persist_min_ms: f64,
     pub persist_max_ms: f64,
 }

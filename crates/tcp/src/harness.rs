@@ -37,6 +37,9 @@ pub(crate) struct Pair {
     sent: [u64; 2],
     /// Bytes read from the receiver so far, all checked against [`payload`].
     pub read: u64,
+    /// Called with the time every packet toward the sender is sent; `Some(w)` rewrites its advertised
+    /// window to `w` (and fixes the checksum): a box on the path closing or opening the window.
+    pub ack_window: Box<dyn FnMut(Time) -> Option<u16>>,
 }
 
 impl Pair {
@@ -55,6 +58,7 @@ impl Pair {
             drop: Box::new(|_, _, _| false),
             sent: [0; 2],
             read: 0,
+            ack_window: Box::new(|_| None),
         }
     }
 
@@ -67,7 +71,18 @@ impl Pair {
         }
     }
 
-    fn put(&mut self, dir: Dir, p: Bytes) {
+    fn put(&mut self, dir: Dir, mut p: Bytes) {
+        if dir == Dir::ToSender {
+            if let Some(w) = (self.ack_window)(self.now) {
+                let mut buf = p.to_vec();
+                let mut ip = lasthop_wire::Ipv4Packet::new_unchecked(&mut buf[..]);
+                let (src, dst) = (ip.src_addr(), ip.dst_addr());
+                let mut tcp = lasthop_wire::TcpPacket::new_unchecked(ip.payload_mut());
+                tcp.set_window_len(w);
+                tcp.fill_checksum(src, dst);
+                p = Bytes::from(buf);
+            }
+        }
         let d = dir as usize;
         let mut leave = self.now;
         if let Some(rate) = self.rate {

@@ -1657,3 +1657,6 @@ fn ns_rtt_samples_count_tick_boundaries() {
         assert_eq!(s.rto_ns(), 500_000_000);
     }
 }
+
+mod behaviours;
+mod persist;
