@@ -1,7 +1,9 @@
 //! The bulk-transfer sender: handshake, segmentation, the window, ACK bookkeeping and the retransmit
 //! timer. *How* the sender reacts to loss (duplicate ACKs, partial ACKs, timeouts) lives in
 //! `recovery.rs` (the ELN-aware retransmission of seed 002 included); this file only routes ELN-marked
-//! ACKs there and piggybacks the output-queue option ([`Sender::set_output_queue`]).
+//! ACKs there and piggybacks the output-queue option ([`Sender::set_output_queue`]). Persist mode (a
+//! zero window from the peer, RFC 9293 §3.8.6.1) runs on its own timer through the same
+//! `poll_timeout`/`handle_timeout` contract as the retransmit timer.
 
 use crate::config::{ms, Behaviours, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
@@ -397,7 +399,7 @@ impl Sender {
     ///
     /// A mark arriving when nothing is outstanding changes nothing.
     fn on_handoff_mark(&mut self, now: Time) {
-        if self.una >= self.max {
+        if self.una >= self.max || self.is_persisting() {
             return;
         }
         self.stats.handoff_marks_received += 1;
@@ -452,7 +454,8 @@ impl Sender {
         }
         let next = if self.in_sack_recovery() { self.next_seg() } else { self.next_in_window() };
         if let Some((off, len, fin)) = next {
-            if off + u64::from(len) > self.una + u64::from(self.window()) {
+            let beyond_cwnd = off + u64::from(len) > self.una + u64::from(self.window());
+            if beyond_cwnd && self.limited_transmit_allowance() > 0 {
                 // Beyond cwnd: only limited transmit lets it go (RFC 3042), and cwnd stays as it is.
                 self.lt_bytes += u64::from(len);
                 self.stats.limited_transmits += 1;
@@ -674,7 +677,8 @@ impl Sender {
     /// The timer restarts from now. Counted in [`SenderStats::fast_retransmits`](crate::SenderStats).
     /// Nothing happens before the connection is set up or when nothing is outstanding.
     pub fn retransmit_now(&mut self, now: Time) {
-        if self.state != State::Established || self.una >= self.max {
+        // While persisting the window is closed: there is nothing to retransmit into.
+        if self.state != State::Established || self.una >= self.max || self.is_persisting() {
             return;
         }
         self.on_handoff_retransmit(now);
@@ -728,6 +732,8 @@ impl Sender {
     fn leave_persist(&mut self, now: Time) {
         self.persist_deadline = None;
         self.probe_pending = false;
+        // Sending resumes from SND.UNA anyway; a retransmission ordered meanwhile (ELN) would repeat it.
+        self.rexmit_pending = None;
         self.persist_shift = 0;
         if let Some(since) = self.persist_since.take() {
             self.stats.persist_ns += now.as_nanos().saturating_sub(since.as_nanos());
