@@ -135,3 +135,28 @@ fn transfer_survives_a_long_closed_window_without_a_timeout() {
     assert!(st.persist_ns >= 35_000_000_000, "{st:?}");
     assert_eq!(st.persist_entries, 1);
 }
+
+#[test]
+fn an_idle_open_stream_persists_only_once_bytes_are_pushed_into_the_closed_window() {
+    let mut s = Sender::new_open(cfg(Variant::Reno), SENDER_ADDR, RECEIVER_ADDR, ISS);
+    s.connect(Time::ZERO);
+    drain_sender(&mut s, Time::ZERO);
+    let synack =
+        TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(MSS as u16), ..TcpRepr::default() };
+    s.handle_packet(Time::from_millis(100), &to_sender(synack));
+    drain_sender(&mut s, Time::from_millis(100));
+    let t = Time::from_millis(300);
+    s.handle_packet(t, &ack_win(1, &[], 0));
+    assert!(!s.is_persisting(), "nothing waits to be sent");
+    assert_eq!(s.poll_timeout(), None);
+    s.push(5000);
+    let t = Time::from_millis(1_234);
+    assert!(drain_sender(&mut s, t).is_empty());
+    assert!(s.is_persisting());
+    // The default 500 ms slow timer: the 5 s interval is counted in ticks, as the retransmit timer is.
+    assert_eq!(s.poll_timeout(), Some(Time::from_millis(6_000)));
+    s.handle_timeout(Time::from_millis(6_000));
+    let out = drain_sender(&mut s, Time::from_millis(6_000));
+    assert_eq!((out[0].off, out[0].len), (1, 1));
+    assert_eq!(s.stats().persist_probes, 1);
+}
