@@ -240,7 +240,8 @@ pub enum RtoRestart {
     /// A fast retransmission restarts it: 4.4BSD's fast retransmit zeroes `t_timer[TCPT_REXMT]` and
     /// `tcp_output` arms it anew; Linux re-arms it when the head is retransmitted.
     Retransmit,
-    /// RFC 6298 (5.1): a retransmission starts the timer only when it is not running.
+    /// RFC 6298 (5.1): a retransmission starts the timer only when it is not running; and (5.7) after
+    /// the SYN timed out, an RTO below 3 s is raised to 3 s for the data until the first RTT sample.
     Rfc6298,
 }
 

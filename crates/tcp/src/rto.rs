@@ -156,6 +156,15 @@ impl Rto {
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
     }
 
+    /// RFC 6298 (5.7): after the SYN timed out, an RTO below `floor` is re-initialized to it for data,
+    /// until the first RTT sample sets a measured one.
+    pub fn raise_initial(&mut self, floor: u64) {
+        self.initial = self.initial.max(floor);
+        if self.ns_srtt8 == 0 {
+            self.ns_rtxcur = self.ns_rtxcur.max(floor);
+        }
+    }
+
     pub fn reset_backoff(&mut self) {
         self.backoff = 0;
     }

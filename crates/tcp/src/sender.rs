@@ -5,7 +5,7 @@
 //! zero window from the peer, RFC 9293 §3.8.6.1) runs on its own timer through the same
 //! `poll_timeout`/`handle_timeout` contract as the retransmit timer.
 
-use crate::config::{ms, Behaviours, SenderStats, TcpConfig, TimerStyle, Variant};
+use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
@@ -275,6 +275,12 @@ impl Sender {
         self.go_back_max = 1;
         self.high_rxt = 1;
         self.cwnd = self.cfg.initial_cwnd.max(1).saturating_mul(self.mss);
+        if self.beh.rto_restart == RtoRestart::Rfc6298 && self.stats.timeouts > 0 {
+            // RFC 6298 (5.7): "If the timer expires awaiting the ACK of a SYN segment and the TCP
+            // implementation is using an RTO less than 3 seconds, the RTO MUST be re-initialized to 3
+            // seconds when data transmission begins".
+            self.rto.raise_initial(3_000_000_000);
+        }
         self.rto.reset_backoff();
         self.rtx_deadline = None;
         self.ack_pending = true;

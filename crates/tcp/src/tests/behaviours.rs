@@ -241,3 +241,24 @@ fn fast_retransmit_restarts_the_timer_only_with_the_bsd_rule() {
         assert_eq!(s.poll_timeout(), Some(expect), "{restart:?}");
     }
 }
+
+#[test]
+fn rfc6298_raises_a_short_rto_to_3_s_after_a_syn_timeout() {
+    for restart in [RtoRestart::Retransmit, RtoRestart::Rfc6298] {
+        let c = TcpConfig { rto_restart: Some(restart), initial_rto_ms: 1000.0, tick_ms: 0.0, ..TcpConfig::default() };
+        let mut s = Sender::new(c, SENDER_ADDR, RECEIVER_ADDR, ISS, 100_000);
+        s.connect(Time::ZERO);
+        drain_sender(&mut s, Time::ZERO);
+        s.handle_timeout(Time::from_millis(1000));
+        assert!(drain_sender(&mut s, Time::from_millis(1000))[0].syn);
+        let synack =
+            TcpRepr { seq: IRS, ack: Some(ISS + 1), flags: TcpFlags::SYN, mss: Some(MSS as u16), ..Default::default() };
+        s.handle_packet(Time::from_millis(1200), &to_sender(synack));
+        assert_eq!(s.srtt(), None, "Karn: no sample from the retransmitted SYN");
+        let expect = match restart {
+            RtoRestart::Retransmit => 1000,
+            RtoRestart::Rfc6298 => 3000,
+        };
+        assert_eq!(s.rto_ns(), expect * 1_000_000, "{restart:?}");
+    }
+}
