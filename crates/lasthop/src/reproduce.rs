@@ -9,6 +9,7 @@ use crate::table::{self, Cell, Table};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use lasthop_net::TestbedConfig;
+use lasthop_sim::HandoffMetrics;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, RwLock};
@@ -355,7 +356,7 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
                 let Some(series) = r.series.as_ref().and_then(|s| s.iter().find(|s| s.name == fm.name)) else {
                     continue;
                 };
-                let name = series_name(exp, point);
+                let name = series_name(point);
                 write_file(&dir.join(format!("series-{name}.csv")), series_csv(series))?;
                 let label = series_label(exp, point);
                 curves.push((label, series.received.iter().map(|&(t, off)| (t, off as f64 / 1e6)).collect()));
@@ -408,40 +409,38 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
 /// Every handoff of every run, one row each: grid values, seed, handoff index, from, to, decision time (s),
 /// the per-handoff times in ms ([`HANDOFF_TIMES`]), packets lost, re-sent from the buffer, duplicates.
 fn handoffs_csv(exp: &Experiment, points: &[Point], seeds: &[u64], results: &[Result<RunOutput, String>]) -> String {
-    let mut out = exp.grid_columns().join(",");
-    if !out.is_empty() {
-        out.push(',');
-    }
-    out.push_str("seed,index,from,to,decided_s,");
-    out.push_str(&HANDOFF_TIMES.join(","));
-    out.push_str(",packets_lost,resent_from_buffer,duplicates\n");
-    for (p, point) in points.iter().enumerate() {
-        for (j, seed) in seeds.iter().enumerate() {
-            let Some(Ok(RunOutput::Sim(r))) = results.get(p * seeds.len() + j) else { continue };
-            for h in &r.handoffs {
-                let mut row: Vec<String> = point.values.iter().map(Cell::to_string).collect();
-                row.extend([
-                    seed.to_string(),
-                    h.index.to_string(),
-                    h.from.clone(),
-                    h.to.clone(),
-                    h.decided_s.to_string(),
-                ]);
-                row.extend(
-                    HANDOFF_TIMES.iter().map(|t| handoff_time(h, t).map(|v| format!("{v:.3}")).unwrap_or_default()),
-                );
-                row.extend([h.packets_lost, h.resent_from_buffer, h.duplicates].map(|v| v.to_string()));
-                out.push_str(&row.join(","));
-                out.push('\n');
-            }
-        }
-    }
-    out
+    let runs = points.iter().enumerate().flat_map(|(p, point)| {
+        seeds.iter().enumerate().filter_map(move |(j, &seed)| match results.get(p * seeds.len() + j) {
+            Some(Ok(RunOutput::Sim(r))) => Some((point.values.as_slice(), seed, r.handoffs.as_slice())),
+            _ => None,
+        })
+    });
+    handoff_rows_csv(exp.grid_columns(), runs)
+}
+
+/// [`handoffs_csv`] from `(grid values, seed, handoffs)` of each run, under these grid columns.
+fn handoff_rows_csv<'a>(
+    grid_columns: Vec<String>,
+    runs: impl Iterator<Item = (&'a [Cell], u64, &'a [HandoffMetrics])>,
+) -> String {
+    let mut header = grid_columns;
+    header.extend(["seed", "index", "from", "to", "decided_s"].map(String::from));
+    header.extend(HANDOFF_TIMES.iter().map(|t| t.to_string()));
+    header.extend(["packets_lost", "resent_from_buffer", "duplicates"].map(String::from));
+    let rows = runs.flat_map(|(values, seed, handoffs)| {
+        handoffs.iter().map(move |h| {
+            let mut row: Vec<String> = values.iter().map(Cell::to_string).collect();
+            row.extend([seed.to_string(), h.index.to_string(), h.from.clone(), h.to.clone(), h.decided_s.to_string()]);
+            row.extend(HANDOFF_TIMES.iter().map(|t| handoff_time(h, t).map(|v| format!("{v:.3}")).unwrap_or_default()));
+            row.extend([h.packets_lost, h.resent_from_buffer, h.duplicates].map(|v| v.to_string()));
+            row
+        })
+    });
+    table::csv_text(std::iter::once(header).chain(rows))
 }
 
 /// File-name part for a grid point's trace: the values joined by `-` (e.g. `snoop`, `snoop-3.81e-6`).
-fn series_name(exp: &Experiment, p: &Point) -> String {
-    let _ = exp;
+fn series_name(p: &Point) -> String {
     let raw = if p.values.is_empty() {
         "run".to_string()
     } else {
@@ -466,4 +465,47 @@ fn series_label(exp: &Experiment, p: &Point) -> String {
         .get(&key)
         .cloned()
         .unwrap_or_else(|| values.iter().map(|(c, v)| format!("{c} = {v}")).collect::<Vec<_>>().join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handoffs_csv_quotes_node_names_and_reads_back() {
+        let h = HandoffMetrics {
+            index: 2,
+            from: "bs \"old\", west".into(),
+            to: "bs2".into(),
+            decided_s: 10.5,
+            latency_s: Some(0.0123),
+            packets_lost: 3,
+            ..HandoffMetrics::default()
+        };
+        let values = [Cell::Str("snoop".into())];
+        let text = handoff_rows_csv(vec!["agent".into()], std::iter::once((&values[..], 1, std::slice::from_ref(&h))));
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        let rows: Vec<csv::StringRecord> = r.records().collect::<Result<_, _>>().unwrap();
+        assert_eq!(rows.len(), 1, "{text}");
+        let get = |c: &str| rows[0][header.iter().position(|h| h == c).unwrap()].to_string();
+        assert_eq!((get("agent"), get("seed"), get("index")), ("snoop".into(), "1".into(), "2".into()));
+        assert_eq!((get("from"), get("to")), ("bs \"old\", west".into(), "bs2".into()));
+        assert_eq!(
+            (get("decided_s"), get("latency_ms"), get("accepted_ms")),
+            ("10.5".into(), "12.300".into(), String::new())
+        );
+        assert_eq!(get("packets_lost"), "3");
+        assert_eq!(header.len(), rows[0].len());
+    }
+
+    #[test]
+    fn series_names_are_safe_file_names() {
+        let p = Point {
+            values: vec![Cell::Str("snoop/x y".into()), Cell::Float(3.81e-6)],
+            scenario: toml::Value::Integer(0),
+        };
+        assert_eq!(series_name(&p), "snoop_x_y-3.81e-6");
+        assert_eq!(series_name(&Point { values: vec![], scenario: toml::Value::Integer(0) }), "run");
+    }
 }
