@@ -283,6 +283,13 @@ impl fmt::Display for ExperimentError {
     }
 }
 
+impl ExperimentError {
+    /// A mistake in the file as a whole (unreadable, not TOML), not in one field.
+    fn of_file(file: &Path, line: Option<usize>, message: impl Into<String>) -> ExperimentError {
+        ExperimentError { file: file.to_path_buf(), line, field: String::new(), message: message.into() }
+    }
+}
+
 impl std::error::Error for ExperimentError {}
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1129,12 +1136,8 @@ fn parse_table(
 impl Experiment {
     /// Reads and validates an experiment file (and its base scenario).
     pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
-            file: path.to_path_buf(),
-            line: None,
-            field: String::new(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ExperimentError::of_file(path, None, format!("cannot read: {e}")))?;
         Experiment::from_str(&text, path)
     }
 
@@ -1145,12 +1148,8 @@ impl Experiment {
     /// `table`. The first mistake found is the error.
     pub fn from_str(text: &str, file: &Path) -> Result<Experiment, ExperimentError> {
         let cx = Ctx { file, text };
-        let raw: RawExperiment = toml::from_str(text).map_err(|e| ExperimentError {
-            file: file.to_path_buf(),
-            line: e.span().map(|s| cx.line(s)),
-            field: String::new(),
-            message: e.message().to_string(),
-        })?;
+        let raw: RawExperiment = toml::from_str(text)
+            .map_err(|e| ExperimentError::of_file(file, e.span().map(|s| cx.line(s)), e.message()))?;
         check_id(&cx, &raw.id)?;
         let (scenario_file, base) = load_base(&cx, &raw.scenario)?;
         let seeds = parse_seeds(&cx, raw.seeds.as_ref(), "seeds")?.unwrap_or(1);
@@ -1392,12 +1391,8 @@ pub fn apply_override(doc: &mut toml::Value, path: &str, value: &toml::Value) ->
 
 /// Loads every `*.toml` in `dir`, sorted by id. Any broken file is an error.
 pub fn load_dir(dir: &Path) -> Result<Vec<Experiment>, ExperimentError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| ExperimentError {
-        file: dir.to_path_buf(),
-        line: None,
-        field: String::new(),
-        message: format!("cannot read the experiments directory: {e}"),
-    })?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| ExperimentError::of_file(dir, None, format!("cannot read the experiments directory: {e}")))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
