@@ -283,6 +283,13 @@ impl fmt::Display for ExperimentError {
     }
 }
 
+impl ExperimentError {
+    /// A mistake in the file as a whole (unreadable, not TOML), not in one field.
+    fn of_file(file: &Path, line: Option<usize>, message: impl Into<String>) -> ExperimentError {
+        ExperimentError { file: file.to_path_buf(), line, field: String::new(), message: message.into() }
+    }
+}
+
 impl std::error::Error for ExperimentError {}
 
 // ---------------------------------------------------------------------------------------------------------
@@ -306,7 +313,7 @@ struct RawExperiment {
     #[serde(default)]
     table: Vec<Spanned<String>>,
     #[serde(default)]
-    set: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    set: RawSet,
     #[serde(default)]
     quick: Option<RawQuick>,
     #[serde(default)]
@@ -324,7 +331,7 @@ struct RawQuick {
     #[serde(default)]
     seeds: Option<Spanned<u64>>,
     #[serde(default)]
-    set: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    set: RawSet,
     /// column = [values]: a subset of a grid axis's values, for `--quick`.
     #[serde(default)]
     grid: BTreeMap<Spanned<String>, Spanned<Vec<Spanned<toml::Value>>>>,
@@ -395,7 +402,7 @@ enum RawClaimKind {
     All,
 }
 
-type RawFilter = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+type RawFilter = RawSet;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -448,575 +455,727 @@ impl Ctx<'_> {
     }
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The sections of the file, each checked by its own function, in the order `Experiment::from_str` calls them.
+
+type RawSet = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+/// `(dotted path, value)` overrides of the base scenario, in order.
+type Overrides = Vec<(String, toml::Value)>;
+
+/// `id`: letters, digits, `-` and `_`, equal to the file name without `.toml`.
+fn check_id(cx: &Ctx, id: &Spanned<String>) -> Result<(), ExperimentError> {
+    if let Some(stem) = cx.file.file_stem().and_then(|s| s.to_str()) {
+        if id.get_ref() != stem {
+            return Err(cx.err(id.span(), "id", format!("`{}` must equal the file name `{stem}`", id.get_ref())));
+        }
+    }
+    if id.get_ref().is_empty() || !id.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(cx.err(id.span(), "id", "expected letters, digits, `-` and `_` only"));
+    }
+    Ok(())
+}
+
+/// `scenario`: the base scenario's path (relative to the experiment file) and its parsed contents.
+fn load_base(cx: &Ctx, scenario: &Spanned<String>) -> Result<(PathBuf, toml::Value), ExperimentError> {
+    let dir = cx.file.parent().unwrap_or(Path::new("."));
+    let scenario_file = dir.join(scenario.get_ref());
+    let text = std::fs::read_to_string(&scenario_file)
+        .map_err(|e| cx.err(scenario.span(), "scenario", format!("cannot read {}: {e}", scenario_file.display())))?;
+    let base = toml::from_str(&text).map_err(|e| {
+        cx.err(scenario.span(), "scenario", format!("{} is not valid TOML: {e}", scenario_file.display()))
+    })?;
+    Ok((scenario_file, base))
+}
+
+/// `seeds` or `quick.seeds`: at least 1 when given.
+fn parse_seeds(cx: &Ctx, seeds: Option<&Spanned<u64>>, field: &str) -> Result<Option<u64>, ExperimentError> {
+    match seeds {
+        Some(s) if *s.get_ref() == 0 => Err(cx.err(s.span(), field, "expected at least 1")),
+        other => Ok(other.map(|s| *s.get_ref())),
+    }
+}
+
+/// `[set]` or `[quick.set]`: overrides, each applied to `doc` (which checks it against the base scenario).
+fn parse_set(cx: &Ctx, set: &RawSet, prefix: &str, doc: &mut toml::Value) -> Result<Overrides, ExperimentError> {
+    let mut out = Vec::new();
+    for (k, v) in set {
+        apply_override(doc, k.get_ref(), v.get_ref())
+            .map_err(|m| cx.err(k.span(), format!("{prefix}.\"{}\"", k.get_ref()), m))?;
+        out.push((k.get_ref().clone(), v.get_ref().clone()));
+    }
+    Ok(out)
+}
+
+/// `[quick]` but its grid (checked once the grid is known): its seeds and overrides, and the scenario
+/// document with them applied on top of `doc` (the base with `[set]`).
+fn parse_quick(cx: &Ctx, quick: Option<&RawQuick>, doc: &toml::Value) -> Result<(Quick, toml::Value), ExperimentError> {
+    let mut quick_doc = doc.clone();
+    let Some(q) = quick else { return Ok((Quick::default(), quick_doc)) };
+    let seeds = parse_seeds(cx, q.seeds.as_ref(), "quick.seeds")?;
+    let set = parse_set(cx, &q.set, "quick.set", &mut quick_doc)?;
+    Ok((Quick { seeds, set, grid: Vec::new() }, quick_doc))
+}
+
+/// The flows and web workloads of the base scenario, by name.
+struct RowNames {
+    flows: Vec<String>,
+    web: Vec<String>,
+}
+
+impl RowNames {
+    fn of(base: &toml::Value) -> RowNames {
+        let names = |t: &str| {
+            base.get(t).and_then(|x| x.as_table()).map(|x| x.keys().cloned().collect::<Vec<_>>()).unwrap_or_default()
+        };
+        RowNames { flows: names("flows"), web: names("web") }
+    }
+
+    /// Whether rows come from a web workload: `flow` names one, or there are web workloads and no flows.
+    fn rows_from_web(&self, runner: RunnerKind, flow: Option<&Spanned<String>>) -> bool {
+        runner == RunnerKind::Sim
+            && match flow {
+                Some(f) => self.web.contains(f.get_ref()),
+                None => self.flows.is_empty() && !self.web.is_empty(),
+            }
+    }
+}
+
+/// The results columns of an experiment with these grid columns.
+fn results_columns(runner: RunnerKind, web: bool, grid_columns: &[String]) -> Vec<String> {
+    match runner {
+        RunnerKind::Sim if web => table::web_columns(grid_columns),
+        RunnerKind::Sim => table::columns(grid_columns),
+        RunnerKind::Testbed => table::testbed_columns(grid_columns),
+    }
+}
+
+/// Names a grid axis may not take: every results column of a simulator experiment (flow or web rows), or a
+/// testbed experiment's own columns but agent/cc/sack/ber, which a testbed grid may take over.
+fn reserved_columns(runner: RunnerKind, web: bool) -> Vec<String> {
+    let mut reserved: Vec<String> = results_columns(runner, web, &[])
+        .into_iter()
+        .filter(|c| runner == RunnerKind::Sim || !table::TESTBED_CONFIG_COLUMNS.contains(&c.as_str()))
+        .collect();
+    if runner == RunnerKind::Sim {
+        reserved.extend(table::columns(&[]));
+        reserved.extend(table::web_columns(&[]));
+    }
+    reserved
+}
+
+/// `[grid.*]`, in file order. Every value and variant is applied to a copy of `doc` and to `quick_doc`
+/// (which keeps the path values, so the testbed check sees them).
+fn parse_grid(
+    cx: &Ctx,
+    raw: &BTreeMap<Spanned<String>, Spanned<RawAxis>>,
+    reserved: &[String],
+    doc: &toml::Value,
+    quick_doc: &mut toml::Value,
+) -> Result<Vec<Axis>, ExperimentError> {
+    let mut axes: Vec<(&Spanned<String>, &Spanned<RawAxis>)> = raw.iter().collect();
+    axes.sort_by_key(|(_, a)| a.span().start);
+    axes.into_iter().map(|(name, axis)| parse_axis(cx, name, axis.get_ref(), reserved, doc, quick_doc)).collect()
+}
+
+/// One `[grid.NAME]`.
+fn parse_axis(
+    cx: &Ctx,
+    name: &Spanned<String>,
+    a: &RawAxis,
+    reserved: &[String],
+    doc: &toml::Value,
+    quick_doc: &mut toml::Value,
+) -> Result<Axis, ExperimentError> {
+    let col = name.get_ref();
+    let field = format!("grid.{col}");
+    if reserved.contains(col) {
+        return Err(cx.err(name.span(), field, "this name is a results column already; choose another column name"));
+    }
+    if a.values.get_ref().is_empty() {
+        return Err(cx.err(a.values.span(), format!("{field}.values"), "expected at least one value"));
+    }
+    if a.path.is_none() && a.variants.is_empty() {
+        return Err(cx.err(name.span(), field, "expected `path`, `variants`, or both"));
+    }
+    let variants = parse_variants(cx, &field, a, doc, quick_doc)?;
+    let values = parse_axis_values(cx, &field, a, doc, quick_doc)?;
+    // check the path on the base too (the value loop already did, this names the path line)
+    if let Some(path) = &a.path {
+        let mut probe = doc.clone();
+        apply_override(&mut probe, path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
+            .map_err(|m| cx.err(path.span(), format!("{field}.path"), m))?;
+    }
+    Ok(Axis { column: col.clone(), path: a.path.as_ref().map(|p| p.get_ref().clone()), values, variants })
+}
+
+/// `[grid.NAME.variants]`: each key one of the axis's values, each override valid on the base and quick
+/// scenarios; without `path`, every value needs its variant.
+fn parse_variants(
+    cx: &Ctx,
+    field: &str,
+    a: &RawAxis,
+    doc: &toml::Value,
+    quick_doc: &toml::Value,
+) -> Result<Vec<(String, Overrides)>, ExperimentError> {
+    let mut variants = Vec::new();
+    for (key, sets) in &a.variants {
+        let vfield = format!("{field}.variants.{}", key.get_ref());
+        if !a.values.get_ref().iter().any(|v| variant_is(key.get_ref(), v.get_ref())) {
+            return Err(cx.err(key.span(), vfield, "not one of the axis's values"));
+        }
+        let mut overrides = Vec::new();
+        for (p, v) in sets {
+            for d in [&mut doc.clone(), &mut quick_doc.clone()] {
+                apply_override(d, p.get_ref(), v.get_ref())
+                    .map_err(|m| cx.err(p.span(), format!("{vfield}.{}", p.get_ref()), m))?;
+            }
+            overrides.push((p.get_ref().clone(), v.get_ref().clone()));
+        }
+        variants.push((key.get_ref().clone(), overrides));
+    }
+    if a.path.is_none() {
+        if let Some(v) = a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| variant_is(k, v.get_ref()))) {
+            return Err(cx.err(
+                v.span(),
+                format!("{field}.values"),
+                "a value without `path` needs a table under `variants`",
+            ));
+        }
+    }
+    Ok(variants)
+}
+
+/// `grid.NAME.values`: distinct, each valid at `path` (applied to a copy of `doc` and to `quick_doc`).
+fn parse_axis_values(
+    cx: &Ctx,
+    field: &str,
+    a: &RawAxis,
+    doc: &toml::Value,
+    quick_doc: &mut toml::Value,
+) -> Result<Vec<toml::Value>, ExperimentError> {
+    let mut values = Vec::new();
+    for v in a.values.get_ref() {
+        if let Some(path) = &a.path {
+            for d in [&mut doc.clone(), &mut *quick_doc] {
+                apply_override(d, path.get_ref(), v.get_ref())
+                    .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
+            }
+        }
+        if values.iter().any(|w: &toml::Value| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
+            return Err(cx.err(v.span(), format!("{field}.values"), format!("duplicate value {}", v.get_ref())));
+        }
+        values.push(v.get_ref().clone());
+    }
+    Ok(values)
+}
+
+/// The results columns once the grid is known, for checking the names that figures, claims and the
+/// table use.
+struct Columns {
+    all: Vec<String>,
+    /// Columns that hold text (grid axes of strings, and the runner's own), never a metric.
+    text: Vec<String>,
+}
+
+impl Columns {
+    fn new(runner: RunnerKind, web: bool, grid: &[Axis]) -> Columns {
+        let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
+        let own_text: &[&str] = match runner {
+            RunnerKind::Sim => &["flow", "tcp", "workload"],
+            RunnerKind::Testbed => &["agent", "cc", "cc_used"],
+        };
+        let text = grid
+            .iter()
+            .filter(|a| a.values.iter().all(|v| v.is_str()))
+            .map(|a| a.column.clone())
+            .chain(own_text.iter().map(|s| s.to_string()))
+            .collect();
+        Columns { all: results_columns(runner, web, &grid_cols), text }
+    }
+
+    /// `s` names a results column.
+    fn check(&self, cx: &Ctx, s: &Spanned<String>, field: &str) -> Result<(), ExperimentError> {
+        if self.all.contains(s.get_ref()) {
+            Ok(())
+        } else {
+            Err(cx.err(
+                s.span(),
+                field,
+                format!("unknown column `{}`; expected one of: {}", s.get_ref(), self.all.join(", ")),
+            ))
+        }
+    }
+
+    /// `s` is a metric (a column or `ratio:A/B`) over numeric results columns.
+    fn metric(&self, cx: &Ctx, s: &Spanned<String>, field: &str) -> Result<Metric, ExperimentError> {
+        let m = Metric::parse(s.get_ref()).map_err(|e| cx.err(s.span(), field, e))?;
+        for c in m.columns() {
+            if !self.all.iter().any(|k| k == c) {
+                return Err(cx.err(
+                    s.span(),
+                    field,
+                    format!("unknown column `{c}`; expected one of: {} (or `ratio:A/B`)", self.all.join(", ")),
+                ));
+            }
+            if self.text.iter().any(|k| k == c) {
+                return Err(cx.err(s.span(), field, format!("column `{c}` holds text; a metric must be a number")));
+            }
+        }
+        Ok(m)
+    }
+}
+
+fn grid_columns(grid: &[Axis]) -> Vec<String> {
+    grid.iter().map(|a| a.column.clone()).collect()
+}
+
+/// `[quick.grid]`: for some axes, a subset of their values.
+fn parse_quick_grid(cx: &Ctx, q: &RawQuick, grid: &[Axis]) -> Result<Vec<(String, Vec<toml::Value>)>, ExperimentError> {
+    let mut subsets = Vec::new();
+    for (name, vals) in &q.grid {
+        let field = format!("quick.grid.{}", name.get_ref());
+        let Some(axis) = grid.iter().find(|a| &a.column == name.get_ref()) else {
+            return Err(cx.err(
+                name.span(),
+                field,
+                format!("not a grid axis; expected one of: {}", grid_columns(grid).join(", ")),
+            ));
+        };
+        if vals.get_ref().is_empty() {
+            return Err(cx.err(vals.span(), field, "expected at least one value"));
+        }
+        let mut out = Vec::new();
+        for v in vals.get_ref() {
+            if !axis.values.iter().any(|w| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
+                let have: Vec<String> = axis.values.iter().map(|w| Cell::from_toml(w).to_string()).collect();
+                return Err(cx.err(
+                    v.span(),
+                    field,
+                    format!("{} is not a value of grid.{} ({})", v.get_ref(), name.get_ref(), have.join(", ")),
+                ));
+            }
+            out.push(v.get_ref().clone());
+        }
+        subsets.push((name.get_ref().clone(), out));
+    }
+    Ok(subsets)
+}
+
+/// A testbed experiment's base "scenario" is a testbed configuration, with `[set]` and with `[quick.set]`.
+fn check_testbed_config(
+    cx: &Ctx,
+    scenario: &Spanned<String>,
+    scenario_file: &Path,
+    docs: [(&toml::Value, &str); 2],
+) -> Result<(), ExperimentError> {
+    for (d, what) in docs {
+        d.clone().try_into::<lasthop_net::TestbedConfig>().map_err(|e| {
+            cx.err(
+                scenario.span(),
+                "scenario",
+                format!(
+                    "{} (with [{what}]) is not a testbed configuration (lasthop_net::TestbedConfig): {}",
+                    scenario_file.display(),
+                    e.message()
+                ),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// `flow`: a flow or web workload of the base scenario; none for a testbed experiment.
+fn parse_flow(
+    cx: &Ctx,
+    flow: Option<&Spanned<String>>,
+    runner: RunnerKind,
+    base: &toml::Value,
+    names: &RowNames,
+) -> Result<Option<String>, ExperimentError> {
+    let Some(f) = flow else { return Ok(None) };
+    if runner == RunnerKind::Testbed {
+        return Err(cx.err(f.span(), "flow", "a testbed experiment has one transfer; remove `flow`"));
+    }
+    if !names.flows.contains(f.get_ref()) && !names.web.contains(f.get_ref()) {
+        let have = table_keys(base.get("flows"));
+        let webs = table_keys(base.get("web"));
+        return Err(cx.err(
+            f.span(),
+            "flow",
+            format!("no flow or web workload `{}` in the base scenario (flows: {have}; web: {webs})", f.get_ref()),
+        ));
+    }
+    Ok(Some(f.get_ref().clone()))
+}
+
+/// `[figure]`.
+fn parse_figure(
+    cx: &Ctx,
+    raw: &Spanned<RawFigure>,
+    grid: &[Axis],
+    cols: &Columns,
+    runner: RunnerKind,
+) -> Result<Figure, ExperimentError> {
+    let rf = raw.get_ref();
+    let series = parse_series(cx, rf.series.as_ref(), grid)?;
+    let kind = match rf.kind {
+        RawFigureKind::Line => line_figure(cx, raw, grid, cols)?,
+        RawFigureKind::Sequence if runner == RunnerKind::Testbed => {
+            return Err(cx.err(raw.span(), "figure.kind", "a testbed experiment has no traces; use \"line\""));
+        }
+        RawFigureKind::Sequence => {
+            for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
+                if let Some(f) = f {
+                    return Err(cx.err(
+                        f.span(),
+                        name,
+                        "a sequence figure plots received offset against time; remove `x`/`y`",
+                    ));
+                }
+            }
+            FigureKind::Sequence
+        }
+        RawFigureKind::Cdf if runner == RunnerKind::Testbed => {
+            return Err(cx.err(raw.span(), "figure.kind", "a testbed experiment has no handoffs; use \"line\""));
+        }
+        RawFigureKind::Cdf => cdf_figure(cx, raw)?,
+    };
+    let mut filter = Vec::new();
+    for (k, v) in &rf.filter {
+        let field = format!("figure.where.{}", k.get_ref());
+        filter.push(parse_filter(cx, k, v, &field, cols)?);
+    }
+    Ok(Figure {
+        filter,
+        kind,
+        series,
+        series_labels: rf.series_labels.clone(),
+        x_label: rf.x_label.clone(),
+        y_label: rf.y_label.clone(),
+    })
+}
+
+/// `figure.series`: one or more distinct grid columns.
+fn parse_series(cx: &Ctx, raw: Option<&Spanned<RawSeries>>, grid: &[Axis]) -> Result<Vec<String>, ExperimentError> {
+    let mut series = Vec::new();
+    let Some(s) = raw else { return Ok(series) };
+    let names = match s.get_ref() {
+        RawSeries::One(c) => vec![c.clone()],
+        RawSeries::Many(cs) => cs.clone(),
+    };
+    if names.is_empty() {
+        return Err(cx.err(s.span(), "figure.series", "expected at least one grid column"));
+    }
+    let grid_cols = grid_columns(grid);
+    for n in names {
+        if !grid_cols.contains(&n) || series.contains(&n) {
+            return Err(cx.err(
+                s.span(),
+                "figure.series",
+                format!("expected distinct grid columns ({}), got `{n}`", grid_cols.join(", ")),
+            ));
+        }
+        series.push(n);
+    }
+    Ok(series)
+}
+
+/// `kind = "line"`: `x` a numeric grid column (positive on a log scale), `y` a metric.
+fn line_figure(
+    cx: &Ctx,
+    raw: &Spanned<RawFigure>,
+    grid: &[Axis],
+    cols: &Columns,
+) -> Result<FigureKind, ExperimentError> {
+    let rf = raw.get_ref();
+    let x = rf.x.as_ref().ok_or_else(|| cx.err(raw.span(), "figure.x", "a line figure needs `x` (a grid column)"))?;
+    let Some(xa) = grid.iter().find(|a| &a.column == x.get_ref()) else {
+        return Err(cx.err(
+            x.span(),
+            "figure.x",
+            format!("expected a grid column ({})", grid_columns(grid).join(", ")),
+        ));
+    };
+    if !xa.values.iter().all(|v| v.is_integer() || v.is_float()) {
+        return Err(cx.err(x.span(), "figure.x", "expected a grid column with numeric values"));
+    }
+    if rf.x_scale != Scale::Linear && xa.values.iter().any(|v| Cell::from_toml(v).as_f64().unwrap_or(0.0) <= 0.0) {
+        return Err(cx.err(x.span(), "figure.x_scale", "a log scale needs every x value > 0"));
+    }
+    let y = rf.y.as_ref().ok_or_else(|| cx.err(raw.span(), "figure.y", "a line figure needs `y` (a metric)"))?;
+    let y = cols.metric(cx, y, "figure.y")?;
+    Ok(FigureKind::Line { x: x.get_ref().clone(), y, x_scale: rf.x_scale, x_ticks: rf.x_ticks })
+}
+
+/// `kind = "cdf"`: `x` one of [`HANDOFF_TIMES`], no `y`.
+fn cdf_figure(cx: &Ctx, raw: &Spanned<RawFigure>) -> Result<FigureKind, ExperimentError> {
+    let rf = raw.get_ref();
+    if let Some(y) = &rf.y {
+        return Err(cx.err(y.span(), "figure.y", "a cdf figure plots the fraction of handoffs; remove `y`"));
+    }
+    let x = rf.x.as_ref().ok_or_else(|| {
+        cx.err(raw.span(), "figure.x", format!("a cdf figure needs `x`, one of: {}", HANDOFF_TIMES.join(", ")))
+    })?;
+    if !HANDOFF_TIMES.contains(&x.get_ref().as_str()) {
+        return Err(cx.err(x.span(), "figure.x", format!("expected one of: {}", HANDOFF_TIMES.join(", "))));
+    }
+    Ok(FigureKind::Cdf { x: x.get_ref().clone() })
+}
+
+/// One `column = condition` of a `where` (or numerator, denominator).
+fn parse_filter(
+    cx: &Ctx,
+    k: &Spanned<String>,
+    v: &Spanned<toml::Value>,
+    field: &str,
+    cols: &Columns,
+) -> Result<Filter, ExperimentError> {
+    cols.check(cx, k, field)?;
+    let cond = parse_cond(v.get_ref()).map_err(|m| cx.err(v.span(), field, m))?;
+    Ok(Filter { column: k.get_ref().clone(), cond })
+}
+
+/// A claim's filters (`claims[i].where` etc.); equality on a grid column must name one of its values (a typo
+/// would match nothing).
+fn parse_claim_filters(
+    cx: &Ctx,
+    f: &RawFilter,
+    at: &str,
+    grid: &[Axis],
+    cols: &Columns,
+) -> Result<Vec<Filter>, ExperimentError> {
+    let mut out = Vec::new();
+    for (k, v) in f {
+        let field = format!("{at}.{}", k.get_ref());
+        let filter = parse_filter(cx, k, v, &field, cols)?;
+        if let Some(axis) = grid.iter().find(|a| &a.column == k.get_ref()) {
+            let wanted: Vec<&Cell> = match &filter.cond {
+                Cond::Eq(c) => vec![c],
+                Cond::AnyOf(cs) => cs.iter().collect(),
+                Cond::Range { .. } => vec![],
+            };
+            for w in wanted {
+                if !axis.values.iter().any(|gv| Cell::from_toml(gv).matches(w)) {
+                    let vals: Vec<String> = axis.values.iter().map(|v| Cell::from_toml(v).to_string()).collect();
+                    return Err(cx.err(
+                        v.span(),
+                        &field,
+                        format!("{w} is not a value of the grid ({})", vals.join(", ")),
+                    ));
+                }
+            }
+        }
+        out.push(filter);
+    }
+    Ok(out)
+}
+
+/// One `[[claims]]`, the `i`-th.
+fn parse_claim(
+    cx: &Ctx,
+    i: usize,
+    rc: &Spanned<RawClaim>,
+    grid: &[Axis],
+    cols: &Columns,
+) -> Result<Claim, ExperimentError> {
+    let span = rc.span();
+    let c = rc.get_ref();
+    let at = |f: &str| format!("claims[{i}].{f}");
+    let metric = cols.metric(cx, &c.metric, &at("metric"))?;
+    let filter = parse_claim_filters(cx, &c.filter, &at("where"), grid, cols)?;
+    if let Some(fe) = &c.for_each {
+        cols.check(cx, fe, &at("for_each"))?;
+    }
+    if c.require.is_some() && c.for_each.is_none() {
+        return Err(cx.err(span.clone(), at("require"), "`require` needs `for_each`"));
+    }
+    let kind = claim_kind(cx, span, c, &at, &metric, grid, cols)?;
+    Ok(Claim {
+        text: c.text.clone(),
+        paper: c.paper.clone(),
+        kind,
+        metric,
+        filter,
+        for_each: c.for_each.as_ref().map(|s| s.get_ref().clone()),
+        require: c.require.unwrap_or_default(),
+    })
+}
+
+/// What a claim compares, by its `kind`: the fields each kind takes and those it must not have.
+fn claim_kind(
+    cx: &Ctx,
+    span: std::ops::Range<usize>,
+    c: &RawClaim,
+    at: &dyn Fn(&str) -> String,
+    metric: &Metric,
+    grid: &[Axis],
+    cols: &Columns,
+) -> Result<ClaimKind, ExperimentError> {
+    let forbid = |present: bool, name: &str, why: &str| -> Result<(), ExperimentError> {
+        if present {
+            Err(cx.err(span.clone(), at(name), why.to_string()))
+        } else {
+            Ok(())
+        }
+    };
+    let op = || parse_op(cx, span.clone(), c, at);
+    Ok(match c.kind {
+        RawClaimKind::Value => {
+            forbid(
+                c.numerator.is_some() || c.denominator.is_some(),
+                "numerator",
+                "only `ratio` claims take numerator/denominator",
+            )?;
+            ClaimKind::Value { aggregate: c.aggregate.unwrap_or(Aggregate::Mean), op: op()? }
+        }
+        RawClaimKind::Ratio => {
+            forbid(c.aggregate.is_some(), "aggregate", "a `ratio` claim divides means; remove `aggregate`")?;
+            let n = c
+                .numerator
+                .as_ref()
+                .ok_or_else(|| cx.err(span.clone(), at("numerator"), "missing: a filter like { agent = \"snoop\" }"))?;
+            let d = c.denominator.as_ref().ok_or_else(|| {
+                cx.err(span.clone(), at("denominator"), "missing: a filter like { agent = \"none\" }")
+            })?;
+            ClaimKind::Ratio {
+                numerator: parse_claim_filters(cx, n.get_ref(), &at("numerator"), grid, cols)?,
+                denominator: parse_claim_filters(cx, d.get_ref(), &at("denominator"), grid, cols)?,
+                op: op()?,
+            }
+        }
+        RawClaimKind::All => {
+            forbid(
+                c.op.is_some() || c.value.is_some(),
+                "op",
+                "an `all` claim takes no op/value: it checks the metric is true on every run",
+            )?;
+            forbid(c.aggregate.is_some(), "aggregate", "an `all` claim takes no aggregate")?;
+            forbid(
+                c.numerator.is_some() || c.denominator.is_some(),
+                "numerator",
+                "only `ratio` claims take numerator/denominator",
+            )?;
+            if !matches!(metric, Metric::Column(_)) {
+                return Err(cx.err(
+                    c.metric.span(),
+                    at("metric"),
+                    "an `all` claim needs a true/false column such as `completed`",
+                ));
+            }
+            ClaimKind::All
+        }
+    })
+}
+
+/// A claim's `op` and `value`: a number, or `[low, high]` for `between`.
+fn parse_op(
+    cx: &Ctx,
+    span: std::ops::Range<usize>,
+    c: &RawClaim,
+    at: &dyn Fn(&str) -> String,
+) -> Result<Op, ExperimentError> {
+    let op =
+        c.op.as_ref()
+            .ok_or_else(|| cx.err(span, at("op"), "missing: expected \"<\", \"<=\", \">\", \">=\" or \"between\""))?;
+    let val =
+        c.value.as_ref().ok_or_else(|| cx.err(op.span(), at("value"), "missing: the threshold to compare with"))?;
+    let num = |v: &toml::Value| -> Option<f64> {
+        match v {
+            toml::Value::Integer(i) => Some(*i as f64),
+            toml::Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    };
+    let threshold = || num(val.get_ref()).ok_or_else(|| cx.err(val.span(), at("value"), "expected a number"));
+    Ok(match op.get_ref() {
+        RawOp::Between => match val.get_ref().as_array().map(|a| a.iter().map(num).collect::<Option<Vec<f64>>>()) {
+            Some(Some(v)) if v.len() == 2 && v[0] <= v[1] => Op::Between(v[0], v[1]),
+            _ => {
+                return Err(cx.err(
+                    val.span(),
+                    at("value"),
+                    "`between` expects [low, high], two numbers with low ≤ high",
+                ))
+            }
+        },
+        RawOp::Lt => Op::Lt(threshold()?),
+        RawOp::Le => Op::Le(threshold()?),
+        RawOp::Gt => Op::Gt(threshold()?),
+        RawOp::Ge => Op::Ge(threshold()?),
+    })
+}
+
+/// `table`: the report table's metrics; by default the line figure's y (else goodput) and the claims'
+/// metrics.
+fn parse_table(
+    cx: &Ctx,
+    raw: &[Spanned<String>],
+    figure: &Figure,
+    claims: &[Claim],
+    cols: &Columns,
+) -> Result<Vec<Metric>, ExperimentError> {
+    let mut metrics = Vec::new();
+    for (i, t) in raw.iter().enumerate() {
+        metrics.push(cols.metric(cx, t, &format!("table[{i}]"))?);
+    }
+    if metrics.is_empty() {
+        if let FigureKind::Line { y, .. } = &figure.kind {
+            metrics.push(y.clone());
+        } else {
+            metrics.push(Metric::Column("goodput_mbps".into()));
+        }
+        for c in claims {
+            if !matches!(c.kind, ClaimKind::All) && !metrics.contains(&c.metric) {
+                metrics.push(c.metric.clone());
+            }
+        }
+    }
+    Ok(metrics)
+}
+
 impl Experiment {
     /// Reads and validates an experiment file (and its base scenario).
     pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
-            file: path.to_path_buf(),
-            line: None,
-            field: String::new(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ExperimentError::of_file(path, None, format!("cannot read: {e}")))?;
         Experiment::from_str(&text, path)
     }
 
     /// Parses and validates experiment text as if read from `file` (the base scenario is found relative to it).
+    ///
+    /// Sections are checked in file-format order, each by its own function: id, base scenario, seeds, `[set]`,
+    /// `[quick]`, `[grid]`, `[quick.grid]`, the testbed configuration, `flow`, `[figure]`, `[[claims]]`,
+    /// `table`. The first mistake found is the error.
     pub fn from_str(text: &str, file: &Path) -> Result<Experiment, ExperimentError> {
         let cx = Ctx { file, text };
-        let raw: RawExperiment = toml::from_str(text).map_err(|e| ExperimentError {
-            file: file.to_path_buf(),
-            line: e.span().map(|s| cx.line(s)),
-            field: String::new(),
-            message: e.message().to_string(),
-        })?;
-
-        // id and file name
-        if let Some(stem) = file.file_stem().and_then(|s| s.to_str()) {
-            if raw.id.get_ref() != stem {
-                return Err(cx.err(
-                    raw.id.span(),
-                    "id",
-                    format!("`{}` must equal the file name `{stem}`", raw.id.get_ref()),
-                ));
-            }
-        }
-        if raw.id.get_ref().is_empty()
-            || !raw.id.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(cx.err(raw.id.span(), "id", "expected letters, digits, `-` and `_` only"));
-        }
-
-        // base scenario
-        let dir = file.parent().unwrap_or(Path::new("."));
-        let scenario_file = dir.join(raw.scenario.get_ref());
-        let scen_text = std::fs::read_to_string(&scenario_file).map_err(|e| {
-            cx.err(raw.scenario.span(), "scenario", format!("cannot read {}: {e}", scenario_file.display()))
-        })?;
-        let base: toml::Value = toml::from_str(&scen_text).map_err(|e| {
-            cx.err(raw.scenario.span(), "scenario", format!("{} is not valid TOML: {e}", scenario_file.display()))
-        })?;
-
-        let seeds = match &raw.seeds {
-            Some(s) if *s.get_ref() == 0 => return Err(cx.err(s.span(), "seeds", "expected at least 1")),
-            Some(s) => *s.get_ref(),
-            None => 1,
-        };
-
-        // overrides: checked against the base scenario
-        let check_set = |set: &BTreeMap<Spanned<String>, Spanned<toml::Value>>, prefix: &str, doc: &mut toml::Value| {
-            let mut out = Vec::new();
-            for (k, v) in set {
-                apply_override(doc, k.get_ref(), v.get_ref())
-                    .map_err(|m| cx.err(k.span(), format!("{prefix}.\"{}\"", k.get_ref()), m))?;
-                out.push((k.get_ref().clone(), v.get_ref().clone()));
-            }
-            Ok::<_, ExperimentError>(out)
-        };
+        let raw: RawExperiment = toml::from_str(text)
+            .map_err(|e| ExperimentError::of_file(file, e.span().map(|s| cx.line(s)), e.message()))?;
+        check_id(&cx, &raw.id)?;
+        let (scenario_file, base) = load_base(&cx, &raw.scenario)?;
+        let seeds = parse_seeds(&cx, raw.seeds.as_ref(), "seeds")?.unwrap_or(1);
         let mut doc = base.clone();
-        let set = check_set(&raw.set, "set", &mut doc)?;
-        let (quick, mut quick_doc) = match &raw.quick {
-            None => (Quick::default(), doc.clone()),
-            Some(q) => {
-                if let Some(s) = &q.seeds {
-                    if *s.get_ref() == 0 {
-                        return Err(cx.err(s.span(), "quick.seeds", "expected at least 1"));
-                    }
-                }
-                let mut qd = doc.clone();
-                let qs = check_set(&q.set, "quick.set", &mut qd)?;
-                (Quick { seeds: q.seeds.as_ref().map(|s| *s.get_ref()), set: qs, grid: Vec::new() }, qd)
-            }
-        };
-
-        // grid, in file order
-        let mut axes: Vec<(&Spanned<String>, &Spanned<RawAxis>)> = raw.grid.iter().collect();
-        axes.sort_by_key(|(_, a)| a.span().start);
-        let mut grid = Vec::new();
+        let set = parse_set(&cx, &raw.set, "set", &mut doc)?;
+        let (mut quick, mut quick_doc) = parse_quick(&cx, raw.quick.as_ref(), &doc)?;
         let runner = raw.runner;
-        // rows from a web workload: `flow` names one, or there are web workloads and no flows
-        let names = |t: &str| base.get(t).and_then(|x| x.as_table()).map(|x| x.keys().cloned().collect::<Vec<_>>());
-        let (flow_names, web_names) = (names("flows").unwrap_or_default(), names("web").unwrap_or_default());
-        let web = runner == RunnerKind::Sim
-            && match &raw.flow {
-                Some(f) => web_names.contains(f.get_ref()),
-                None => flow_names.is_empty() && !web_names.is_empty(),
-            };
-        let columns_for = |grid_cols: &[String]| match runner {
-            RunnerKind::Sim if web => table::web_columns(grid_cols),
-            RunnerKind::Sim => table::columns(grid_cols),
-            RunnerKind::Testbed => table::testbed_columns(grid_cols),
-        };
-        // testbed runs add agent/cc/sack/ber themselves unless they are grid columns
-        let mut reserved: Vec<String> = columns_for(&[])
-            .into_iter()
-            .filter(|c| runner == RunnerKind::Sim || !table::TESTBED_CONFIG_COLUMNS.contains(&c.as_str()))
-            .collect();
-        if runner == RunnerKind::Sim {
-            reserved.extend(table::columns(&[]));
-            reserved.extend(table::web_columns(&[]));
-        }
-        for (name, axis) in axes {
-            let col = name.get_ref();
-            let field = format!("grid.{col}");
-            if reserved.contains(col) {
-                return Err(cx.err(
-                    name.span(),
-                    field,
-                    "this name is a results column already; choose another column name",
-                ));
-            }
-            let a = axis.get_ref();
-            if a.values.get_ref().is_empty() {
-                return Err(cx.err(a.values.span(), format!("{field}.values"), "expected at least one value"));
-            }
-            if a.path.is_none() && a.variants.is_empty() {
-                return Err(cx.err(name.span(), field, "expected `path`, `variants`, or both"));
-            }
-            let mut variants = Vec::new();
-            for (key, sets) in &a.variants {
-                let vfield = format!("{field}.variants.{}", key.get_ref());
-                if !a.values.get_ref().iter().any(|v| variant_is(key.get_ref(), v.get_ref())) {
-                    return Err(cx.err(key.span(), vfield, "not one of the axis's values"));
-                }
-                let mut overrides = Vec::new();
-                for (p, v) in sets {
-                    for d in [&mut doc.clone(), &mut quick_doc.clone()] {
-                        apply_override(d, p.get_ref(), v.get_ref())
-                            .map_err(|m| cx.err(p.span(), format!("{vfield}.{}", p.get_ref()), m))?;
-                    }
-                    overrides.push((p.get_ref().clone(), v.get_ref().clone()));
-                }
-                variants.push((key.get_ref().clone(), overrides));
-            }
-            if a.path.is_none() {
-                if let Some(v) =
-                    a.values.get_ref().iter().find(|v| !variants.iter().any(|(k, _)| variant_is(k, v.get_ref())))
-                {
-                    return Err(cx.err(
-                        v.span(),
-                        format!("{field}.values"),
-                        "a value without `path` needs a table under `variants`",
-                    ));
-                }
-            }
-            let mut values = Vec::new();
-            for v in a.values.get_ref() {
-                if let Some(path) = &a.path {
-                    for d in [&mut doc.clone(), &mut quick_doc] {
-                        apply_override(d, path.get_ref(), v.get_ref())
-                            .map_err(|m| cx.err(v.span(), format!("{field}.values"), m))?;
-                    }
-                }
-                if values.iter().any(|w: &toml::Value| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
-                    return Err(cx.err(
-                        v.span(),
-                        format!("{field}.values"),
-                        format!("duplicate value {}", v.get_ref()),
-                    ));
-                }
-                values.push(v.get_ref().clone());
-            }
-            // check the path on the base too (the value loop above already did, this names the path line)
-            if let Some(path) = &a.path {
-                let mut probe = doc.clone();
-                apply_override(&mut probe, path.get_ref(), &a.values.get_ref()[0].get_ref().clone())
-                    .map_err(|m| cx.err(path.span(), format!("{field}.path"), m))?;
-            }
-            grid.push(Axis {
-                column: col.clone(),
-                path: a.path.as_ref().map(|p| p.get_ref().clone()),
-                values,
-                variants,
-            });
-        }
-        let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
-        let columns = columns_for(&grid_cols);
-        let own_text_cols: &[&str] = match runner {
-            RunnerKind::Sim => &["flow", "tcp", "workload"],
-            RunnerKind::Testbed => &["agent", "cc", "cc_used"],
-        };
-        let text_cols: Vec<String> = grid
-            .iter()
-            .filter(|a| a.values.iter().all(|v| v.is_str()))
-            .map(|a| a.column.clone())
-            .chain(own_text_cols.iter().map(|s| s.to_string()))
-            .collect();
-
-        // quick grid: a subset of an axis's values
-        let mut quick = quick;
+        let names = RowNames::of(&base);
+        let web = names.rows_from_web(runner, raw.flow.as_ref());
+        let grid = parse_grid(&cx, &raw.grid, &reserved_columns(runner, web), &doc, &mut quick_doc)?;
+        let cols = Columns::new(runner, web, &grid);
         if let Some(q) = &raw.quick {
-            for (name, vals) in &q.grid {
-                let field = format!("quick.grid.{}", name.get_ref());
-                let Some(axis) = grid.iter().find(|a| &a.column == name.get_ref()) else {
-                    return Err(cx.err(
-                        name.span(),
-                        field,
-                        format!("not a grid axis; expected one of: {}", grid_cols.join(", ")),
-                    ));
-                };
-                if vals.get_ref().is_empty() {
-                    return Err(cx.err(vals.span(), field, "expected at least one value"));
-                }
-                let mut out = Vec::new();
-                for v in vals.get_ref() {
-                    if !axis.values.iter().any(|w| Cell::from_toml(w).matches(&Cell::from_toml(v.get_ref()))) {
-                        let have: Vec<String> = axis.values.iter().map(|w| Cell::from_toml(w).to_string()).collect();
-                        return Err(cx.err(
-                            v.span(),
-                            field,
-                            format!("{} is not a value of grid.{} ({})", v.get_ref(), name.get_ref(), have.join(", ")),
-                        ));
-                    }
-                    out.push(v.get_ref().clone());
-                }
-                quick.grid.push((name.get_ref().clone(), out));
-            }
+            quick.grid = parse_quick_grid(&cx, q, &grid)?;
         }
-
-        // a testbed experiment's base "scenario" is a testbed configuration
         if runner == RunnerKind::Testbed {
-            for (d, what) in [(&doc, "set"), (&quick_doc, "quick.set")] {
-                d.clone().try_into::<lasthop_net::TestbedConfig>().map_err(|e| {
-                    cx.err(
-                        raw.scenario.span(),
-                        "scenario",
-                        format!(
-                            "{} (with [{what}]) is not a testbed configuration (lasthop_net::TestbedConfig): {}",
-                            scenario_file.display(),
-                            e.message()
-                        ),
-                    )
-                })?;
-            }
+            check_testbed_config(&cx, &raw.scenario, &scenario_file, [(&doc, "set"), (&quick_doc, "quick.set")])?;
         }
-        let check_col = |s: &Spanned<String>, field: &str| -> Result<(), ExperimentError> {
-            if columns.contains(s.get_ref()) {
-                Ok(())
-            } else {
-                Err(cx.err(
-                    s.span(),
-                    field,
-                    format!("unknown column `{}`; expected one of: {}", s.get_ref(), columns.join(", ")),
-                ))
-            }
-        };
-        let check_metric = |s: &Spanned<String>, field: &str| -> Result<Metric, ExperimentError> {
-            let m = Metric::parse(s.get_ref()).map_err(|e| cx.err(s.span(), field, e))?;
-            for c in m.columns() {
-                if !columns.iter().any(|k| k == c) {
-                    return Err(cx.err(
-                        s.span(),
-                        field,
-                        format!("unknown column `{c}`; expected one of: {} (or `ratio:A/B`)", columns.join(", ")),
-                    ));
-                }
-                if text_cols.iter().any(|k| k == c) {
-                    return Err(cx.err(s.span(), field, format!("column `{c}` holds text; a metric must be a number")));
-                }
-            }
-            Ok(m)
-        };
-
-        // flow
-        let flow = match &raw.flow {
-            None => None,
-            Some(f) if runner == RunnerKind::Testbed => {
-                return Err(cx.err(f.span(), "flow", "a testbed experiment has one transfer; remove `flow`"))
-            }
-            Some(f) => {
-                let exists = flow_names.contains(f.get_ref()) || web_names.contains(f.get_ref());
-                if !exists {
-                    let have = table_keys(base.get("flows"));
-                    let webs = table_keys(base.get("web"));
-                    return Err(cx.err(
-                        f.span(),
-                        "flow",
-                        format!(
-                            "no flow or web workload `{}` in the base scenario (flows: {have}; web: {webs})",
-                            f.get_ref()
-                        ),
-                    ));
-                }
-                Some(f.get_ref().clone())
-            }
-        };
-
-        // figure
-        let rf = raw.figure.get_ref();
-        let mut series = Vec::new();
-        if let Some(s) = &rf.series {
-            let names = match s.get_ref() {
-                RawSeries::One(c) => vec![c.clone()],
-                RawSeries::Many(cs) => cs.clone(),
-            };
-            if names.is_empty() {
-                return Err(cx.err(s.span(), "figure.series", "expected at least one grid column"));
-            }
-            for n in names {
-                if !grid_cols.contains(&n) || series.contains(&n) {
-                    return Err(cx.err(
-                        s.span(),
-                        "figure.series",
-                        format!("expected distinct grid columns ({}), got `{n}`", grid_cols.join(", ")),
-                    ));
-                }
-                series.push(n);
-            }
-        }
-        let kind = match rf.kind {
-            RawFigureKind::Line => {
-                let x = rf
-                    .x
-                    .as_ref()
-                    .ok_or_else(|| cx.err(raw.figure.span(), "figure.x", "a line figure needs `x` (a grid column)"))?;
-                if !grid_cols.contains(x.get_ref()) {
-                    return Err(cx.err(
-                        x.span(),
-                        "figure.x",
-                        format!("expected a grid column ({})", grid_cols.join(", ")),
-                    ));
-                }
-                let xa = grid.iter().find(|a| &a.column == x.get_ref()).expect("checked");
-                if !xa.values.iter().all(|v| v.is_integer() || v.is_float()) {
-                    return Err(cx.err(x.span(), "figure.x", "expected a grid column with numeric values"));
-                }
-                if rf.x_scale != Scale::Linear
-                    && xa.values.iter().any(|v| Cell::from_toml(v).as_f64().unwrap_or(0.0) <= 0.0)
-                {
-                    return Err(cx.err(x.span(), "figure.x_scale", "a log scale needs every x value > 0"));
-                }
-                let y =
-                    rf.y.as_ref()
-                        .ok_or_else(|| cx.err(raw.figure.span(), "figure.y", "a line figure needs `y` (a metric)"))?;
-                let y = check_metric(y, "figure.y")?;
-                FigureKind::Line { x: x.get_ref().clone(), y, x_scale: rf.x_scale, x_ticks: rf.x_ticks }
-            }
-            RawFigureKind::Sequence if runner == RunnerKind::Testbed => {
-                return Err(cx.err(
-                    raw.figure.span(),
-                    "figure.kind",
-                    "a testbed experiment has no traces; use \"line\"",
-                ));
-            }
-            RawFigureKind::Sequence => {
-                for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
-                    if let Some(f) = f {
-                        return Err(cx.err(
-                            f.span(),
-                            name,
-                            "a sequence figure plots received offset against time; remove `x`/`y`",
-                        ));
-                    }
-                }
-                FigureKind::Sequence
-            }
-            RawFigureKind::Cdf if runner == RunnerKind::Testbed => {
-                return Err(cx.err(
-                    raw.figure.span(),
-                    "figure.kind",
-                    "a testbed experiment has no handoffs; use \"line\"",
-                ));
-            }
-            RawFigureKind::Cdf => {
-                if let Some(y) = &rf.y {
-                    return Err(cx.err(
-                        y.span(),
-                        "figure.y",
-                        "a cdf figure plots the fraction of handoffs; remove `y`",
-                    ));
-                }
-                let x = rf.x.as_ref().ok_or_else(|| {
-                    cx.err(
-                        raw.figure.span(),
-                        "figure.x",
-                        format!("a cdf figure needs `x`, one of: {}", HANDOFF_TIMES.join(", ")),
-                    )
-                })?;
-                if !HANDOFF_TIMES.contains(&x.get_ref().as_str()) {
-                    return Err(cx.err(x.span(), "figure.x", format!("expected one of: {}", HANDOFF_TIMES.join(", "))));
-                }
-                FigureKind::Cdf { x: x.get_ref().clone() }
-            }
-        };
-        let mut figure_filter = Vec::new();
-        for (k, v) in &rf.filter {
-            let field = format!("figure.where.{}", k.get_ref());
-            check_col(k, &field)?;
-            let cond = parse_cond(v.get_ref()).map_err(|m| cx.err(v.span(), &field, m))?;
-            figure_filter.push(Filter { column: k.get_ref().clone(), cond });
-        }
-        let figure = Figure {
-            filter: figure_filter,
-            kind,
-            series,
-            series_labels: rf.series_labels.clone(),
-            x_label: rf.x_label.clone(),
-            y_label: rf.y_label.clone(),
-        };
-
-        // claims
-        let mut claims = Vec::new();
-        for (i, rc) in raw.claims.iter().enumerate() {
-            let span = rc.span();
-            let c = rc.get_ref();
-            let at = |f: &str| format!("claims[{i}].{f}");
-            let metric = check_metric(&c.metric, &at("metric"))?;
-            let filters = |f: &RawFilter, name: &str| -> Result<Vec<Filter>, ExperimentError> {
-                let mut out = Vec::new();
-                for (k, v) in f {
-                    let field = format!("{}.{}", at(name), k.get_ref());
-                    check_col(k, &field)?;
-                    let cond = parse_cond(v.get_ref()).map_err(|m| cx.err(v.span(), &field, m))?;
-                    // equality on a grid column must name one of its values (a typo would match nothing)
-                    if let Some(axis) = grid.iter().find(|a| &a.column == k.get_ref()) {
-                        let wanted: Vec<&Cell> = match &cond {
-                            Cond::Eq(c) => vec![c],
-                            Cond::AnyOf(cs) => cs.iter().collect(),
-                            Cond::Range { .. } => vec![],
-                        };
-                        for w in wanted {
-                            if !axis.values.iter().any(|gv| Cell::from_toml(gv).matches(w)) {
-                                let vals: Vec<String> =
-                                    axis.values.iter().map(|v| Cell::from_toml(v).to_string()).collect();
-                                return Err(cx.err(
-                                    v.span(),
-                                    &field,
-                                    format!("{w} is not a value of the grid ({})", vals.join(", ")),
-                                ));
-                            }
-                        }
-                    }
-                    out.push(Filter { column: k.get_ref().clone(), cond });
-                }
-                Ok(out)
-            };
-            let filter = filters(&c.filter, "where")?;
-            if let Some(fe) = &c.for_each {
-                check_col(fe, &at("for_each"))?;
-            }
-            if c.require.is_some() && c.for_each.is_none() {
-                return Err(cx.err(span.clone(), at("require"), "`require` needs `for_each`"));
-            }
-            let op = || -> Result<Op, ExperimentError> {
-                let op = c.op.as_ref().ok_or_else(|| {
-                    cx.err(span.clone(), at("op"), "missing: expected \"<\", \"<=\", \">\", \">=\" or \"between\"")
-                })?;
-                let val = c
-                    .value
-                    .as_ref()
-                    .ok_or_else(|| cx.err(op.span(), at("value"), "missing: the threshold to compare with"))?;
-                let num = |v: &toml::Value| -> Option<f64> {
-                    match v {
-                        toml::Value::Integer(i) => Some(*i as f64),
-                        toml::Value::Float(f) => Some(*f),
-                        _ => None,
-                    }
-                };
-                match op.get_ref() {
-                    RawOp::Between => {
-                        match val.get_ref().as_array().map(|a| a.iter().map(num).collect::<Option<Vec<f64>>>()) {
-                            Some(Some(v)) if v.len() == 2 && v[0] <= v[1] => Ok(Op::Between(v[0], v[1])),
-                            _ => Err(cx.err(
-                                val.span(),
-                                at("value"),
-                                "`between` expects [low, high], two numbers with low ≤ high",
-                            )),
-                        }
-                    }
-                    o => {
-                        let t =
-                            num(val.get_ref()).ok_or_else(|| cx.err(val.span(), at("value"), "expected a number"))?;
-                        Ok(match o {
-                            RawOp::Lt => Op::Lt(t),
-                            RawOp::Le => Op::Le(t),
-                            RawOp::Gt => Op::Gt(t),
-                            RawOp::Ge => Op::Ge(t),
-                            RawOp::Between => unreachable!(),
-                        })
-                    }
-                }
-            };
-            let forbid = |present: bool, name: &str, why: &str| -> Result<(), ExperimentError> {
-                if present {
-                    Err(cx.err(span.clone(), at(name), why.to_string()))
-                } else {
-                    Ok(())
-                }
-            };
-            let kind = match c.kind {
-                RawClaimKind::Value => {
-                    forbid(
-                        c.numerator.is_some() || c.denominator.is_some(),
-                        "numerator",
-                        "only `ratio` claims take numerator/denominator",
-                    )?;
-                    ClaimKind::Value { aggregate: c.aggregate.unwrap_or(Aggregate::Mean), op: op()? }
-                }
-                RawClaimKind::Ratio => {
-                    forbid(c.aggregate.is_some(), "aggregate", "a `ratio` claim divides means; remove `aggregate`")?;
-                    let n = c.numerator.as_ref().ok_or_else(|| {
-                        cx.err(span.clone(), at("numerator"), "missing: a filter like { agent = \"snoop\" }")
-                    })?;
-                    let d = c.denominator.as_ref().ok_or_else(|| {
-                        cx.err(span.clone(), at("denominator"), "missing: a filter like { agent = \"none\" }")
-                    })?;
-                    ClaimKind::Ratio {
-                        numerator: filters(n.get_ref(), "numerator")?,
-                        denominator: filters(d.get_ref(), "denominator")?,
-                        op: op()?,
-                    }
-                }
-                RawClaimKind::All => {
-                    forbid(
-                        c.op.is_some() || c.value.is_some(),
-                        "op",
-                        "an `all` claim takes no op/value: it checks the metric is true on every run",
-                    )?;
-                    forbid(c.aggregate.is_some(), "aggregate", "an `all` claim takes no aggregate")?;
-                    forbid(
-                        c.numerator.is_some() || c.denominator.is_some(),
-                        "numerator",
-                        "only `ratio` claims take numerator/denominator",
-                    )?;
-                    if !matches!(&metric, Metric::Column(_)) {
-                        return Err(cx.err(
-                            c.metric.span(),
-                            at("metric"),
-                            "an `all` claim needs a true/false column such as `completed`",
-                        ));
-                    }
-                    ClaimKind::All
-                }
-            };
-            claims.push(Claim {
-                text: c.text.clone(),
-                paper: c.paper.clone(),
-                kind,
-                metric,
-                filter,
-                for_each: c.for_each.as_ref().map(|s| s.get_ref().clone()),
-                require: c.require.unwrap_or_default(),
-            });
-        }
-
-        // report table
-        let mut table_metrics = Vec::new();
-        for (i, t) in raw.table.iter().enumerate() {
-            table_metrics.push(check_metric(t, &format!("table[{i}]"))?);
-        }
-        if table_metrics.is_empty() {
-            if let FigureKind::Line { y, .. } = &figure.kind {
-                table_metrics.push(y.clone());
-            } else {
-                table_metrics.push(Metric::Column("goodput_mbps".into()));
-            }
-            for c in &claims {
-                if !matches!(c.kind, ClaimKind::All) && !table_metrics.contains(&c.metric) {
-                    table_metrics.push(c.metric.clone());
-                }
-            }
-        }
-
+        let flow = parse_flow(&cx, raw.flow.as_ref(), runner, &base, &names)?;
+        let figure = parse_figure(&cx, &raw.figure, &grid, &cols, runner)?;
+        let claims = raw
+            .claims
+            .iter()
+            .enumerate()
+            .map(|(i, c)| parse_claim(&cx, i, c, &grid, &cols))
+            .collect::<Result<Vec<_>, _>>()?;
+        let table = parse_table(&cx, &raw.table, &figure, &claims, &cols)?;
         Ok(Experiment {
             id: raw.id.into_inner(),
             title: raw.title,
@@ -1024,7 +1183,7 @@ impl Experiment {
             description: raw.description,
             default: raw.default,
             file: file.to_path_buf(),
-            scenario: raw.scenario.get_ref().clone(),
+            scenario: raw.scenario.into_inner(),
             scenario_file,
             base,
             seeds,
@@ -1035,7 +1194,7 @@ impl Experiment {
             grid,
             figure,
             claims,
-            table: table_metrics,
+            table,
             runner,
         })
     }
@@ -1232,12 +1391,8 @@ pub fn apply_override(doc: &mut toml::Value, path: &str, value: &toml::Value) ->
 
 /// Loads every `*.toml` in `dir`, sorted by id. Any broken file is an error.
 pub fn load_dir(dir: &Path) -> Result<Vec<Experiment>, ExperimentError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| ExperimentError {
-        file: dir.to_path_buf(),
-        line: None,
-        field: String::new(),
-        message: format!("cannot read the experiments directory: {e}"),
-    })?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| ExperimentError::of_file(dir, None, format!("cannot read the experiments directory: {e}")))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -1606,5 +1761,99 @@ value = 0.9
         let text = GOOD.replacen("seeds = 3", "seeds = = 3", 1);
         let e = load(&text).unwrap_err();
         assert_eq!(e.line, Some(line_of(&text, "seeds = =")));
+    }
+
+    // The section checkers on their own.
+
+    fn cx(text: &str) -> Ctx<'_> {
+        Ctx { file: Path::new("dir/exp.toml"), text }
+    }
+
+    #[test]
+    fn id_must_be_the_file_name_in_plain_characters() {
+        let text = "id = \"exp\"\n";
+        assert_eq!(check_id(&cx(text), &Spanned::new(5..10, "exp".into())), Ok(()));
+        let e = check_id(&cx(text), &Spanned::new(5..10, "other".into())).unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("id", Some(1)));
+        assert!(e.message.contains("must equal the file name `exp`"), "{e}");
+        let odd = Ctx { file: Path::new("e x.toml"), text };
+        let e = check_id(&odd, &Spanned::new(5..10, "e x".into())).unwrap_err();
+        assert!(e.message.contains("letters, digits"), "{e}");
+    }
+
+    #[test]
+    fn seeds_when_given_are_at_least_one() {
+        let text = "\n[quick]\nseeds = 0\n";
+        let zero = Spanned::new(text.find('0').unwrap()..text.len() - 1, 0);
+        let e = parse_seeds(&cx(text), Some(&zero), "quick.seeds").unwrap_err();
+        assert_eq!((e.field.as_str(), e.line, e.message.as_str()), ("quick.seeds", Some(3), "expected at least 1"));
+        assert_eq!(parse_seeds(&cx(text), Some(&Spanned::new(0..1, 4)), "seeds"), Ok(Some(4)));
+        assert_eq!(parse_seeds(&cx(text), None, "seeds"), Ok(None));
+    }
+
+    #[test]
+    fn rows_come_from_a_web_workload_only_in_the_simulator() {
+        let base: toml::Value = toml::from_str("[flows.bulk]\n[web.pages]\n").unwrap();
+        let only_web: toml::Value = toml::from_str("[web.pages]\n").unwrap();
+        let names = RowNames::of(&base);
+        assert_eq!(
+            (names.flows.as_slice(), names.web.as_slice()),
+            (&["bulk".to_string()][..], &["pages".to_string()][..])
+        );
+        let pages = Spanned::new(0..0, "pages".to_string());
+        assert!(names.rows_from_web(RunnerKind::Sim, Some(&pages)));
+        assert!(!names.rows_from_web(RunnerKind::Sim, None), "flows come first");
+        assert!(RowNames::of(&only_web).rows_from_web(RunnerKind::Sim, None));
+        assert!(!RowNames::of(&only_web).rows_from_web(RunnerKind::Testbed, None));
+    }
+
+    #[test]
+    fn grid_axes_may_not_take_results_columns_but_testbed_grids_may_take_its_settings() {
+        let sim = reserved_columns(RunnerKind::Sim, false);
+        for c in ["goodput_mbps", "seed", "downloads", "flow"] {
+            assert!(sim.iter().any(|r| r == c), "{c}: {sim:?}");
+        }
+        let testbed = reserved_columns(RunnerKind::Testbed, false);
+        assert!(testbed.iter().any(|r| r == "goodput_mbps"), "{testbed:?}");
+        for c in table::TESTBED_CONFIG_COLUMNS {
+            assert!(!testbed.iter().any(|r| r == c), "{c}: {testbed:?}");
+        }
+    }
+
+    #[test]
+    fn metrics_must_be_numeric_columns() {
+        let grid = vec![Axis {
+            column: "agent".into(),
+            path: Some("nodes.bs.agent".into()),
+            values: vec!["none".into(), "snoop".into()],
+            variants: vec![],
+        }];
+        let cols = Columns::new(RunnerKind::Sim, false, &grid);
+        let text = "y = \"agent\"";
+        let at = |m: &str| Spanned::new(4..text.len(), m.to_string());
+        assert_eq!(cols.metric(&cx(text), &at("goodput_mbps"), "figure.y"), Ok(Metric::Column("goodput_mbps".into())));
+        let e = cols.metric(&cx(text), &at("agent"), "figure.y").unwrap_err();
+        assert!(e.message.contains("column `agent` holds text"), "{e}");
+        let e = cols.metric(&cx(text), &at("ratio:goodput_mbps/nope"), "figure.y").unwrap_err();
+        assert!(e.message.contains("unknown column `nope`"), "{e}");
+        assert!(cols.check(&cx(text), &at("agent"), "claims[0].for_each").is_ok());
+    }
+
+    #[test]
+    fn claim_ops_take_a_number_or_an_ordered_pair() {
+        let claim = |op_value: &str| {
+            let text = format!("text = \"t\"\npaper = \"p\"\nkind = \"value\"\nmetric = \"m\"\n{op_value}\n");
+            let raw: RawClaim = toml::from_str(&text).unwrap();
+            let c = cx(&text);
+            parse_op(&c, 0..1, &raw, &|f: &str| format!("claims[0].{f}")).map_err(|e| (e.field, e.line, e.message))
+        };
+        assert_eq!(claim("op = \">=\"\nvalue = 3"), Ok(Op::Ge(3.0)));
+        assert_eq!(claim("op = \"between\"\nvalue = [1, 2.5]"), Ok(Op::Between(1.0, 2.5)));
+        let e = claim("op = \"between\"\nvalue = [2, 1]").unwrap_err();
+        assert_eq!((e.0.as_str(), e.1), ("claims[0].value", Some(6)));
+        assert!(e.2.contains("low ≤ high"), "{}", e.2);
+        assert_eq!(claim("op = \"<\"\nvalue = \"x\"").unwrap_err().2, "expected a number");
+        assert_eq!(claim("op = \"<\"").unwrap_err().0, "claims[0].value");
+        assert_eq!(claim("").unwrap_err().0, "claims[0].op");
     }
 }
