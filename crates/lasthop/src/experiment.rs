@@ -1,6 +1,6 @@
 //! Experiment files (`experiments/*.toml`): parsing, validation against the base scenario, grid expansion.
 
-use crate::claims::{Aggregate, Claim, ClaimKind, Cond, Filter, Metric, Op, Require};
+use crate::claims::{Aggregate, Claim, ClaimKind, Cond, Expect, Filter, Metric, Op, Require};
 use crate::table::{self, Cell};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -77,6 +77,9 @@ use toml::Spanned;
 /// value = 3.0
 /// for_each = "ber"          # optional: evaluate per value of this column (within `where`)
 /// require = "all"           # with for_each: "all" (default, reports the worst) | "any" (reports the best)
+///                           # | "max" / "min": the largest / smallest group's number must satisfy op
+/// expect = "fails"          # optional: an expected divergence from the paper ("holds" is the default);
+/// why = "..."               # then required: the mechanism, traced in our runs (shown in the reports)
 /// ```
 ///
 /// Results columns: every grid column, `seed`, the flow's metrics ([`table::FLOW_COLUMNS`]: `flow`, `tcp`,
@@ -420,6 +423,17 @@ struct RawClaim {
     for_each: Option<Spanned<String>>,
     #[serde(default)]
     require: Option<Require>,
+    #[serde(default)]
+    expect: Option<Spanned<RawExpect>>,
+    #[serde(default)]
+    why: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum RawExpect {
+    Holds,
+    Fails,
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -988,6 +1002,27 @@ impl Experiment {
                     ClaimKind::All
                 }
             };
+            // an expected divergence names its traced mechanism; a claim expected to hold needs no reason
+            let expect = match (c.expect.as_ref().map(|e| *e.get_ref()), &c.why) {
+                (None | Some(RawExpect::Holds), None) => Expect::Holds,
+                (None | Some(RawExpect::Holds), Some(w)) => {
+                    return Err(cx.err(
+                        w.span(),
+                        at("why"),
+                        "`why` explains an expected divergence: add `expect = \"fails\"` or remove it",
+                    ))
+                }
+                (Some(RawExpect::Fails), Some(w)) if !w.get_ref().trim().is_empty() => {
+                    Expect::Fails { why: w.get_ref().trim().to_string() }
+                }
+                (Some(RawExpect::Fails), _) => {
+                    return Err(cx.err(
+                        c.expect.as_ref().map(|e| e.span()).unwrap_or(span.clone()),
+                        at("why"),
+                        "missing: an expected divergence needs `why`, the mechanism traced in the runs",
+                    ))
+                }
+            };
             claims.push(Claim {
                 text: c.text.clone(),
                 paper: c.paper.clone(),
@@ -996,6 +1031,7 @@ impl Experiment {
                 filter,
                 for_each: c.for_each.as_ref().map(|s| s.get_ref().clone()),
                 require: c.require.unwrap_or_default(),
+                expect,
             });
         }
 
