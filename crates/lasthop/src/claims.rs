@@ -208,6 +208,9 @@ pub struct Outcome {
     pub holds: bool,
     /// What the claim is recorded to do (an expected divergence carries its mechanism).
     pub expect: Expect,
+    /// Every group came to a number (no "no runs match", no x/0): a recorded divergence must fail on its
+    /// numbers, not because the claim cannot be evaluated.
+    pub measured: bool,
     /// Our number (the worst group for `require = "all"`, the best for `any`), e.g. `4.2 at ber=3.81e-6`.
     pub ours: String,
     /// What was required, e.g. `snoop/none goodput_mbps ≥ 3`.
@@ -219,7 +222,10 @@ pub struct Outcome {
 impl Outcome {
     /// The outcome is the recorded one: holds where it should, fails where a divergence is recorded.
     pub fn as_expected(&self) -> bool {
-        self.holds == self.expect.holds()
+        match self.expect {
+            Expect::Holds => self.holds,
+            Expect::Fails { .. } => !self.holds && self.measured,
+        }
     }
 }
 
@@ -302,7 +308,8 @@ impl Claim {
             at(pick)
         };
         let detail = evaluated.iter().map(at).collect();
-        Outcome { holds, expect: self.expect.clone(), ours, required: self.required(), detail }
+        let measured = evaluated.iter().all(|g| g.value.is_some());
+        Outcome { holds, expect: self.expect.clone(), measured, ours, required: self.required(), detail }
     }
 
     fn required(&self) -> String {
@@ -618,6 +625,10 @@ mod tests {
         assert_eq!(o.expect.why(), Some("traced"));
         c.kind = ClaimKind::Ratio { numerator: agent("snoop"), denominator: agent("none"), op: Op::Ge(5.0) };
         assert!(c.evaluate(&t).as_expected());
+        // a recorded divergence that fails only because nothing can be measured is not as recorded
+        c.filter = vec![eq("ber", Cell::Float(0.5))];
+        let o = c.evaluate(&t);
+        assert!(!o.holds && !o.measured && !o.as_expected(), "{o:?}");
     }
 
     #[test]

@@ -233,7 +233,11 @@ fn reproduce_cmd(a: ReproduceArgs, runner: &dyn Runner) -> Result<ExitCode> {
         opts.out.join("summary.md").display()
     );
     for (id, text, o) in &unexpected {
-        let what = if o.holds { "HOLDS, recorded to fail" } else { "FAILS, recorded to hold" };
+        let what = match (o.holds, o.expect.holds()) {
+            (true, _) => "HOLDS, recorded to fail",
+            (false, true) => "FAILS, recorded to hold",
+            (false, false) => "NOT MEASURED, recorded to fail on its numbers",
+        };
         println!("  {what} {id}: {text}: ours {} (required {})", o.ours, o.required);
     }
     let failed_runs = summary.failed_runs();

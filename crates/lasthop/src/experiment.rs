@@ -1623,6 +1623,24 @@ value = 0.9
     }
 
     #[test]
+    fn expected_divergences_name_their_mechanism() {
+        let e = load(GOOD).unwrap();
+        assert!(e.claims.iter().all(|c| c.expect == Expect::Holds));
+        let text = GOOD.replacen("value = 3\n", "value = 3\nexpect = \"fails\"\nwhy = \" traced: x \"\n", 1);
+        let e = load(&text).unwrap();
+        assert_eq!(e.claims[0].expect, Expect::Fails { why: "traced: x".into() });
+        let text = GOOD.replacen("value = 3\n", "value = 3\nrequire = \"max\"\nfor_each = \"ber\"\n", 1);
+        assert_eq!(load(&text).unwrap().claims[0].require, Require::Max);
+        bad("value = 3\n", "value = 3\nexpect = \"fails\"\n", "claims[0].why", "expect = \"fails\"", "needs `why`");
+        bad("value = 3\n", "value = 3\nexpect = \"fails\"\nwhy = \"  \"\n", "claims[0].why", "expect", "needs `why`");
+        bad("value = 3\n", "value = 3\nwhy = \"because\"\n", "claims[0].why", "why = ", "add `expect");
+        let text = GOOD.replacen("value = 3\n", "value = 3\nexpect = \"maybe\"\n", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "expect = ")), "{e}");
+        assert!(e.message.contains("expected `holds` or `fails`"), "{e}");
+    }
+
+    #[test]
     fn figure_mistakes() {
         bad("x = \"ber\"", "x = \"bre\"", "figure.x", "x = \"bre\"", "grid column");
         bad("series = \"agent\"", "series = \"seed\"", "figure.series", "series = \"seed\"", "grid column");

@@ -20,7 +20,8 @@ fn recorded(o: &Outcome) -> &'static str {
         (true, true) => "as recorded",
         (true, false) => "expected divergence",
         (false, true) => "**differs: recorded to fail**",
-        (false, false) => "**differs: recorded to hold**",
+        (false, false) if o.expect.holds() => "**differs: recorded to hold**",
+        (false, false) => "**differs: not measured**",
     }
 }
 
