@@ -1,19 +1,22 @@
 //! Network-layer agents that sit at a base station (or a mobile host) and watch, cache, suppress and
-//! re-send packets: Snoop (seed 000 §3.1, §6) and, later, ELN marking, NACK generation and handoff buffers.
+//! re-send packets: Snoop (seed 000 §3.1, §6), ELN marking and transit-link filtering (seed 002 §3), NACKs
+//! via SACK (seed 000 §3.2) and the handoff agents with their buffers (seed 000 §4, seed 004).
 //!
 //! Every agent is a sans-IO state machine (`../shared/DESIGN.md`, "The agent contract"): it never reads a
 //! clock, owns a socket or draws a random number. The simulator and the real base station hand it packets
 //! and the current [`Time`], and carry out the [`Action`]s it emits. Its state is soft: losing it costs
 //! performance, never data, and it never acknowledges data the receiver has not acknowledged.
 
-#[macro_use]
-mod triage;
+pub mod eln;
 pub mod flow;
 pub mod handoff;
+pub mod nack;
 pub mod snoop;
+mod triage;
 
 use bytes::Bytes;
 pub use lasthop_wire::Time;
+pub use triage::PassCounters;
 
 /// Which way a packet travels through the node that hosts the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -259,5 +262,3 @@ mod chain_tests {
         assert_eq!(out, vec![Action::Forward(Side::ToWired, Bytes::from_static(&[1]))]);
     }
 }
-pub mod eln;
-pub mod nack;

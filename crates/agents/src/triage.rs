@@ -37,22 +37,41 @@ pub(crate) fn classify<S>(
     read(&ip, &tcp).map_or(Class::Malformed, Class::Tcp)
 }
 
-/// The [`PassedOver`] of an agent's stats struct, whose counters carry these three names.
-macro_rules! passed_over {
-    ($stats:expr) => {
-        $crate::triage::PassedOver {
-            malformed_dropped: &mut $stats.malformed_dropped,
-            not_tcp_forwarded: &mut $stats.not_tcp_forwarded,
-            fragments_forwarded: &mut $stats.fragments_forwarded,
-        }
-    };
+/// The counters every connection-tracking agent keeps for the packets it passes over and for its
+/// bounded connection table. Embedded in each agent's stats and exported under these field names, in
+/// this order, after the agent's own counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PassCounters {
+    /// Packets dropped because they could not be parsed.
+    pub malformed_dropped: u64,
+    /// Non-TCP packets forwarded unchanged.
+    pub not_tcp_forwarded: u64,
+    /// IPv4 fragments forwarded unchanged.
+    pub fragments_forwarded: u64,
+    /// TCP packets of connections without state forwarded unchanged (traffic the agent does not track,
+    /// or packets whose state was evicted).
+    pub unknown_forwarded: u64,
+    /// Connections given state (again, if their state was evicted or closed).
+    pub connections_created: u64,
+    /// Connections whose state was dropped to make room (table full).
+    pub connections_evicted: u64,
+    /// Connections whose state was dropped on a RST or once the data sender's FIN was acknowledged.
+    pub connections_closed: u64,
 }
 
-/// Where an agent counts the packets it passes over.
-pub(crate) struct PassedOver<'a> {
-    pub malformed_dropped: &'a mut u64,
-    pub not_tcp_forwarded: &'a mut u64,
-    pub fragments_forwarded: &'a mut u64,
+impl PassCounters {
+    /// The counters by name, for [`crate::Agent::counters`].
+    pub fn named(&self) -> [(&'static str, u64); 7] {
+        [
+            ("malformed_dropped", self.malformed_dropped),
+            ("not_tcp_forwarded", self.not_tcp_forwarded),
+            ("fragments_forwarded", self.fragments_forwarded),
+            ("unknown_forwarded", self.unknown_forwarded),
+            ("connections_created", self.connections_created),
+            ("connections_evicted", self.connections_evicted),
+            ("connections_closed", self.connections_closed),
+        ]
+    }
 }
 
 impl<S> Class<S> {
@@ -62,20 +81,20 @@ impl<S> Class<S> {
         side: Side,
         packet: &Bytes,
         out: &mut Vec<Action>,
-        count: PassedOver<'_>,
+        count: &mut PassCounters,
     ) -> Option<S> {
         match self {
             Class::Tcp(seg) => return Some(seg),
             Class::Malformed => {
-                *count.malformed_dropped += 1;
+                count.malformed_dropped += 1;
                 out.push(Action::Drop(DropReason::Malformed));
             }
             Class::NotTcp => {
-                *count.not_tcp_forwarded += 1;
+                count.not_tcp_forwarded += 1;
                 out.push(Action::Forward(side, packet.clone()));
             }
             Class::Fragment => {
-                *count.fragments_forwarded += 1;
+                count.fragments_forwarded += 1;
                 out.push(Action::Forward(side, packet.clone()));
             }
         }
@@ -90,15 +109,9 @@ mod tests {
     use std::net::Ipv4Addr;
 
     fn counts(out: &mut Vec<Action>, c: Class<()>, p: &Bytes) -> [u64; 3] {
-        let (mut m, mut n, mut f) = (0, 0, 0);
-        let r = c.tcp_or_pass(
-            Side::ToMobile,
-            p,
-            out,
-            PassedOver { malformed_dropped: &mut m, not_tcp_forwarded: &mut n, fragments_forwarded: &mut f },
-        );
-        assert!(r.is_none());
-        [m, n, f]
+        let mut count = PassCounters::default();
+        assert!(c.tcp_or_pass(Side::ToMobile, p, out, &mut count).is_none());
+        [count.malformed_dropped, count.not_tcp_forwarded, count.fragments_forwarded]
     }
 
     #[test]
@@ -128,5 +141,37 @@ mod tests {
                 Action::Forward(Side::ToMobile, p.clone())
             ]
         );
+    }
+
+    #[test]
+    fn every_connection_agent_reports_the_pass_counters_last_under_the_same_names() {
+        use crate::eln::{Eln, ElnConfig};
+        use crate::nack::{Nack, NackConfig};
+        use crate::snoop::{Snoop, SnoopConfig};
+        use crate::Agent;
+        let pass: Vec<&str> = PassCounters::default().named().iter().map(|&(n, _)| n).collect();
+        assert_eq!(
+            pass,
+            [
+                "malformed_dropped",
+                "not_tcp_forwarded",
+                "fragments_forwarded",
+                "unknown_forwarded",
+                "connections_created",
+                "connections_evicted",
+                "connections_closed"
+            ]
+        );
+        let agents: [Box<dyn Agent>; 3] = [
+            Box::new(Snoop::new(SnoopConfig::default())),
+            Box::new(Eln::new(ElnConfig::default())),
+            Box::new(Nack::new(NackConfig::default())),
+        ];
+        for agent in agents {
+            let names: Vec<&str> = agent.counters().iter().map(|&(n, _)| n).collect();
+            assert_eq!(names[names.len() - pass.len()..], pass[..], "{names:?}");
+            let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+            assert_eq!(unique.len(), names.len(), "{names:?}");
+        }
     }
 }

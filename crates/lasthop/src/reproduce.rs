@@ -9,6 +9,7 @@ use crate::table::{self, Cell, Table};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use lasthop_net::TestbedConfig;
+use lasthop_sim::HandoffMetrics;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, RwLock};
@@ -101,6 +102,7 @@ pub fn choose(all: Vec<Experiment>, ids: &[String]) -> Result<Vec<Experiment>> {
     Ok(chosen)
 }
 
+/// One run: a seed of a grid point of an experiment.
 struct Job {
     exp: usize,
     point: usize,
@@ -117,6 +119,8 @@ struct Planned {
     jobs: std::ops::Range<usize>,
 }
 
+type JobResult = Result<RunOutput, String>;
+
 /// Runs the chosen experiments of `opts.experiments_dir` with `runner`, writes everything under `opts.out`.
 pub fn reproduce(opts: &ReproduceOptions, runner: &dyn Runner) -> Result<Summary> {
     let all = load_dir(&opts.experiments_dir)?;
@@ -126,11 +130,25 @@ pub fn reproduce(opts: &ReproduceOptions, runner: &dyn Runner) -> Result<Summary
 
 /// Runs these experiments (already loaded) and writes their outputs.
 pub fn run_experiments(chosen: Vec<Experiment>, opts: &ReproduceOptions, runner: &dyn Runner) -> Result<Summary> {
+    let (plans, jobs) = plan(chosen, opts.quick)?;
+    std::fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+    let progress = Progress::new(opts.progress, jobs.len());
+    let mut collector = Collector::new(&plans, &jobs, opts, &progress);
+    run_pool(&plans, &jobs, opts.jobs, runner, |i, r| collector.collect(i, r));
+    progress.bar.finish_and_clear();
+    let summary = collector.into_summary()?;
+    write_file(&opts.out.join("summary.md"), report::summary_md(&summary, opts.quick))?;
+    Ok(summary)
+}
+
+/// Every experiment's grid points and seeds, and the jobs of all of them in order (experiment, grid point,
+/// seed).
+fn plan(chosen: Vec<Experiment>, quick: bool) -> Result<(Vec<Planned>, Vec<Job>)> {
     let mut plans = Vec::new();
     let mut jobs = Vec::new();
     for (i, exp) in chosen.into_iter().enumerate() {
-        let points = exp.points(opts.quick).map_err(|e| anyhow!("{}: {e}", exp.file.display()))?;
-        let seeds = exp.seed_list(opts.quick);
+        let points = exp.points(quick).map_err(|e| anyhow!("{}: {e}", exp.file.display()))?;
+        let seeds = exp.seed_list(quick);
         let start = jobs.len();
         for (p, point) in points.iter().enumerate() {
             for &seed in &seeds {
@@ -145,141 +163,207 @@ pub fn run_experiments(chosen: Vec<Experiment>, opts: &ReproduceOptions, runner:
         }
         plans.push(Planned { exp, points, seeds, jobs: start..jobs.len() });
     }
-    std::fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+    Ok((plans, jobs))
+}
 
-    let bar = if opts.progress {
-        let b = ProgressBar::new(jobs.len() as u64);
-        b.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs (eta {eta}) {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        b
-    } else {
-        ProgressBar::hidden()
-    };
-    let say = |line: String| {
-        if bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            bar.println(line);
-        }
-    };
-
-    let started = Instant::now();
-    let mut results: Vec<Option<Result<RunOutput, String>>> = (0..jobs.len()).map(|_| None).collect();
-    let mut outcomes: Vec<Option<ExperimentOutcome>> = (0..plans.len()).map(|_| None).collect();
-    let mut write_errors = Vec::new();
-    let mut done = vec![0usize; plans.len()];
+/// Runs every job on `workers` threads (at most one per job), handing each result with its job index to
+/// `on_result` on this thread, in the order they finish.
+fn run_pool(
+    plans: &[Planned],
+    jobs: &[Job],
+    workers: usize,
+    runner: &dyn Runner,
+    mut on_result: impl FnMut(usize, JobResult),
+) {
     let next = AtomicUsize::new(0);
     // Testbed runs measure real time: each holds this exclusively (no other run of any kind beside it),
     // simulator runs share it.
     let exclusive = RwLock::new(());
-    let workers = opts.jobs.max(1).min(jobs.len().max(1));
+    let workers = workers.max(1).min(jobs.len().max(1));
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(usize, Result<RunOutput, String>)>();
+        let (tx, rx) = mpsc::channel::<(usize, JobResult)>();
         for _ in 0..workers {
             let tx = tx.clone();
-            let (jobs, plans, next, exclusive) = (&jobs, &plans, &next, &exclusive);
+            let (next, exclusive) = (&next, &exclusive);
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let plan = &plans[job.exp];
-                let point = &plan.points[job.point];
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match plan.exp.runner {
-                    RunnerKind::Sim => {
-                        let _shared = exclusive.read().unwrap_or_else(|e| e.into_inner());
-                        let req = RunRequest {
-                            scenario: ScenarioSource::Value {
-                                value: &point.scenario,
-                                origin: &job.origin,
-                                base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
-                            },
-                            seed: Some(job.seed),
-                            trace: job.trace,
-                            pcap_dir: None,
-                        };
-                        runner.run(&req).map(RunOutput::Sim)
-                    }
-                    RunnerKind::Testbed => {
-                        let cfg = testbed_config(point, job.seed).map_err(|e| anyhow!("{}: {e}", job.origin))?;
-                        let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
-                        runner.run_testbed(&cfg).map(RunOutput::Testbed)
-                    }
-                }));
-                let r = match r {
-                    Ok(Ok(res)) => Ok(res),
-                    Ok(Err(e)) => Err(format!("{e:#}")),
-                    Err(p) => Err(format!("panicked: {}", panic_message(&p))),
-                };
-                if tx.send((i, r)).is_err() {
+                if tx.send((i, run_job(&plans[job.exp], job, runner, exclusive))).is_err() {
                     break;
                 }
             });
         }
         drop(tx);
         for (i, r) in rx {
-            let e = jobs[i].exp;
-            if plans[e].exp.runner == RunnerKind::Testbed {
-                // a testbed run takes seconds: show each
-                let what = match &r {
-                    Ok(RunOutput::Testbed(t)) => format!(
-                        "{:.3} Mb/s, {} B in {:.1} s, hash {}",
-                        t.goodput_mbps,
-                        t.bytes,
-                        t.duration_s,
-                        if t.hash_ok { "ok" } else { "MISMATCH" }
-                    ),
-                    Ok(RunOutput::Sim(_)) => "?".into(),
-                    Err(err) => format!("FAILED: {err}"),
-                };
-                say(format!("  {} seed {}: {what}", jobs[i].origin, jobs[i].seed));
-            }
-            results[i] = Some(r);
-            bar.inc(1);
-            done[e] += 1;
-            if done[e] == plans[e].jobs.len() {
-                let plan = &plans[e];
-                let rs: Vec<Result<RunOutput, String>> =
-                    plan.jobs.clone().map(|j| results[j].take().unwrap_or_else(|| Err("no result".into()))).collect();
-                match finish(plan, &rs, opts) {
-                    Ok(o) => {
-                        let holds = o.claims.iter().filter(|c| c.2.holds).count();
-                        let failed = if o.failed_runs.is_empty() {
-                            String::new()
-                        } else {
-                            format!(", {} runs FAILED", o.failed_runs.len())
-                        };
-                        say(format!(
-                            "{}: {} runs, claims {holds}/{} hold{failed} (after {:.1} s) -> {}",
-                            o.id,
-                            o.runs,
-                            o.claims.len(),
-                            started.elapsed().as_secs_f64(),
-                            o.dir.join("report.md").display()
-                        ));
-                        outcomes[e] = Some(o);
-                    }
-                    Err(err) => {
-                        say(format!("{}: cannot write outputs: {err:#}", plan.exp.id));
-                        write_errors.push(format!("{}: {err:#}", plan.exp.id));
-                    }
-                }
-            }
+            on_result(i, r);
         }
     });
-    bar.finish_and_clear();
-    // experiments without runs (an empty grid cannot happen, but be safe)
-    for (e, plan) in plans.iter().enumerate() {
-        if outcomes[e].is_none() && plan.jobs.is_empty() {
-            outcomes[e] = Some(finish(plan, &[], opts)?);
+}
+
+/// One job, a panic in it caught and reported as its error.
+fn run_job(plan: &Planned, job: &Job, runner: &dyn Runner, exclusive: &RwLock<()>) -> JobResult {
+    let point = &plan.points[job.point];
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match plan.exp.runner {
+        RunnerKind::Sim => {
+            let _shared = exclusive.read().unwrap_or_else(|e| e.into_inner());
+            let req = RunRequest {
+                scenario: ScenarioSource::Value {
+                    value: &point.scenario,
+                    origin: &job.origin,
+                    base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
+                },
+                seed: Some(job.seed),
+                trace: job.trace,
+                pcap_dir: None,
+            };
+            runner.run(&req).map(RunOutput::Sim)
+        }
+        RunnerKind::Testbed => {
+            let cfg = testbed_config(point, job.seed).map_err(|e| anyhow!("{}: {e}", job.origin))?;
+            let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
+            runner.run_testbed(&cfg).map(RunOutput::Testbed)
+        }
+    }));
+    match r {
+        Ok(Ok(res)) => Ok(res),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(p) => Err(format!("panicked: {}", panic_message(&p))),
+    }
+}
+
+/// The progress bar (or, hidden, one line on stderr per message) and the clock since the runs started.
+struct Progress {
+    bar: ProgressBar,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(shown: bool, runs: usize) -> Progress {
+        let bar = if shown {
+            let b = ProgressBar::new(runs as u64);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} runs (eta {eta}) {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        Progress { bar, started: Instant::now() }
+    }
+
+    fn say(&self, line: String) {
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
         }
     }
-    if !write_errors.is_empty() {
-        bail!("writing outputs failed:\n  {}", write_errors.join("\n  "));
+
+    /// A testbed run takes seconds: each is shown.
+    fn testbed_run(&self, job: &Job, r: &JobResult) {
+        let what = match r {
+            Ok(RunOutput::Testbed(t)) => format!(
+                "{:.3} Mb/s, {} B in {:.1} s, hash {}",
+                t.goodput_mbps,
+                t.bytes,
+                t.duration_s,
+                if t.hash_ok { "ok" } else { "MISMATCH" }
+            ),
+            Ok(RunOutput::Sim(_)) => "?".into(),
+            Err(err) => format!("FAILED: {err}"),
+        };
+        self.say(format!("  {} seed {}: {what}", job.origin, job.seed));
     }
-    let summary = Summary { experiments: outcomes.into_iter().flatten().collect() };
-    write_file(&opts.out.join("summary.md"), report::summary_md(&summary, opts.quick))?;
-    Ok(summary)
+
+    fn experiment_done(&self, o: &ExperimentOutcome) {
+        let holds = o.claims.iter().filter(|c| c.2.holds).count();
+        let failed =
+            if o.failed_runs.is_empty() { String::new() } else { format!(", {} runs FAILED", o.failed_runs.len()) };
+        self.say(format!(
+            "{}: {} runs, claims {holds}/{} hold{failed} (after {:.1} s) -> {}",
+            o.id,
+            o.runs,
+            o.claims.len(),
+            self.started.elapsed().as_secs_f64(),
+            o.dir.join("report.md").display()
+        ));
+    }
+}
+
+/// Gathers run results as they come; once an experiment's last run is in, writes its outputs.
+struct Collector<'a> {
+    plans: &'a [Planned],
+    jobs: &'a [Job],
+    opts: &'a ReproduceOptions,
+    progress: &'a Progress,
+    results: Vec<Option<JobResult>>,
+    /// Runs finished, per experiment.
+    done: Vec<usize>,
+    outcomes: Vec<Option<ExperimentOutcome>>,
+    write_errors: Vec<String>,
+}
+
+impl<'a> Collector<'a> {
+    fn new(plans: &'a [Planned], jobs: &'a [Job], opts: &'a ReproduceOptions, progress: &'a Progress) -> Self {
+        Collector {
+            plans,
+            jobs,
+            opts,
+            progress,
+            results: (0..jobs.len()).map(|_| None).collect(),
+            done: vec![0; plans.len()],
+            outcomes: (0..plans.len()).map(|_| None).collect(),
+            write_errors: Vec::new(),
+        }
+    }
+
+    /// The result of job `i`.
+    fn collect(&mut self, i: usize, r: JobResult) {
+        let e = self.jobs[i].exp;
+        if self.plans[e].exp.runner == RunnerKind::Testbed {
+            self.progress.testbed_run(&self.jobs[i], &r);
+        }
+        self.results[i] = Some(r);
+        self.progress.bar.inc(1);
+        self.done[e] += 1;
+        if self.done[e] == self.plans[e].jobs.len() {
+            self.write_experiment(e);
+        }
+    }
+
+    fn write_experiment(&mut self, e: usize) {
+        let plan = &self.plans[e];
+        let rs: Vec<JobResult> =
+            plan.jobs.clone().map(|j| self.results[j].take().unwrap_or_else(|| Err("no result".into()))).collect();
+        match finish(plan, &rs, self.opts) {
+            Ok(o) => {
+                self.progress.experiment_done(&o);
+                self.outcomes[e] = Some(o);
+            }
+            Err(err) => {
+                self.progress.say(format!("{}: cannot write outputs: {err:#}", plan.exp.id));
+                self.write_errors.push(format!("{}: {err:#}", plan.exp.id));
+            }
+        }
+    }
+
+    /// The outcomes in experiment order, once every run is in; an error if any experiment's outputs could
+    /// not be written.
+    fn into_summary(mut self) -> Result<Summary> {
+        // experiments without runs (an empty grid cannot happen, but be safe)
+        for (e, plan) in self.plans.iter().enumerate() {
+            if self.outcomes[e].is_none() && plan.jobs.is_empty() {
+                self.outcomes[e] = Some(finish(plan, &[], self.opts)?);
+            }
+        }
+        if !self.write_errors.is_empty() {
+            bail!("writing outputs failed:\n  {}", self.write_errors.join("\n  "));
+        }
+        Ok(Summary { experiments: self.outcomes.into_iter().flatten().collect() })
+    }
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -365,7 +449,7 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
                 let Some(series) = r.series.as_ref().and_then(|s| s.iter().find(|s| s.name == fm.name)) else {
                     continue;
                 };
-                let name = series_name(exp, point);
+                let name = series_name(point);
                 write_file(&dir.join(format!("series-{name}.csv")), series_csv(series))?;
                 let label = series_label(exp, point);
                 curves.push((label, series.received.iter().map(|&(t, off)| (t, off as f64 / 1e6)).collect()));
@@ -418,40 +502,38 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
 /// Every handoff of every run, one row each: grid values, seed, handoff index, from, to, decision time (s),
 /// the per-handoff times in ms ([`HANDOFF_TIMES`]), packets lost, re-sent from the buffer, duplicates.
 fn handoffs_csv(exp: &Experiment, points: &[Point], seeds: &[u64], results: &[Result<RunOutput, String>]) -> String {
-    let mut out = exp.grid_columns().join(",");
-    if !out.is_empty() {
-        out.push(',');
-    }
-    out.push_str("seed,index,from,to,decided_s,");
-    out.push_str(&HANDOFF_TIMES.join(","));
-    out.push_str(",packets_lost,resent_from_buffer,duplicates\n");
-    for (p, point) in points.iter().enumerate() {
-        for (j, seed) in seeds.iter().enumerate() {
-            let Some(Ok(RunOutput::Sim(r))) = results.get(p * seeds.len() + j) else { continue };
-            for h in &r.handoffs {
-                let mut row: Vec<String> = point.values.iter().map(Cell::to_string).collect();
-                row.extend([
-                    seed.to_string(),
-                    h.index.to_string(),
-                    h.from.clone(),
-                    h.to.clone(),
-                    h.decided_s.to_string(),
-                ]);
-                row.extend(
-                    HANDOFF_TIMES.iter().map(|t| handoff_time(h, t).map(|v| format!("{v:.3}")).unwrap_or_default()),
-                );
-                row.extend([h.packets_lost, h.resent_from_buffer, h.duplicates].map(|v| v.to_string()));
-                out.push_str(&row.join(","));
-                out.push('\n');
-            }
-        }
-    }
-    out
+    let runs = points.iter().enumerate().flat_map(|(p, point)| {
+        seeds.iter().enumerate().filter_map(move |(j, &seed)| match results.get(p * seeds.len() + j) {
+            Some(Ok(RunOutput::Sim(r))) => Some((point.values.as_slice(), seed, r.handoffs.as_slice())),
+            _ => None,
+        })
+    });
+    handoff_rows_csv(exp.grid_columns(), runs)
+}
+
+/// [`handoffs_csv`] from `(grid values, seed, handoffs)` of each run, under these grid columns.
+fn handoff_rows_csv<'a>(
+    grid_columns: Vec<String>,
+    runs: impl Iterator<Item = (&'a [Cell], u64, &'a [HandoffMetrics])>,
+) -> String {
+    let mut header = grid_columns;
+    header.extend(["seed", "index", "from", "to", "decided_s"].map(String::from));
+    header.extend(HANDOFF_TIMES.iter().map(|t| t.to_string()));
+    header.extend(["packets_lost", "resent_from_buffer", "duplicates"].map(String::from));
+    let rows = runs.flat_map(|(values, seed, handoffs)| {
+        handoffs.iter().map(move |h| {
+            let mut row: Vec<String> = values.iter().map(Cell::to_string).collect();
+            row.extend([seed.to_string(), h.index.to_string(), h.from.clone(), h.to.clone(), h.decided_s.to_string()]);
+            row.extend(HANDOFF_TIMES.iter().map(|t| handoff_time(h, t).map(|v| format!("{v:.3}")).unwrap_or_default()));
+            row.extend([h.packets_lost, h.resent_from_buffer, h.duplicates].map(|v| v.to_string()));
+            row
+        })
+    });
+    table::csv_text(std::iter::once(header).chain(rows))
 }
 
 /// File-name part for a grid point's trace: the values joined by `-` (e.g. `snoop`, `snoop-3.81e-6`).
-fn series_name(exp: &Experiment, p: &Point) -> String {
-    let _ = exp;
+fn series_name(p: &Point) -> String {
     let raw = if p.values.is_empty() {
         "run".to_string()
     } else {
@@ -476,4 +558,89 @@ fn series_label(exp: &Experiment, p: &Point) -> String {
         .get(&key)
         .cloned()
         .unwrap_or_else(|| values.iter().map(|(c, v)| format!("{c} = {v}")).collect::<Vec<_>>().join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lasthop_sim::RunResult;
+
+    fn experiments(ids: &[&str]) -> Vec<Experiment> {
+        let all = load_dir(&experiments_dir(None)).unwrap();
+        choose(all, &ids.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn plan_lists_jobs_by_experiment_point_and_seed_tracing_seed_1_of_sequence_figures() {
+        let (plans, jobs) = plan(experiments(&["snoop-ber", "snoop-seq"]), false).unwrap();
+        assert_eq!(plans.len(), 2);
+        assert_eq!(plans[0].jobs, 0..2 * 11 * 10);
+        assert_eq!(plans[1].jobs, 220..222);
+        let first: Vec<(usize, u64)> = jobs[..12].iter().map(|j| (j.point, j.seed)).collect();
+        assert_eq!(first[..3], [(0, 1), (0, 2), (0, 3)]);
+        assert_eq!(first[10..], [(1, 1), (1, 2)]);
+        assert!(jobs[..220].iter().all(|j| j.exp == 0 && !j.trace));
+        assert!(jobs[220..].iter().all(|j| j.exp == 1 && j.trace && j.seed == 1));
+        assert!(jobs[220].origin.ends_with("snoop-seq.toml [agent=none]"), "{}", jobs[220].origin);
+    }
+
+    #[test]
+    fn the_pool_runs_every_job_once_and_turns_a_panic_into_that_run_s_error() {
+        let (plans, jobs) = plan(experiments(&["snoop-ber"]), true).unwrap();
+        let runner = |req: &RunRequest<'_>| -> Result<RunResult> {
+            let seed = req.seed.unwrap();
+            assert_ne!(seed, 3, "seed 3 breaks");
+            Ok(RunResult { seed, ..RunResult::default() })
+        };
+        let mut got: Vec<Option<JobResult>> = (0..jobs.len()).map(|_| None).collect();
+        run_pool(&plans, &jobs, 3, &runner, |i, r| {
+            assert!(got[i].is_none(), "job {i} reported twice");
+            got[i] = Some(r);
+        });
+        for (job, r) in jobs.iter().zip(got) {
+            match r.expect("every job reported") {
+                Ok(RunOutput::Sim(r)) => assert_eq!((r.seed, job.seed == 3), (job.seed, false)),
+                Err(e) => assert!(job.seed == 3 && e.starts_with("panicked: ") && e.contains("seed 3 breaks"), "{e}"),
+                Ok(RunOutput::Testbed(_)) => panic!("a simulator experiment ran on the testbed"),
+            }
+        }
+    }
+
+    #[test]
+    fn handoffs_csv_quotes_node_names_and_reads_back() {
+        let h = HandoffMetrics {
+            index: 2,
+            from: "bs \"old\", west".into(),
+            to: "bs2".into(),
+            decided_s: 10.5,
+            latency_s: Some(0.0123),
+            packets_lost: 3,
+            ..HandoffMetrics::default()
+        };
+        let values = [Cell::Str("snoop".into())];
+        let text = handoff_rows_csv(vec!["agent".into()], std::iter::once((&values[..], 1, std::slice::from_ref(&h))));
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        let rows: Vec<csv::StringRecord> = r.records().collect::<Result<_, _>>().unwrap();
+        assert_eq!(rows.len(), 1, "{text}");
+        let get = |c: &str| rows[0][header.iter().position(|h| h == c).unwrap()].to_string();
+        assert_eq!((get("agent"), get("seed"), get("index")), ("snoop".into(), "1".into(), "2".into()));
+        assert_eq!((get("from"), get("to")), ("bs \"old\", west".into(), "bs2".into()));
+        assert_eq!(
+            (get("decided_s"), get("latency_ms"), get("accepted_ms")),
+            ("10.5".into(), "12.300".into(), String::new())
+        );
+        assert_eq!(get("packets_lost"), "3");
+        assert_eq!(header.len(), rows[0].len());
+    }
+
+    #[test]
+    fn series_names_are_safe_file_names() {
+        let p = Point {
+            values: vec![Cell::Str("snoop/x y".into()), Cell::Float(3.81e-6)],
+            scenario: toml::Value::Integer(0),
+        };
+        assert_eq!(series_name(&p), "snoop_x_y-3.81e-6");
+        assert_eq!(series_name(&Point { values: vec![], scenario: toml::Value::Integer(0) }), "run");
+    }
 }

@@ -2,6 +2,7 @@
 //! [`RunResult`]; for `runner = "testbed"` experiments, a real kernel-TCP transfer on the namespace testbed
 //! ([`Runner::run_testbed`]).
 
+use crate::table;
 use anyhow::{Context, Result};
 use lasthop_net::{TestbedConfig, TestbedResult};
 use lasthop_sim::{FlowSeries, RunOptions, RunResult, Scenario};
@@ -79,16 +80,12 @@ impl Runner for SimRunner {
 /// The time series of one flow as CSV: `kind,time_s,value` with kind in sent / received / acked / cwnd /
 /// handoff (value: stream offset in bytes, the congestion window in bytes, or 0 for a handoff decision).
 pub fn series_csv(s: &FlowSeries) -> String {
-    let mut out = String::from("kind,time_s,value\n");
-    for (kind, pts) in [("sent", &s.sent), ("received", &s.received), ("acked", &s.acked), ("cwnd", &s.cwnd)] {
-        for (t, v) in pts.iter() {
-            out.push_str(&format!("{kind},{t:?},{v}\n"));
-        }
-    }
-    for t in &s.handoffs {
-        out.push_str(&format!("handoff,{t:?},0\n"));
-    }
-    out
+    let header = ["kind", "time_s", "value"].map(String::from);
+    let points = [("sent", &s.sent), ("received", &s.received), ("acked", &s.acked), ("cwnd", &s.cwnd)]
+        .into_iter()
+        .flat_map(|(kind, pts)| pts.iter().map(move |(t, v)| [kind.to_string(), format!("{t:?}"), v.to_string()]));
+    let handoffs = s.handoffs.iter().map(|t| ["handoff".to_string(), format!("{t:?}"), "0".to_string()]);
+    table::csv_text(std::iter::once(header).chain(points).chain(handoffs))
 }
 
 /// Writes `path`, creating its directory.

@@ -388,23 +388,27 @@ impl Table {
 
     /// CSV text: a header line, then one line per row; fields with commas, quotes or newlines are quoted.
     pub fn to_csv(&self) -> String {
-        let mut out = String::new();
-        let line =
-            |cells: Vec<String>| -> String { cells.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",") + "\n" };
-        out.push_str(&line(self.columns.clone()));
-        for r in &self.rows {
-            out.push_str(&line(r.iter().map(|c| c.to_string()).collect()));
-        }
-        out
+        csv_text(
+            std::iter::once(self.columns.clone())
+                .chain(self.rows.iter().map(|r| r.iter().map(Cell::to_string).collect())),
+        )
     }
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// CSV text of `records` (the header first): fields joined by `,`, each line ending in `\n`, a field quoted
+/// only when it holds a comma, a quote or a line break (RFC 4180 quoting, by the `csv` crate).
+pub fn csv_text<R, F>(records: impl IntoIterator<Item = R>) -> String
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<[u8]>,
+{
+    // Records may differ in length (flexible), so writing to memory cannot fail.
+    let mut w = csv::WriterBuilder::new().flexible(true).from_writer(Vec::new());
+    for r in records {
+        w.write_record(r).expect("writing CSV to memory");
     }
+    let bytes = w.into_inner().expect("flushing CSV to memory");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
 }
 
 /// Appends the run-wide cells ([`RUN_COLUMNS`]) of `result` to a row: `ideal_ratio`, then the run's numbers
@@ -523,6 +527,11 @@ mod tests {
         let mut t = Table::new(vec!["a".into(), "b".into()]);
         t.rows.push(vec![Cell::Str("x,y".into()), Cell::Str("say \"hi\"".into())]);
         assert_eq!(t.to_csv(), "a,b\n\"x,y\",\"say \"\"hi\"\"\"\n");
+        t.rows.push(vec![Cell::Float(3.81e-6), Cell::Str(String::new())]);
+        let back: Vec<csv::StringRecord> =
+            csv::Reader::from_reader(t.to_csv().as_bytes()).records().collect::<Result<_, _>>().unwrap();
+        assert_eq!(back[0].iter().collect::<Vec<_>>(), ["x,y", "say \"hi\""]);
+        assert_eq!(back[1].iter().collect::<Vec<_>>(), ["3.81e-6", ""]);
     }
 
     #[test]

@@ -60,7 +60,7 @@ mod tests;
 use crate::flow::FlowKey;
 #[cfg(test)]
 use crate::DropReason;
-use crate::{Action, Agent, Side, Time};
+use crate::{Action, Agent, PassCounters, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::queue_option::QueueOccupancy;
 use lasthop_wire::SeqNum;
@@ -121,15 +121,8 @@ pub struct ElnStats {
     pub eln_passed: u64,
     /// Filter: ELN bits cleared (the segment never reached this node: congestion upstream).
     pub eln_cleared: u64,
-    pub malformed_dropped: u64,
-    pub not_tcp_forwarded: u64,
-    pub fragments_forwarded: u64,
-    /// TCP packets of connections without state forwarded unchanged.
-    pub unknown_forwarded: u64,
-    pub connections_created: u64,
-    pub connections_evicted: u64,
-    /// Dropped on a RST or once the data sender's FIN was acknowledged.
-    pub connections_closed: u64,
+    /// Packets passed over and the connection table.
+    pub pass: PassCounters,
 }
 
 /// Per-connection state.
@@ -208,9 +201,9 @@ impl Eln {
     fn create(&mut self, key: FlowKey) -> bool {
         match self.table.insert(key, Conn::default()) {
             Ok(evicted) => {
-                self.stats.connections_created += 1;
+                self.stats.pass.connections_created += 1;
                 if evicted.is_some() {
-                    self.stats.connections_evicted += 1;
+                    self.stats.pass.connections_evicted += 1;
                 }
                 true
             }
@@ -223,7 +216,7 @@ impl Eln {
         let key = seg.key();
         if seg.rst() {
             if self.table.remove(&key).is_some() {
-                self.stats.connections_closed += 1;
+                self.stats.pass.connections_closed += 1;
             }
             return;
         }
@@ -313,14 +306,14 @@ impl Eln {
         let key = seg.key().reversed();
         if seg.rst() {
             if self.table.remove(&key).is_some() {
-                self.stats.connections_closed += 1;
+                self.stats.pass.connections_closed += 1;
             }
             return packet;
         }
         let Some(ack) = seg.tcp.ack else { return packet };
         let role = self.config.role;
         let Some(c) = self.table.get_mut(&key) else {
-            self.stats.unknown_forwarded += 1;
+            self.stats.pass.unknown_forwarded += 1;
             if role == ElnRole::Filter && seg.tcp.eln {
                 // No evidence the segment crossed this node: let the sender treat the loss as congestion.
                 self.stats.eln_cleared += 1;
@@ -369,7 +362,7 @@ impl Eln {
         };
         if done {
             self.table.remove(&key);
-            self.stats.connections_closed += 1;
+            self.stats.pass.connections_closed += 1;
         }
         out
     }
@@ -377,7 +370,7 @@ impl Eln {
 
 impl Agent for Eln {
     fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        let count = passed_over!(self.stats);
+        let count = &mut self.stats.pass;
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         let packet = if side == self.data_side() {
             self.on_data(&seg);
@@ -405,7 +398,7 @@ impl Agent for Eln {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
-        vec![
+        let mut named = vec![
             ("holes_recorded", s.holes_recorded),
             ("holes_classified_congestion", s.holes_classified_congestion),
             ("holes_bridged", s.holes_bridged),
@@ -414,13 +407,8 @@ impl Agent for Eln {
             ("queue_options_read", s.queue_options_read),
             ("eln_passed", s.eln_passed),
             ("eln_cleared", s.eln_cleared),
-            ("malformed_dropped", s.malformed_dropped),
-            ("not_tcp_forwarded", s.not_tcp_forwarded),
-            ("fragments_forwarded", s.fragments_forwarded),
-            ("unknown_forwarded", s.unknown_forwarded),
-            ("connections_created", s.connections_created),
-            ("connections_evicted", s.connections_evicted),
-            ("connections_closed", s.connections_closed),
-        ]
+        ];
+        named.extend(s.pass.named());
+        named
     }
 }

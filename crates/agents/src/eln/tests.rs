@@ -132,7 +132,7 @@ fn never_marks_with_an_empty_block_list() {
     // An ACK of a connection the agent has no state for passes untouched.
     let mut fresh = mark();
     assert!(!ack_eln(&mut fresh, 2));
-    assert_eq!(fresh.stats().unknown_forwarded, 1);
+    assert_eq!(fresh.stats().pass.unknown_forwarded, 1);
 }
 
 #[test]
@@ -249,14 +249,14 @@ fn rst_and_acknowledged_fin_drop_state_and_the_table_is_bounded() {
         TcpRepr { src_port: FP, dst_port: MP, seq: SeqNum(FH_ISS + 1), ack: Some(seg(1) + 1), ..TcpRepr::default() };
     run(&mut e, Side::ToMobile, fin_ack.emit_ipv4(FH, MH, 0, 64, &[]));
     assert_eq!(e.connections(), 0);
-    assert_eq!(e.stats().connections_closed, 2);
+    assert_eq!(e.stats().pass.connections_closed, 2);
     // Three connections through a table of two: the least recently active is evicted.
     for port in [1u16, 2, 3] {
         let r = TcpRepr { src_port: port, dst_port: FP, seq: SeqNum(1), ack: Some(SeqNum(1)), ..TcpRepr::default() };
         run(&mut e, Side::ToWired, r.emit_ipv4(MH, FH, 0, 64, &[1; 10]));
     }
     assert_eq!(e.connections(), 2);
-    assert_eq!(e.stats().connections_evicted, 1);
+    assert_eq!(e.stats().pass.connections_evicted, 1);
 }
 
 #[test]
@@ -290,7 +290,10 @@ fn non_tcp_fragments_and_malformed() {
     assert_eq!(out.len(), 2);
     assert_eq!(out[1], Action::Drop(DropReason::Malformed));
     let s = e.stats();
-    assert_eq!((s.not_tcp_forwarded, s.fragments_forwarded, s.malformed_dropped, e.connections()), (1, 1, 2, 0));
+    assert_eq!(
+        (s.pass.not_tcp_forwarded, s.pass.fragments_forwarded, s.pass.malformed_dropped, e.connections()),
+        (1, 1, 2, 0)
+    );
     assert!(e.counters().iter().any(|&(n, v)| n == "malformed_dropped" && v == 2));
     assert_eq!(e.poll_timeout(), None);
 }

@@ -64,7 +64,7 @@ use crate::eln::table::LruTable;
 use crate::flow::FlowKey;
 #[cfg(test)]
 use crate::DropReason;
-use crate::{Action, Agent, Side, Time};
+use crate::{Action, Agent, PassCounters, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::{SackBlocks, SeqNum, TcpRepr};
 use std::collections::BTreeSet;
@@ -113,13 +113,8 @@ pub struct NackStats {
     pub nacks_suppressed: u64,
     /// Gaps opened by a segment beyond the highest seen.
     pub gaps_detected: u64,
-    pub malformed_dropped: u64,
-    pub not_tcp_forwarded: u64,
-    pub fragments_forwarded: u64,
-    pub unknown_forwarded: u64,
-    pub connections_created: u64,
-    pub connections_evicted: u64,
-    pub connections_closed: u64,
+    /// Packets passed over and the connection table.
+    pub pass: PassCounters,
 }
 
 impl NackStats {
@@ -209,9 +204,9 @@ impl Nack {
     fn create(&mut self, key: FlowKey) -> bool {
         match self.table.insert(key, Conn::default()) {
             Ok(evicted) => {
-                self.stats.connections_created += 1;
+                self.stats.pass.connections_created += 1;
                 if let Some((k, c)) = evicted {
-                    self.stats.connections_evicted += 1;
+                    self.stats.pass.connections_evicted += 1;
                     if let Some(d) = c.deadline {
                         self.timers.remove(&(d, k));
                     }
@@ -224,7 +219,7 @@ impl Nack {
 
     fn remove(&mut self, key: &FlowKey) {
         if let Some(c) = self.table.remove(key) {
-            self.stats.connections_closed += 1;
+            self.stats.pass.connections_closed += 1;
             if let Some(d) = c.deadline {
                 self.timers.remove(&(d, *key));
             }
@@ -324,7 +319,7 @@ impl Nack {
         }
         let Some(ack) = seg.tcp.ack else { return };
         let Some(c) = self.table.get_mut(&key) else {
-            self.stats.unknown_forwarded += 1;
+            self.stats.pass.unknown_forwarded += 1;
             return;
         };
         if seg.syn() {
@@ -388,7 +383,7 @@ impl Nack {
 
 impl Agent for Nack {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        let count = passed_over!(self.stats);
+        let count = &mut self.stats.pass;
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         // Disposition first, then any NACK (the agent contract's order).
         out.push(Action::Forward(side, packet));
@@ -426,19 +421,14 @@ impl Agent for Nack {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
-        vec![
+        let mut named = vec![
             ("nacks_sent", s.nacks_sent()),
             ("nacks_threshold", s.nacks_threshold),
             ("nacks_timeout", s.nacks_timeout),
             ("nacks_suppressed", s.nacks_suppressed),
             ("gaps_detected", s.gaps_detected),
-            ("malformed_dropped", s.malformed_dropped),
-            ("not_tcp_forwarded", s.not_tcp_forwarded),
-            ("fragments_forwarded", s.fragments_forwarded),
-            ("unknown_forwarded", s.unknown_forwarded),
-            ("connections_created", s.connections_created),
-            ("connections_evicted", s.connections_evicted),
-            ("connections_closed", s.connections_closed),
-        ]
+        ];
+        named.extend(s.pass.named());
+        named
     }
 }

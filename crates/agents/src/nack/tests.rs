@@ -216,7 +216,7 @@ fn rst_and_fin_close_and_table_is_bounded() {
     h.data(&[0]);
     let other = TcpRepr { src_port: MP + 1, dst_port: FP, seq: SeqNum(1), ack: Some(SeqNum(1)), ..TcpRepr::default() };
     h.go(Side::ToWired, other.emit_ipv4(MH, FH, 0, 64, &[1; 10]));
-    assert_eq!((h.n.connections(), h.n.stats().connections_evicted), (1, 1));
+    assert_eq!((h.n.connections(), h.n.stats().pass.connections_evicted), (1, 1));
 }
 
 #[test]
@@ -225,7 +225,7 @@ fn malformed_is_dropped() {
     let mut out = Vec::new();
     n.on_packet(Time::ZERO, Side::ToWired, data(0).slice(..25), &mut out);
     assert_eq!(out, vec![Action::Drop(DropReason::Malformed)]);
-    assert_eq!(n.stats().malformed_dropped, 1);
+    assert_eq!(n.stats().pass.malformed_dropped, 1);
 }
 
 #[derive(Debug, Clone)]

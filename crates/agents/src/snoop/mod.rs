@@ -129,7 +129,7 @@ mod tests_lossy;
 use crate::flow::FlowKey;
 #[cfg(test)]
 use crate::DropReason;
-use crate::{Action, Agent, Side, Time};
+use crate::{Action, Agent, PassCounters, Side, Time};
 use bytes::Bytes;
 use conn::{After, Conn};
 use std::time::Duration;
@@ -288,20 +288,8 @@ pub struct SnoopStats {
     pub sender_retransmissions_seen: u64,
     /// Wireless RTT samples taken.
     pub rtt_samples: u64,
-    /// Packets dropped because they could not be parsed.
-    pub malformed_dropped: u64,
-    /// Non-TCP packets forwarded unchanged.
-    pub not_tcp_forwarded: u64,
-    /// IPv4 fragments forwarded unchanged.
-    pub fragments_forwarded: u64,
-    /// TCP packets of connections without state forwarded unchanged (MH→FH traffic, or ACKs whose state
-    /// was evicted).
-    pub unknown_forwarded: u64,
-    pub connections_created: u64,
-    /// Connections whose state was dropped to make room (table full).
-    pub connections_evicted: u64,
-    /// Connections whose state was dropped by a RST or a FIN acknowledged.
-    pub connections_closed: u64,
+    /// Packets passed over and the connection table.
+    pub pass: PassCounters,
 }
 
 /// The Snoop agent: one per base station, holding state for up to `max_connections` connections.
@@ -353,9 +341,9 @@ impl Snoop {
 
     fn create(&mut self, key: FlowKey, now: Time) -> Option<u32> {
         let (slot, evicted) = self.table.insert(Conn::new(key, now))?;
-        self.stats.connections_created += 1;
+        self.stats.pass.connections_created += 1;
         if evicted {
-            self.stats.connections_evicted += 1;
+            self.stats.pass.connections_evicted += 1;
         }
         Some(slot)
     }
@@ -368,7 +356,7 @@ impl Snoop {
         if seg.rst() {
             if let Some(s) = slot {
                 self.table.remove(s);
-                self.stats.connections_closed += 1;
+                self.stats.pass.connections_closed += 1;
             }
             out.push(Action::Forward(Side::ToMobile, packet));
             return;
@@ -379,7 +367,7 @@ impl Snoop {
                 self.table.conn_mut(s).on_syn_from_fixed(now, &seg);
                 self.table.schedule(s, &self.cfg);
             } else {
-                self.stats.unknown_forwarded += 1;
+                self.stats.pass.unknown_forwarded += 1;
             }
             out.push(Action::Forward(Side::ToMobile, packet));
             return;
@@ -391,7 +379,7 @@ impl Snoop {
                     self.table.touch(s);
                     self.table.conn_mut(s).on_other(now);
                 }
-                None => self.stats.unknown_forwarded += 1,
+                None => self.stats.pass.unknown_forwarded += 1,
             }
             out.push(Action::Forward(Side::ToMobile, packet));
             return;
@@ -407,7 +395,7 @@ impl Snoop {
                     s
                 }
                 None => {
-                    self.stats.unknown_forwarded += 1;
+                    self.stats.pass.unknown_forwarded += 1;
                     out.push(Action::Forward(Side::ToMobile, packet));
                     return;
                 }
@@ -421,13 +409,13 @@ impl Snoop {
     fn toward_wired(&mut self, now: Time, seg: parse::Segment, packet: Bytes, out: &mut Vec<Action>) {
         let key = FlowKey { src: seg.dst, src_port: seg.dst_port, dst: seg.src, dst_port: seg.src_port };
         let Some(s) = self.table.find(&key) else {
-            self.stats.unknown_forwarded += 1;
+            self.stats.pass.unknown_forwarded += 1;
             out.push(Action::Forward(Side::ToWired, packet));
             return;
         };
         if seg.rst() {
             self.table.remove(s);
-            self.stats.connections_closed += 1;
+            self.stats.pass.connections_closed += 1;
             out.push(Action::Forward(Side::ToWired, packet));
             return;
         }
@@ -437,7 +425,7 @@ impl Snoop {
             out.push(Action::Forward(Side::ToWired, packet));
         } else if self.table.conn_mut(s).on_ack(now, &seg, packet, &self.cfg, out, &mut self.stats) == After::Remove {
             self.table.remove(s);
-            self.stats.connections_closed += 1;
+            self.stats.pass.connections_closed += 1;
             return;
         }
         self.table.schedule(s, &self.cfg);
@@ -446,7 +434,7 @@ impl Snoop {
 
 impl Agent for Snoop {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        let count = passed_over!(self.stats);
+        let count = &mut self.stats.pass;
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         match side {
             Side::ToMobile => self.toward_mobile(now, seg, packet, out),
@@ -482,7 +470,7 @@ impl Agent for Snoop {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
-        vec![
+        let mut named = vec![
             ("packets_cached", s.packets_cached),
             ("packets_uncached_high_water", s.packets_uncached_high_water),
             ("cache_bytes_peak", s.cache_bytes_peak),
@@ -497,13 +485,8 @@ impl Agent for Snoop {
             ("spurious_acks_dropped", s.spurious_acks_dropped),
             ("sender_retransmissions_seen", s.sender_retransmissions_seen),
             ("rtt_samples", s.rtt_samples),
-            ("malformed_dropped", s.malformed_dropped),
-            ("not_tcp_forwarded", s.not_tcp_forwarded),
-            ("fragments_forwarded", s.fragments_forwarded),
-            ("unknown_forwarded", s.unknown_forwarded),
-            ("connections_created", s.connections_created),
-            ("connections_evicted", s.connections_evicted),
-            ("connections_closed", s.connections_closed),
-        ]
+        ];
+        named.extend(s.pass.named());
+        named
     }
 }

@@ -976,7 +976,7 @@ fn table_is_bounded_and_evicts_the_least_recently_active() {
     h.raw(Side::ToMobile, d(1, 1)); // port 1 active again: port 2 is now the least recent
     h.raw(Side::ToMobile, d(3, 0));
     assert_eq!(h.s.connections(), 2);
-    assert_eq!(h.s.stats().connections_evicted, 1);
+    assert_eq!(h.s.stats().pass.connections_evicted, 1);
     let k = |port| FlowKey { src: FH, src_port: FP, dst: MH, dst_port: port };
     assert!(h.s.cached_bytes(&k(2)).is_none());
     assert_eq!(h.s.cached_bytes(&k(1)), Some(200));
@@ -1004,7 +1004,7 @@ fn state_is_picked_up_mid_connection() {
     // An ACK from a mobile whose connection Snoop has no state for: untouched.
     let other = ack_on(ISS, FP, MP + 9, 3, WIN);
     assert_eq!(h.raw(Side::ToWired, other), [FwdAck(3)]);
-    assert_eq!(h.s.stats().unknown_forwarded, 1);
+    assert_eq!(h.s.stats().pass.unknown_forwarded, 1);
 }
 
 #[test]
@@ -1040,7 +1040,7 @@ fn syn_reinitialises_rst_drops_and_acked_fin_ends_state() {
     assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
     assert_eq!(h.raw(Side::ToWired, mh_segment_acking(seq_of(2) + 1, 0)).len(), 1);
     assert_eq!(h.s.connections(), 0);
-    assert_eq!(h.s.stats().connections_closed, 2);
+    assert_eq!(h.s.stats().pass.connections_closed, 2);
 }
 
 #[test]
@@ -1101,7 +1101,7 @@ fn malformed_packets_are_dropped_and_counted() {
             assert_eq!(h.raw(side, Bytes::from(c.clone())), [Drop(DropReason::Malformed)], "case {i}");
         }
     }
-    assert_eq!(h.s.stats().malformed_dropped, 2 * n);
+    assert_eq!(h.s.stats().pass.malformed_dropped, 2 * n);
     assert!(h.cached().is_empty());
 }
 
@@ -1134,7 +1134,7 @@ fn udp_fragments_and_mobile_data_pass_untouched() {
     assert_eq!(h.raw(Side::ToWired, tcp(MH, FH, up, 500)), [FwdAck(index(SeqNum(1), ISS))]);
     assert_eq!(h.s.connections(), 1);
     let st = h.s.stats();
-    assert_eq!((st.not_tcp_forwarded, st.fragments_forwarded, st.unknown_forwarded), (1, 1, 2));
+    assert_eq!((st.pass.not_tcp_forwarded, st.pass.fragments_forwarded, st.pass.unknown_forwarded), (1, 1, 2));
     assert!(h.cached().is_empty());
 }
 
