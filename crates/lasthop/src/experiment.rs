@@ -1,6 +1,6 @@
 //! Experiment files (`experiments/*.toml`): parsing, validation against the base scenario, grid expansion.
 
-use crate::claims::{Aggregate, Claim, ClaimKind, Cond, Filter, Metric, Op, Require};
+use crate::claims::{Aggregate, Claim, ClaimKind, Cond, Expect, Filter, Metric, Op, Require};
 use crate::table::{self, Cell};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -77,6 +77,9 @@ use toml::Spanned;
 /// value = 3.0
 /// for_each = "ber"          # optional: evaluate per value of this column (within `where`)
 /// require = "all"           # with for_each: "all" (default, reports the worst) | "any" (reports the best)
+///                           # | "max" / "min": the largest / smallest group's number must satisfy op
+/// expect = "fails"          # optional: an expected divergence from the paper ("holds" is the default);
+/// why = "..."               # then required: the mechanism, traced in our runs (shown in the reports)
 /// ```
 ///
 /// Results columns: every grid column, `seed`, the flow's metrics ([`table::FLOW_COLUMNS`]: `flow`, `tcp`,
@@ -427,6 +430,17 @@ struct RawClaim {
     for_each: Option<Spanned<String>>,
     #[serde(default)]
     require: Option<Require>,
+    #[serde(default)]
+    expect: Option<Spanned<RawExpect>>,
+    #[serde(default)]
+    why: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum RawExpect {
+    Holds,
+    Fails,
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -989,7 +1003,8 @@ fn parse_claim(
     if c.require.is_some() && c.for_each.is_none() {
         return Err(cx.err(span.clone(), at("require"), "`require` needs `for_each`"));
     }
-    let kind = claim_kind(cx, span, c, &at, &metric, grid, cols)?;
+    let kind = claim_kind(cx, span.clone(), c, &at, &metric, grid, cols)?;
+    let expect = claim_expect(cx, span, c, &at)?;
     Ok(Claim {
         text: c.text.clone(),
         paper: c.paper.clone(),
@@ -998,7 +1013,33 @@ fn parse_claim(
         filter,
         for_each: c.for_each.as_ref().map(|s| s.get_ref().clone()),
         require: c.require.unwrap_or_default(),
+        expect,
     })
+}
+
+/// An expected divergence names its traced mechanism; a claim expected to hold needs no reason.
+fn claim_expect(
+    cx: &Ctx,
+    span: std::ops::Range<usize>,
+    c: &RawClaim,
+    at: &dyn Fn(&str) -> String,
+) -> Result<Expect, ExperimentError> {
+    match (c.expect.as_ref().map(|e| *e.get_ref()), &c.why) {
+        (None | Some(RawExpect::Holds), None) => Ok(Expect::Holds),
+        (None | Some(RawExpect::Holds), Some(w)) => Err(cx.err(
+            w.span(),
+            at("why"),
+            "`why` explains an expected divergence: add `expect = \"fails\"` or remove it",
+        )),
+        (Some(RawExpect::Fails), Some(w)) if !w.get_ref().trim().is_empty() => {
+            Ok(Expect::Fails { why: w.get_ref().trim().to_string() })
+        }
+        (Some(RawExpect::Fails), _) => Err(cx.err(
+            c.expect.as_ref().map(|e| e.span()).unwrap_or(span),
+            at("why"),
+            "missing: an expected divergence needs `why`, the mechanism traced in the runs",
+        )),
+    }
 }
 
 /// What a claim compares, by its `kind`: the fields each kind takes and those it must not have.
@@ -1739,6 +1780,24 @@ value = 0.9
             "{ below",
             "unknown key `below`",
         );
+    }
+
+    #[test]
+    fn expected_divergences_name_their_mechanism() {
+        let e = load(GOOD).unwrap();
+        assert!(e.claims.iter().all(|c| c.expect == Expect::Holds));
+        let text = GOOD.replacen("value = 3\n", "value = 3\nexpect = \"fails\"\nwhy = \" traced: x \"\n", 1);
+        let e = load(&text).unwrap();
+        assert_eq!(e.claims[0].expect, Expect::Fails { why: "traced: x".into() });
+        let text = GOOD.replacen("value = 3\n", "value = 3\nrequire = \"max\"\nfor_each = \"ber\"\n", 1);
+        assert_eq!(load(&text).unwrap().claims[0].require, Require::Max);
+        bad("value = 3\n", "value = 3\nexpect = \"fails\"\n", "claims[0].why", "expect = \"fails\"", "needs `why`");
+        bad("value = 3\n", "value = 3\nexpect = \"fails\"\nwhy = \"  \"\n", "claims[0].why", "expect", "needs `why`");
+        bad("value = 3\n", "value = 3\nwhy = \"because\"\n", "claims[0].why", "why = ", "add `expect");
+        let text = GOOD.replacen("value = 3\n", "value = 3\nexpect = \"maybe\"\n", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "expect = ")), "{e}");
+        assert!(e.message.contains("expected `holds` or `fails`"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Markdown reports: one per experiment (`DIR/ID/report.md`) and a summary (`DIR/summary.md`).
 
-use crate::claims::{Cond, Filter};
+use crate::claims::{Cond, Filter, Outcome};
 use crate::experiment::{Experiment, Point};
 use crate::reproduce::{ExperimentOutcome, Summary};
 use crate::table::{fmt_num, mean_std, Cell, Table};
@@ -11,6 +11,17 @@ fn mark(holds: bool) -> &'static str {
         "✅ holds"
     } else {
         "❌ fails"
+    }
+}
+
+/// The outcome against its record: as recorded (holding, or an expected divergence), or not.
+fn recorded(o: &Outcome) -> &'static str {
+    match (o.as_expected(), o.holds) {
+        (true, true) => "as recorded",
+        (true, false) => "expected divergence",
+        (false, true) => "**differs: recorded to fail**",
+        (false, false) if o.expect.holds() => "**differs: recorded to hold**",
+        (false, false) => "**differs: not measured**",
     }
 }
 
@@ -96,19 +107,33 @@ pub fn experiment_md(
     if outcome.claims.is_empty() {
         let _ = writeln!(md, "(none)\n");
     } else {
-        let _ = writeln!(md, "| | claim | paper | ours | checked |\n|---|---|---|---|---|");
+        let _ = writeln!(md, "| | claim | paper | ours | checked | record |\n|---|---|---|---|---|---|");
         for (text, paper, o) in &outcome.claims {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 mark(o.holds),
                 esc(text),
                 esc(paper),
                 esc(&o.ours),
-                esc(&o.required)
+                esc(&o.required),
+                recorded(o)
             );
         }
         md.push('\n');
+        let diverging: Vec<(usize, &String, &str)> = outcome
+            .claims
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (text, _, o))| o.expect.why().map(|w| (i + 1, text, w)))
+            .collect();
+        if !diverging.is_empty() {
+            let _ = writeln!(md, "### Expected divergences from the paper, and why\n");
+            for (i, text, why) in diverging {
+                let _ = writeln!(md, "- claim {i}, {}: {}", esc(text), esc(why));
+            }
+            md.push('\n');
+        }
         for (i, (text, _, o)) in outcome.claims.iter().enumerate() {
             if o.detail.len() > 1 {
                 let _ = writeln!(md, "<details><summary>claim {}: {}</summary>\n", i + 1, esc(text));
@@ -175,33 +200,53 @@ pub fn summary_md(s: &Summary, quick: bool) -> String {
     if quick {
         md.push_str("*Quick run (`--quick`): fewer seeds, smaller runs; numbers are indicative only.*\n\n");
     }
-    let total: usize = s.experiments.iter().map(|e| e.claims.len()).sum();
-    let holding: usize = s.experiments.iter().map(|e| e.claims.iter().filter(|c| c.2.holds).count()).sum();
-    let _ = writeln!(md, "{holding} of {total} claims hold.\n");
-    let _ = writeln!(md, "| experiment | paper | claim | paper's number | ours | |\n|---|---|---|---|---|---|");
+    let claims = || s.experiments.iter().flat_map(|e| e.claims.iter().map(move |c| (e, c)));
+    let total = claims().count();
+    let holding = claims().filter(|(_, c)| c.2.holds).count();
+    let diverging = claims().filter(|(_, c)| !c.2.holds && c.2.as_expected()).count();
+    let differing = claims().filter(|(_, c)| !c.2.as_expected()).count();
+    let _ = writeln!(
+        md,
+        "{holding} of {total} claims hold; {diverging} fail as recorded (expected divergences from the paper, each \
+         explained below); {differing} differ from the record{}.\n",
+        if differing > 0 { " (`--check` fails)" } else { "" }
+    );
+    let _ = writeln!(
+        md,
+        "| experiment | paper | claim | paper's number | ours | | record |\n|---|---|---|---|---|---|---|"
+    );
     for e in &s.experiments {
         for (text, paper, o) in &e.claims {
             let _ = writeln!(
                 md,
-                "| [{}]({}/report.md) | {} | {} | {} | {} | {} |",
+                "| [{}]({}/report.md) | {} | {} | {} | {} | {} | {} |",
                 e.id,
                 e.id,
                 esc(&e.paper),
                 esc(text),
                 esc(paper),
                 esc(&o.ours),
-                mark(o.holds)
+                mark(o.holds),
+                recorded(o)
             );
         }
         if !e.failed_runs.is_empty() {
             let _ = writeln!(
                 md,
-                "| [{}]({}/report.md) | {} | **{} runs failed** | | | ❌ |",
+                "| [{}]({}/report.md) | {} | **{} runs failed** | | | ❌ | |",
                 e.id,
                 e.id,
                 esc(&e.paper),
                 e.failed_runs.len()
             );
+        }
+    }
+    let recorded_divergences: Vec<_> = claims().filter_map(|(e, c)| c.2.expect.why().map(|w| (e, c, w))).collect();
+    if !recorded_divergences.is_empty() {
+        let _ = writeln!(md, "\n## Expected divergences, and why\n");
+        for (e, (text, _, o), why) in recorded_divergences {
+            let now = if o.holds { " **(holds now: the record is out of date)**" } else { "" };
+            let _ = writeln!(md, "- [{}]({}/report.md), {}{now}: {}", e.id, e.id, esc(text), esc(why));
         }
     }
     md

@@ -53,6 +53,16 @@ impl Summary {
             .flat_map(|e| e.claims.iter().filter(|c| !c.2.holds).map(move |c| (e.id.as_str(), c.0.as_str(), &c.2)))
             .collect()
     }
+    /// `(experiment id, claim text, outcome)` of every claim whose outcome differs from its record: a claim
+    /// recorded to hold that fails, or a recorded divergence that now holds. `--check` fails on these.
+    pub fn unexpected_outcomes(&self) -> Vec<(&str, &str, &Outcome)> {
+        self.experiments
+            .iter()
+            .flat_map(|e| {
+                e.claims.iter().filter(|c| !c.2.as_expected()).map(move |c| (e.id.as_str(), c.0.as_str(), &c.2))
+            })
+            .collect()
+    }
     pub fn failed_runs(&self) -> usize {
         self.experiments.iter().map(|e| e.failed_runs.len()).sum()
     }
