@@ -77,11 +77,8 @@ impl PyScenario {
     #[staticmethod]
     fn from_toml(py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<PyScenario> {
         let is_path_like = !source.is_instance_of::<PyString>();
-        let text: String = if is_path_like {
-            source.call_method0("__fspath__")?.extract()?
-        } else {
-            source.extract()?
-        };
+        let text: String =
+            if is_path_like { source.call_method0("__fspath__")?.extract()? } else { source.extract()? };
         let looks_like_path = is_path_like || (!text.contains('\n') && !text.contains('='));
         if looks_like_path {
             let path = PathBuf::from(&text);
@@ -110,7 +107,8 @@ impl PyScenario {
     fn set(&self, py: Python<'_>, path: &str, value: &Bound<'_, PyAny>) -> PyResult<PyScenario> {
         let value = py_to_toml(value, path)?;
         let mut doc = self.doc.clone();
-        apply_override(&mut doc, path, &value).map_err(|e| scenario_error(py, &self.origin, &format!("`{path}`: {e}")))?;
+        apply_override(&mut doc, path, &value)
+            .map_err(|e| scenario_error(py, &self.origin, &format!("`{path}`: {e}")))?;
         PyScenario { doc, ..self.clone() }.validated(py)
     }
 
@@ -195,7 +193,8 @@ fn py_to_toml(v: &Bound<'_, PyAny>, at: &str) -> PyResult<toml::Value> {
     if let Ok(d) = v.downcast::<PyDict>() {
         let mut t = toml::Table::new();
         for (k, x) in d.iter() {
-            let k: String = k.extract().map_err(|_| PyTypeError::new_err(format!("dict keys must be strings{where_}")))?;
+            let k: String =
+                k.extract().map_err(|_| PyTypeError::new_err(format!("dict keys must be strings{where_}")))?;
             let path = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
             t.insert(k, py_to_toml(&x, &path)?);
         }
@@ -260,7 +259,10 @@ fn run_job(job: &Job, trace: bool) -> Result<RunResult, String> {
         Ok(r) => r.map_err(|e| format!("{e:#}")),
         Err(p) => Err(format!(
             "panicked: {}",
-            p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default()
         )),
     }
 }
@@ -341,9 +343,11 @@ fn run_rows<'py>(py: Python<'py>, jobs: Vec<Job>, flow: Option<String>) -> PyRes
 fn run_results(py: Python<'_>, jobs: Vec<(Job, bool)>) -> Vec<(bool, String)> {
     py.allow_threads(|| {
         jobs.iter()
-            .map(|(job, trace)| match run_job(job, *trace).and_then(|r| serde_json::to_string(&r).map_err(|e| e.to_string())) {
-                Ok(json) => (true, json),
-                Err(e) => (false, e),
+            .map(|(job, trace)| {
+                match run_job(job, *trace).and_then(|r| serde_json::to_string(&r).map_err(|e| e.to_string())) {
+                    Ok(json) => (true, json),
+                    Err(e) => (false, e),
+                }
             })
             .collect()
     })
@@ -455,7 +459,8 @@ fn reproduce<'py>(
             continue;
         }
         let doc: toml::Value = toml::from_str(&text).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let r: RunResult = serde_json::from_str(&payload).map_err(|e| PyValueError::new_err(format!("metrics: {e}")))?;
+        let r: RunResult =
+            serde_json::from_str(&payload).map_err(|e| PyValueError::new_err(format!("metrics: {e}")))?;
         results.insert(key, (doc, r));
     }
     let runner = Precomputed { results, used: AtomicUsize::new(0), ran_here: Mutex::new(Vec::new()) };
@@ -468,14 +473,8 @@ fn reproduce<'py>(
         }
         runner.run(req)
     };
-    let opts = ReproduceOptions {
-        ids,
-        quick,
-        jobs: jobs.max(1),
-        out,
-        experiments_dir: dir_or_default(experiments),
-        progress,
-    };
+    let opts =
+        ReproduceOptions { ids, quick, jobs: jobs.max(1), out, experiments_dir: dir_or_default(experiments), progress };
     let summary = py
         .allow_threads(|| {
             let all = load_dir(&opts.experiments_dir)?;
