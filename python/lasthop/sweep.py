@@ -61,6 +61,12 @@ def _axes(grid: Mapping[GridKey, Any]) -> list[_Axis]:
     return axes
 
 
+def dimensions(grid: Mapping[GridKey, Any]) -> list[str]:
+    """The fields that vary independently: the first of each list axis (paired fields follow it, computed
+    ones follow the others)."""
+    return [a.paths[0] for a in _axes(grid) if a.fn is None]
+
+
 def expand(grid: Mapping[GridKey, Any]) -> tuple[list[str], list[dict]]:
     """The grid's fields (in key order) and its points, each a dict field -> value, in run order."""
     axes = _axes(grid)
@@ -134,7 +140,7 @@ def sweep(
     Failed runs (a scenario that does not validate for some grid value, a run that errors) are not rows:
     they are listed in `df.attrs["failed"]` (swept values, seed, error). `df.attrs` also holds `runs`,
     `executed` (runs carried out or found invalid now), `from_store`, `run_seconds` (their summed simulation time),
-    `wall_seconds`, `workers`, `batch_size` and `dims` (for `to_xarray`)."""
+    `wall_seconds`, `workers`, `batch_size`, `dims` and `coords` (for `to_xarray`)."""
     import pandas as pd
 
     started = time.perf_counter()
@@ -235,7 +241,8 @@ def sweep(
         wall_seconds=time.perf_counter() - started,
         workers=eng.workers() if eng.kind != "dask" else None,
         batch_size=size,
-        dims=columns + ["seed"],
+        dims=[columns[fields.index(f)] for f in dimensions(grid)] + ["seed"],
+        coords=[c for f, c in zip(fields, columns) if f not in dimensions(grid)],
     )
     return df
 
@@ -276,10 +283,10 @@ def _progress(total: int, initial: int, show: bool):
 
 
 def to_xarray(df, dims: Optional[Sequence[str]] = None):
-    """A sweep's table as an `xarray.Dataset` over the grid's dimensions (the swept fields and `seed`), one
-    variable per metric. Paired or computed fields become dimensions too (cells the grid never visits are
-    NaN)."""
+    """A sweep's table as an `xarray.Dataset` over the grid's dimensions (the independently swept fields and
+    `seed`), one variable per metric; paired and computed fields become coordinates beside them."""
     dims = list(dims or df.attrs.get("dims") or [])
     if not dims:
         raise ValueError("to_xarray: name the dimensions (the table has no sweep `dims` attribute)")
-    return df.set_index(dims).to_xarray()
+    coords = [c for c in df.attrs.get("coords", []) if c in df.columns and c not in dims]
+    return df.set_index(dims).to_xarray().set_coords(coords)

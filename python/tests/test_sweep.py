@@ -155,3 +155,11 @@ def test_to_xarray(small):
     assert dict(ds.sizes) == {"nodes.bs.agent": 2, "ber": 2, "seed": 2}
     g = ds["goodput_mbps"].sel({"nodes.bs.agent": "snoop", "ber": 1e-5, "seed": 2}).item()
     assert g == df[(df["nodes.bs.agent"] == "snoop") & (df["ber"] == 1e-5) & (df["seed"] == 2)]["goodput_mbps"].item()
+
+
+def test_to_xarray_paired_and_computed_fields_are_coordinates(small):
+    df = lasthop.sweep(small, GRID, seeds=2, engine="serial", progress=False)
+    ds = lasthop.to_xarray(df)
+    assert dict(ds.sizes) == {"nodes.bs.agent": 2, "links.wavelan.error.ber": 2, "seed": 2}
+    assert {"flows.bulk.bytes", "links.ether.delay_ms"} <= set(ds.coords)
+    assert int(ds["bytes_delivered"].sel({"nodes.bs.agent": "none", "links.wavelan.error.ber": 2e-5, "seed": 1})) == 60_000
