@@ -53,6 +53,6 @@ def test_the_gil_is_released_while_simulating(small):
     for t in threads:
         t.join()
     assert results == alone
-    # about one step per millisecond of the runs (a held GIL allows one step in total)
+    # about one step per millisecond of the runs; a held GIL would allow a step or two in all
     assert elapsed > 0.05, "the runs were too short to tell"
-    assert steps > 0.2 * elapsed / 0.001
+    assert steps >= 20, f"{steps} steps in {elapsed:.3f} s"

@@ -130,7 +130,7 @@ def test_resume_after_an_interrupted_sweep(tmp_path, small):
     deadline = time.time() + 120
     while True:
         parts = [f for f in os.listdir(store) if f.endswith(".parquet")] if store.exists() else []
-        if len(parts) >= 40:
+        if len(parts) >= 200:
             break
         assert p.poll() is None, "the sweep ended before it could be interrupted"
         assert time.time() < deadline
@@ -138,7 +138,7 @@ def test_resume_after_an_interrupted_sweep(tmp_path, small):
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     done = len([f for f in os.listdir(store) if f.endswith(".parquet")])
-    assert 40 <= done < 400, done
+    assert 200 <= done < 400, done
 
     grid = {"links.wavelan.error.ber": [1e-6, 2e-6, 4e-6, 8e-6]}
     resumed = lasthop.sweep(small, grid, seeds=100, engine="local", jobs=2, progress=False, store=store)
