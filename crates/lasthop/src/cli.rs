@@ -95,6 +95,11 @@ pub struct ReproduceArgs {
     /// Directory of experiment files [default: ./experiments, else the repository's]
     #[arg(long)]
     pub experiments: Option<PathBuf>,
+    /// Run the simulator runs on a Dask cluster whose scheduler is at this address (tcp://HOST:PORT),
+    /// through the Python package (`pip install ./python[dask]`; `$LASTHOP_PYTHON`, default `python3`,
+    /// runs `-m lasthop reproduce`); writes the same outputs as a local run
+    #[arg(long, value_name = "ADDRESS")]
+    pub scheduler: Option<String>,
 }
 
 /// Parses `PATH=VALUE`: VALUE as a TOML value (`1e-6`, `"snoop"`, `true`, `[1, 2]`), or a bare string.
@@ -200,6 +205,9 @@ fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
 }
 
 fn reproduce_cmd(a: ReproduceArgs, runner: &dyn Runner) -> Result<ExitCode> {
+    if let Some(address) = &a.scheduler {
+        return reproduce_on_dask(&a, address);
+    }
     let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
     let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
     let experiments_dir = experiments_dir(a.experiments.as_deref());
@@ -249,6 +257,28 @@ fn reproduce_cmd(a: ReproduceArgs, runner: &dyn Runner) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `reproduce --scheduler`: hands the same arguments to the Python package, which batches the runs out to the
+/// Dask workers and writes the outputs with this crate's code.
+fn reproduce_on_dask(a: &ReproduceArgs, address: &str) -> Result<ExitCode> {
+    let python = std::env::var_os("LASTHOP_PYTHON").unwrap_or_else(|| "python3".into());
+    let mut cmd = std::process::Command::new(&python);
+    cmd.args(["-m", "lasthop", "reproduce"]).args(&a.ids);
+    for (on, flag) in [(a.all, "--all"), (a.quick, "--quick"), (a.check, "--check")] {
+        if on {
+            cmd.arg(flag);
+        }
+    }
+    cmd.arg("--out").arg(&a.out).arg("--experiments").arg(experiments_dir(a.experiments.as_deref()));
+    cmd.args(["--scheduler", address]);
+    let status = cmd.status().with_context(|| {
+        format!(
+            "starting {} -m lasthop (reproduce --scheduler needs the Python package: pip install ./python[dask])",
+            python.to_string_lossy()
+        )
+    })?;
+    Ok(ExitCode::from(status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)))
 }
 
 #[cfg(test)]

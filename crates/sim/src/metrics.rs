@@ -1,9 +1,9 @@
 //! What a run measures: per flow, per link, per agent; and optional time series. Serialised as `metrics.json`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct RunResult {
     pub seed: u64,
     /// Simulated time at which the run ended, seconds.
@@ -19,10 +19,10 @@ pub struct RunResult {
     /// Packets dropped because no node could route or deliver them (no route, no matching endpoint).
     pub undeliverable_packets: u64,
     /// Per web workload (absent from metrics.json when the scenario has none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub web: Vec<WebMetrics>,
     /// Present when `RunOptions::trace` was set.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<FlowSeries>>,
     /// One entry per handoff, in order (empty without `[mobility]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -31,7 +31,7 @@ pub struct RunResult {
 
 /// One handoff: when the mobile decided, the event timeline after it (seed 000 Fig. 10), and its cost.
 /// Times after `decided_s` are offsets from it, in seconds; `None` when the event did not happen.
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct HandoffMetrics {
     pub index: u32,
     /// Base stations (node names).
@@ -69,7 +69,7 @@ pub struct HandoffMetrics {
     pub pause_s: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct FlowMetrics {
     pub name: String,
     pub tcp: String,
@@ -101,7 +101,7 @@ pub struct FlowMetrics {
     pub longest_pause_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct LinkMetrics {
     pub name: String,
     /// "a->b" direction label.
@@ -115,7 +115,7 @@ pub struct LinkMetrics {
 }
 
 /// Time series of one flow, for sequence plots (seed 000 Fig. 8).
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct FlowSeries {
     pub name: String,
     /// (time s, stream offset of the first byte) of every data segment the sender sent.
@@ -131,7 +131,7 @@ pub struct FlowSeries {
 }
 
 /// What one web workload achieved (seed 002 §5: "successfully completed individual downloads in 1000 s").
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct WebMetrics {
     pub name: String,
     pub tcp: String,
@@ -167,4 +167,22 @@ pub struct WebMetrics {
     /// Segments the client received whose data it already had (needless retransmissions, by the server or
     /// by an agent), over every connection.
     pub duplicate_segments_received: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{run, RunOptions, Scenario};
+
+    /// Metrics cross process boundaries as JSON (the Python package's Dask workers send them back for
+    /// `reproduce`): reading them back must give the very same numbers, series and handoffs included.
+    #[test]
+    fn json_round_trip_is_exact() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml");
+        let mut s = Scenario::load(std::path::Path::new(path)).unwrap();
+        s.set_seed(3);
+        let r = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
+        assert!(r.series.is_some() && !r.handoffs.is_empty());
+        let back: super::RunResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+    }
 }
