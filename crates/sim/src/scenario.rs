@@ -131,21 +131,8 @@ pub enum Duplex {
     Full,
 }
 
-/// Who gets a half-duplex link's medium next when both of its stations have frames waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    /// One first-come first-served order over both stations, local retransmissions first: a frame waits for
-    /// every frame queued before it in either direction (with a deep base-station queue, the mobile's ACKs
-    /// wait behind all of it).
-    #[default]
-    Fifo,
-    /// The station that did not send the latest frame goes next if it has a frame waiting; a station alone
-    /// sends back to back; each station sends its own local retransmissions first. This is what CSMA/CA (seed
-    /// 000's WaveLAN, 802.11) gives two saturated stations that contend for every frame with equal chances,
-    /// and the real base station's hop emulator's `access = "turns"` (`lasthop-net`'s `hop`).
-    Turns,
-}
+/// Who gets a half-duplex link's medium next (the scheduler shared with the real base station).
+pub use lasthop_channel::medium::Access;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -191,7 +178,7 @@ impl LinkConfig {
         })
     }
     pub fn access(&self) -> Access {
-        self.access.unwrap_or_default()
+        self.access.unwrap_or(Access::Fifo)
     }
     /// Time on the medium for a frame of `bytes` bytes.
     pub fn airtime_ns(&self, bytes: usize) -> u64 {

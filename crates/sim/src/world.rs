@@ -561,7 +561,8 @@ impl World {
     fn kick(&mut self, now: Time, link: usize) {
         match self.links[link].medium {
             Some(m) => {
-                if let Some((l, dir)) = self.media[m].acquire(&self.links) {
+                let links = &self.links;
+                if let Some((l, dir)) = self.media[m].acquire(|l| links[l].next_on_medium()) {
                     let t = self.links[l].start(now, dir);
                     self.launch(now, l, t);
                 }
