@@ -158,8 +158,9 @@ pub struct LinkConfig {
     /// (several cells on one channel). Default: the link is its own medium.
     #[serde(default)]
     pub medium: Option<String>,
-    /// Half duplex: how the link's two stations share its medium (default fifo). Between links sharing one
-    /// `medium` the links still take turns frame by frame, local retransmissions first.
+    /// Half duplex: how the link's two stations share its medium (default turns, as CSMA/CA gives two busy
+    /// stations; the paper scenarios in `examples/` pin fifo). Between links sharing one `medium` the links
+    /// still take turns frame by frame, local retransmissions first.
     #[serde(default)]
     pub access: Option<Access>,
     /// Error model of the a→b direction, and of b→a too unless `error_reverse` is given (default none).
@@ -178,7 +179,7 @@ impl LinkConfig {
         })
     }
     pub fn access(&self) -> Access {
-        self.access.unwrap_or(Access::Fifo)
+        self.access.unwrap_or(Access::Turns)
     }
     /// Time on the medium for a frame of `bytes` bytes.
     pub fn airtime_ns(&self, bytes: usize) -> u64 {
@@ -576,7 +577,8 @@ mod tests {
 
     #[test]
     fn duplex_full_on_a_wireless_link_parses_and_bad_duplex_values_are_rejected() {
-        let full = example().replace("duplex = \"half\"", "duplex = \"full\"");
+        // The example pins the half-duplex medium's access, which a full-duplex link does not take.
+        let full = example().replace("access = \"fifo\"", "").replace("duplex = \"half\"", "duplex = \"full\"");
         let s = Scenario::from_str(&full, "x.toml").unwrap();
         assert_eq!(s.links["wavelan"].duplex(), Duplex::Full);
         assert_eq!(s.links["wavelan"].kind, LinkKind::Wireless, "still the wireless hop, with one channel each way");
@@ -586,15 +588,15 @@ mod tests {
     }
 
     #[test]
-    fn access_defaults_to_fifo_parses_turns_and_rejects_bad_values() {
+    fn access_defaults_to_turns_parses_fifo_and_rejects_bad_values() {
         let s = Scenario::from_str(&example(), "x.toml").unwrap();
-        assert_eq!(s.links["wavelan"].access(), Access::Fifo);
-        let turns = example().replace("duplex = \"half\"", "duplex = \"half\"\naccess = \"turns\"");
-        assert_eq!(Scenario::from_str(&turns, "x.toml").unwrap().links["wavelan"].access(), Access::Turns);
-        let bad = example().replace("duplex = \"half\"", "duplex = \"half\"\naccess = \"round-robin\"");
+        assert_eq!(s.links["wavelan"].access(), Access::Fifo, "the paper scenario pins fifo");
+        let unpinned = example().replace("access = \"fifo\"", "");
+        assert_eq!(Scenario::from_str(&unpinned, "x.toml").unwrap().links["wavelan"].access(), Access::Turns);
+        let bad = example().replace("access = \"fifo\"", "access = \"round-robin\"");
         let e = Scenario::from_str(&bad, "x.toml").unwrap_err().to_string();
         assert!(e.contains("round-robin") && e.contains("fifo") && e.contains("turns"), "{e}");
-        let full = example().replace("duplex = \"half\"", "duplex = \"full\"\naccess = \"turns\"");
+        let full = unpinned.replace("duplex = \"half\"", "duplex = \"full\"\naccess = \"turns\"");
         let e = Scenario::from_str(&full, "x.toml").unwrap_err().to_string();
         assert!(e.contains("links.wavelan.access") && e.contains("half-duplex"), "{e}");
     }
