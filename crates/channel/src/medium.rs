@@ -181,6 +181,16 @@ mod tests {
         Finish,
     }
 
+    impl Op {
+        /// The same operation on a medium of `links` links.
+        fn on(&self, links: usize) -> Op {
+            match *self {
+                Op::Arrive { link, station, priority } => Op::Arrive { link: link % links, station, priority },
+                Op::Finish => Op::Finish,
+            }
+        }
+    }
+
     fn op(links: usize) -> impl Strategy<Value = Op> {
         prop_oneof![
             3 => (0..links, 0..2usize, prop::bool::weighted(0.2))
@@ -260,10 +270,7 @@ mod tests {
         ) {
             let mut run = Run::new(links, 8, access);
             let mut arrivals = 0;
-            for op in ops.iter().map(|o| match *o {
-                Op::Arrive { link, station, priority } => Op::Arrive { link: link % links, station, priority },
-                Op::Finish => Op::Finish,
-            }) {
+            for op in ops.iter().map(|o| o.on(links)) {
                 run.apply(&op, &mut arrivals);
                 prop_assert_eq!(run.medium.is_busy(), run.on_air.is_some());
                 if !run.medium.is_busy() {
@@ -282,11 +289,7 @@ mod tests {
         ) {
             let mut run = Run::new(links, 8, access);
             let mut arrivals = 0;
-            for op in &ops {
-                let op = match *op {
-                    Op::Arrive { link, station, priority } => Op::Arrive { link: link % links, station, priority },
-                    Op::Finish => Op::Finish,
-                };
+            for op in ops.iter().map(|o| o.on(links)) {
                 let high: Vec<[bool; 2]> =
                     run.stations.iter().map(|s| [s.waiting(0).0 > 0, s.waiting(1).0 > 0]).collect();
                 let before = run.sent.len();

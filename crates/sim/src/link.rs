@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn turns_links_sharing_a_medium_still_take_turns_between_links() {
         // Two `turns` links on one medium: between links the medium still goes round frame by frame.
-        let mut links = vec![link_access("turns"), link_access("turns")];
+        let mut links = [link_access("turns"), link_access("turns")];
         let mut m = Medium::new(vec![0, 1]);
         for i in 0..2 {
             assert!(links[0].enqueue(DOWN, Bytes::from(vec![i; 125]), false));
@@ -410,7 +410,7 @@ mod tests {
 
     #[test]
     fn links_sharing_a_medium_take_turns_and_never_overlap() {
-        let mut links = vec![link("half"), link("half")];
+        let mut links = [link("half"), link("half")];
         let mut m = Medium::new(vec![0, 1]);
         // The first link has a long backlog queued before the second link's one frame.
         for _ in 0..2 {
@@ -448,7 +448,7 @@ mod tests {
 
     #[test]
     fn local_retransmissions_go_first_across_a_shared_medium() {
-        let mut links = vec![link("half"), link("half")];
+        let mut links = [link("half"), link("half")];
         let mut m = Medium::new(vec![0, 1]);
         assert!(links[0].enqueue(0, pkt(1000), false));
         assert!(links[0].enqueue(1, pkt(40), false));

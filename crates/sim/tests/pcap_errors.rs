@@ -3,14 +3,19 @@
 
 use lasthop_sim::{run, RunOptions, Scenario, SimError};
 
-#[test]
-fn a_full_disk_under_a_pcap_fails_the_run_naming_the_file() {
+/// `examples/snoop.toml` with a transfer of `bytes`, and a fresh directory for its pcaps.
+fn snoop_with_pcap_dir(bytes: i64, name: &str) -> (Scenario, std::path::PathBuf) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
     let mut v: toml::Value = toml::from_str(&text).unwrap();
-    v["flows"]["bulk"]["bytes"] = toml::Value::Integer(300_000);
-    let s = Scenario::from_toml(v, "pcap error test").unwrap();
-    let dir = std::env::temp_dir().join(format!("lasthop-pcap-error-{}", std::process::id()));
+    v["flows"]["bulk"]["bytes"] = toml::Value::Integer(bytes);
+    let dir = std::env::temp_dir().join(format!("lasthop-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    (Scenario::from_toml(v, name).unwrap(), dir)
+}
+
+#[test]
+fn a_full_disk_under_a_pcap_fails_the_run_naming_the_file() {
+    let (s, dir) = snoop_with_pcap_dir(300_000, "pcap-error");
     // The mobile's capture goes to /dev/full: every write past the buffer fails with ENOSPC.
     let full = dir.join("wavelan-mh.pcap");
     let _ = std::fs::remove_file(&full);
@@ -29,12 +34,7 @@ fn a_full_disk_under_a_pcap_fails_the_run_naming_the_file() {
 
 #[test]
 fn pcaps_that_can_be_written_leave_the_run_ok() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
-    let mut v: toml::Value = toml::from_str(&text).unwrap();
-    v["flows"]["bulk"]["bytes"] = toml::Value::Integer(100_000);
-    let s = Scenario::from_toml(v, "pcap ok test").unwrap();
-    let dir = std::env::temp_dir().join(format!("lasthop-pcap-ok-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (s, dir) = snoop_with_pcap_dir(100_000, "pcap-ok");
     let result = run(&s, &RunOptions { trace: false, pcap_dir: Some(dir.clone()) });
     let size = std::fs::metadata(dir.join("wavelan-mh.pcap")).map(|m| m.len());
     std::fs::remove_dir_all(&dir).unwrap();
