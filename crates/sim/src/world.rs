@@ -146,6 +146,15 @@ pub struct World {
 
 impl World {
     pub fn build(s: &Scenario, opts: &RunOptions) -> Result<World, SimError> {
+        Self::build_with(s, opts, crate::feature::build_all)
+    }
+
+    /// [`World::build`] with `register` in place of [`crate::feature::build_all`] (the tests register probes).
+    pub(crate) fn build_with(
+        s: &Scenario,
+        opts: &RunOptions,
+        register: impl FnOnce(&Scenario, &mut World) -> Result<(), SimError>,
+    ) -> Result<World, SimError> {
         let names: Vec<&String> = s.nodes.keys().collect();
         let index = |n: &str| names.iter().position(|x| *x == n).expect("validated");
         let mut nodes: Vec<Node> = s
@@ -209,7 +218,7 @@ impl World {
         };
         // Features shape the topology (routes, agents, media) before the flows find their paths, and start
         // after the flows are in place: see "Same-instant order" in `crate::feature`.
-        crate::feature::build_all(s, &mut world)?;
+        register(s, &mut world)?;
         for (i, (name, f)) in s.flows.iter().enumerate() {
             let tcp = s.flow_tcp(name).map_err(|m| crate::ScenarioError {
                 origin: s.origin().to_string(),
