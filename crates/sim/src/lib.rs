@@ -13,6 +13,7 @@ pub mod engine;
 pub(crate) mod feature;
 pub mod link;
 pub mod metrics;
+pub mod mobile_ip;
 pub mod mobility;
 pub mod scenario;
 pub mod web;
