@@ -5,4 +5,8 @@
 //! ([`analysis`]) and the erroneous-fast-retransmit detector ([`erroneous`]).
 
 pub mod analysis;
+pub mod config;
 pub mod erroneous;
+pub(crate) mod feature;
+
+pub use config::{CellConfig, CleanupKind, MipScheme, MobileIpConfig};

@@ -21,6 +21,8 @@ pub struct BsConfig {
     pub foreign_agent: Ipv4Addr,
     /// Beacon period (seed 001 §3.1: "we always set the period of beacon message to 50 ms"); `None`: none.
     pub beacon_interval: Option<Duration>,
+    /// Time of the first beacon (BSs of one network beacon out of phase).
+    pub first_beacon: Time,
     /// Per-mobile buffer size in packets (§3.3: 32, "corresponding to the maximum window size"); `None`:
     /// no buffering (the BS is a plain bridge, as in §3.2).
     pub buffer_packets: Option<usize>,
@@ -39,6 +41,7 @@ impl BsConfig {
             addr,
             foreign_agent,
             beacon_interval: Some(Duration::from_millis(50)),
+            first_beacon: Time::ZERO,
             buffer_packets: None,
             cleanup: Cleanup::None,
             departed_hold: Duration::from_secs(10),
@@ -93,7 +96,7 @@ pub struct BaseStation {
 
 impl BaseStation {
     pub fn new(cfg: BsConfig) -> BaseStation {
-        let next_beacon = cfg.beacon_interval.map(|_| Time::ZERO);
+        let next_beacon = cfg.beacon_interval.map(|_| cfg.first_beacon);
         BaseStation { cfg, mobiles: BTreeMap::new(), next_beacon, ident: 0, stats: BsStats::default() }
     }
 

@@ -41,6 +41,9 @@ pub struct FaConfig {
     pub warning_interval: Duration,
     /// At most this many visitors and this many bindings (oldest evicted first).
     pub max_entries: usize,
+    /// The BS of this FA's cell (seed 001 Fig. 4 has one per subnetwork): where a mobile that registers
+    /// before its BS's notification arrives (on a broadcast advertisement) is taken to be.
+    pub cell_bs: Option<Ipv4Addr>,
 }
 
 impl FaConfig {
@@ -54,6 +57,7 @@ impl FaConfig {
             registration_lifetime: 600,
             warning_interval: Duration::from_secs(1),
             max_entries: 256,
+            cell_bs: None,
         }
     }
 }
@@ -193,6 +197,10 @@ impl ForeignAgent {
             // From a mobile in a cell of ours: relay to its HA (RFC 5944 §3.7.2) and, with route optimisation,
             // send the binding update the mobile asked for to its previous FA (seed 001 §2.1).
             MipMessage::RegistrationRequest(r) if r.care_of == self.cfg.addr => {
+                if let (false, Some(bs)) = (self.visitors.contains_key(&r.home_addr), self.cfg.cell_bs) {
+                    // The link layer names the sender of the frame; lasthop derives it from the home address.
+                    self.insert_visitor(now, r.home_addr, LinkAddr::for_host(r.home_addr), bs);
+                }
                 if let Some(v) = self.visitors.get_mut(&r.home_addr) {
                     v.pending = Some(r.identification);
                     v.home_agent = Some(r.home_agent);

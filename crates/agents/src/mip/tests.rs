@@ -277,7 +277,15 @@ fn fa_answers_a_notification_with_an_advertisement_and_relays_registration() {
 fn fa_without_route_optimisation_sends_no_binding_update_and_loses_what_it_cannot_deliver() {
     let mut fa = ForeignAgent::new(FaConfig { advertisement_interval: None, ..FaConfig::new(FA2) });
     let req = MipMessage::RegistrationRequest(request(3, Some(FA1))).emit_ipv4(MH, FA2, 1);
-    assert_eq!(sent(&on(&mut fa, T0, Side::ToWired, req), Side::ToWired).len(), 1, "only the relayed request");
+    assert_eq!(sent(&on(&mut fa, T0, Side::ToWired, req.clone()), Side::ToWired).len(), 1, "only the relayed request");
+    assert!(!fa.is_visitor(MH), "no notification and no cell BS configured: not yet a visitor");
+    // With its cell's BS known, a mobile that registers straight off a broadcast advertisement is a visitor.
+    let mut with_bs =
+        ForeignAgent::new(FaConfig { advertisement_interval: None, cell_bs: Some(BS2), ..FaConfig::new(FA2) });
+    on(&mut with_bs, T0, Side::ToWired, req);
+    assert!(with_bs.is_visitor(MH));
+    let out = on(&mut with_bs, T0, Side::ToMobile, tunnel(&data_to_mh(0), HA, FA2));
+    assert_eq!(out, vec![Action::Forward(Side::ToMobile, data_to_mh(0))]);
     // A binding update is ignored: the old FA of base Mobile IP keeps no forwarding pointer.
     let mut old = ForeignAgent::new(FaConfig { advertisement_interval: None, ..FaConfig::new(FA1) });
     old.add_visitor(T0, MH, HA, link(), BS1);
