@@ -39,6 +39,8 @@ pub struct MobileIpMetrics {
     pub handoffs: Vec<MipHandoffMetrics>,
     /// Data segments the mobile received more than once (same connection and sequence number).
     pub duplicates_delivered: u64,
+    /// Fast retransmits, by the correspondent, of a segment the mobile already had (seed 001 §3.2).
+    pub erroneous_fast_retransmits: u64,
     /// Per node: the counters of the Mobile IP entity it runs.
     pub agents: BTreeMap<String, BTreeMap<String, u64>>,
 }
@@ -66,6 +68,11 @@ pub struct MipHandoffMetrics {
     pub sent_from_buffer: u64,
     /// Data segments the mobile received twice, from this handoff to the next.
     pub duplicates_delivered: u64,
+    /// Erroneous fast retransmits from this handoff to the next.
+    pub erroneous_fast_retransmits: u64,
+    /// The loss period t_loss (seed 001 §2.2), ms: from the first to the last sending by the correspondent of
+    /// a segment whose first copy never reached the mobile; `None` when none was lost.
+    pub t_loss_ms: Option<f64>,
 }
 
 /// One handoff: when the mobile decided, the event timeline after it (seed 000 Fig. 10), and its cost.

@@ -5,8 +5,11 @@
 //! A *fast retransmit* is a retransmission (a segment sent at an offset below the highest already sent)
 //! sent at the very instant the third duplicate ACK for that offset reached the sender: the fast-retransmit
 //! rule fires on the third duplicate ACK (RFC 5681 §3.2), while a timeout retransmission happens at a timer's
-//! expiry, after no ACK. It is *erroneous* when a segment starting at that offset had reached the receiver
-//! before it was sent (lasthop's senders resend whole segments at their original boundaries).
+//! expiry, after no ACK. It is *erroneous* when it was "not triggered by packet loss" (§3.2, of Fig. 7's
+//! retransmission of 626): the receiver already had the segment when it was sent, or no copy of the segment
+//! was ever lost (every copy sent reached the receiver: the original was in flight, as in Fig. 7, where the
+//! duplicate ACKs came from go-back-N copies of what the receiver had). lasthop's senders resend whole
+//! segments at their original boundaries, so a segment is known by its offset.
 
 /// Fast retransmits in `sent` (time s, stream offset of every segment sent, in order) given `acked` (time
 /// s, cumulative ACK as stream offset, of every ACK that reached the sender, in order): (time, offset).
@@ -52,13 +55,17 @@ pub fn fast_retransmits(sent: &[(f64, u64)], acked: &[(f64, u64)]) -> Vec<(f64, 
     out
 }
 
-/// Of `fast_retransmits` (time, offset), those of a segment that had already reached the receiver:
-/// `received` is (time s, stream offset) of every data segment the receiver got, in time order.
-pub fn erroneous(fast_retransmits: &[(f64, u64)], received: &[(f64, u64)]) -> Vec<(f64, u64)> {
+/// Of `fast_retransmits` (time, offset), the erroneous ones, given `sent` (time s, offset of every segment
+/// sent) and `received` (time s, offset of every data segment the receiver got, in time order).
+pub fn erroneous(fast_retransmits: &[(f64, u64)], sent: &[(f64, u64)], received: &[(f64, u64)]) -> Vec<(f64, u64)> {
+    let count = |v: &[(f64, u64)], off: u64| v.iter().filter(|&&(_, o)| o == off).count();
     fast_retransmits
         .iter()
         .copied()
-        .filter(|&(t, off)| received.iter().take_while(|(at, _)| *at < t).any(|&(_, o)| o == off))
+        .filter(|&(t, off)| {
+            let had = received.iter().take_while(|(at, _)| *at < t).any(|&(_, o)| o == off);
+            had || count(received, off) >= count(sent, off)
+        })
         .collect()
 }
 
@@ -92,7 +99,15 @@ mod tests {
 
         let fr = fast_retransmits(&sent, &acked);
         assert_eq!(fr, vec![(ms(40), 5), (ms(560), 13)]);
-        assert_eq!(erroneous(&fr, &received), vec![(ms(560), 13)]);
+        // Segment 5's first copy was lost (sent twice, arrived once): a real one.
+        assert_eq!(erroneous(&fr, &sent, &received), vec![(ms(560), 13)]);
+        // Fig. 7's case: the retransmitted segment had not arrived yet, but its first copy was in flight and
+        // arrives later, as does the retransmission: no copy was lost, so the fast retransmit is erroneous.
+        let mut late = received.clone();
+        late.retain(|&(_, o)| o != 13);
+        assert!(erroneous(&fr, &sent, &late).is_empty(), "13 never arrived: lost, a real fast retransmit");
+        late.extend([(ms(600), 13), (ms(610), 13)]);
+        assert_eq!(erroneous(&fr, &sent, &late), vec![(ms(560), 13)]);
     }
 
     #[test]
@@ -105,8 +120,9 @@ mod tests {
         let acked = vec![(0.1, 0), (0.2, 0), (0.3, 0), (0.4, 0)];
         assert_eq!(fast_retransmits(&sent, &acked), vec![(0.4, 0)]);
         assert!(fast_retransmits(&[(0.0, 5), (0.0, 1)], &[]).is_empty());
-        // Erroneous needs the segment to have arrived strictly before the retransmission.
-        assert!(erroneous(&[(0.4, 0)], &[(0.4, 0)]).is_empty());
-        assert_eq!(erroneous(&[(0.4, 0)], &[(0.39, 0)]), vec![(0.4, 0)]);
+        // Had before: strictly before the retransmission. Sent twice, received once at the same instant as
+        // the retransmission: one copy was lost, so not erroneous.
+        assert!(erroneous(&[(0.4, 0)], &sent, &[(0.4, 0)]).is_empty());
+        assert_eq!(erroneous(&[(0.4, 0)], &sent, &[(0.39, 0)]), vec![(0.4, 0)]);
     }
 }

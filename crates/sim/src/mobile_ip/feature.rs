@@ -81,6 +81,13 @@ pub(crate) struct MobileIp {
     /// (source port, sequence number) of every data segment the mobile received.
     seen: BTreeSet<(u16, u32)>,
     duplicates: u64,
+    /// The correspondent's side of its connection, seen from outside (no trace needed): when each data
+    /// segment left it (sequence number), when each ACK reached it; and when each data segment reached the
+    /// mobile.
+    /// (time, sequence number, IP identification: one per copy sent).
+    ch_sent: Vec<(Time, u32, u16)>,
+    ch_acked: Vec<(Time, u32)>,
+    mh_received: Vec<(Time, u32, u16)>,
     out: Vec<Action>,
 }
 
@@ -214,6 +221,9 @@ impl MobileIp {
             recovered_mark: 0,
             seen: BTreeSet::new(),
             duplicates: 0,
+            ch_sent: Vec::new(),
+            ch_acked: Vec::new(),
+            mh_received: Vec::new(),
             out: Vec::new(),
         };
         if cfg.first_handoff_s.is_finite() {
@@ -348,6 +358,65 @@ impl MobileIp {
         }
     }
 
+    /// Notes the correspondent's data segments as they leave it (their arrival at its first hop, less the
+    /// access link's airtime and delay: the link carries only the correspondent's packets, which never wait
+    /// at 1 Gb/s behind a 1.6 Mb/s bottleneck's pace) and its ACKs as they reach it.
+    fn observe_correspondent(&mut self, world: &World, now: Time, node: usize, link: usize, packet: &Bytes) {
+        let ip = Ipv4Packet::new_unchecked(&packet[..]);
+        if ip.protocol() != PROTO_TCP {
+            return;
+        }
+        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return };
+        let ch = world.nodes[self.ch].addr;
+        if node == self.ch_hop && link == self.ch_link && ip.src_addr() == ch && !tcp.payload().is_empty() {
+            let l = &world.links[link];
+            let sent = Time(now.0.saturating_sub(l.airtime_ns(packet.len()) + l.delay_ns()));
+            self.ch_sent.push((sent, tcp.seq_number().0, ip.ident()));
+        } else if node == self.ch && ip.dst_addr() == ch && tcp.ack() {
+            self.ch_acked.push((now, tcp.ack_number().0));
+        }
+    }
+
+    /// Erroneous fast retransmits (seed 001 §3.2) of the correspondent's transfer, by
+    /// [`super::erroneous`], and per handoff the loss period: from the first to the last sending of a
+    /// segment whose first copy never reached the mobile, over the segments first sent from 1 s before the
+    /// mobile left the cell (what can be in flight) up to the next handoff's such time (Fig. 3's T1–T2, seen
+    /// at the correspondent rather than the HA: the same span, shifted by the CH–HA delay).
+    fn trace_analysis(&mut self) -> u64 {
+        let Some(&(_, base, _)) = self.ch_sent.iter().min_by_key(|(t, _, _)| *t) else { return 0 };
+        let off = |seq: u32| u64::from(seq.wrapping_sub(base));
+        let s = |t: Time| t.as_secs_f64();
+        let sent: Vec<(f64, u64)> = self.ch_sent.iter().map(|&(t, q, _)| (s(t), off(q))).collect();
+        let acked: Vec<(f64, u64)> = self.ch_acked.iter().map(|&(t, q)| (s(t), off(q))).collect();
+        let received: Vec<(f64, u64)> = self.mh_received.iter().map(|&(t, q, _)| (s(t), off(q))).collect();
+        let fr = super::erroneous::fast_retransmits(&sent, &acked);
+        let wrong = super::erroneous::erroneous(&fr, &sent, &received);
+        for &(t, _) in &wrong {
+            if let Some(h) = self.handoffs.iter_mut().rev().find(|h| h.left_s <= t) {
+                h.erroneous_fast_retransmits += 1;
+            }
+        }
+        // The first copy of each segment (its IP identification tells copies apart) that never arrived.
+        let arrived: BTreeSet<(u32, u16)> = self.mh_received.iter().map(|&(_, q, id)| (q, id)).collect();
+        let mut first_copy: BTreeSet<u32> = BTreeSet::new();
+        let lost: Vec<f64> = self
+            .ch_sent
+            .iter()
+            .filter(|&&(_, q, id)| first_copy.insert(q) && !arrived.contains(&(q, id)))
+            .map(|&(t, _, _)| s(t))
+            .collect();
+        let starts: Vec<f64> = self.handoffs.iter().map(|h| h.left_s - 1.0).collect();
+        for (k, h) in self.handoffs.iter_mut().enumerate() {
+            let end = starts.get(k + 1).copied().unwrap_or(f64::INFINITY);
+            let mine: Vec<f64> = lost.iter().copied().filter(|&t| t >= starts[k] && t < end).collect();
+            h.t_loss_ms = match (mine.iter().copied().reduce(f64::min), mine.iter().copied().reduce(f64::max)) {
+                (Some(a), Some(b)) => Some((b - a) * 1e3),
+                _ => None,
+            };
+        }
+        wrong.len() as u64
+    }
+
     /// A packet reached the mobile over `link`: the mobile's agent reads it; data is counted.
     fn at_mobile(&mut self, world: &mut World, now: Time, link: usize, packet: &Bytes) -> bool {
         if let Some(i) = self.cells.iter().position(|c| c.air == link) {
@@ -359,6 +428,9 @@ impl MobileIp {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         if ip.protocol() == PROTO_TCP {
             if let Ok(tcp) = TcpPacket::new_checked(ip.payload()) {
+                if !tcp.payload().is_empty() {
+                    self.mh_received.push((now, tcp.seq_number().0, ip.ident()));
+                }
                 if !tcp.payload().is_empty() && !self.seen.insert((tcp.src_port(), tcp.seq_number().0)) {
                     self.duplicates += 1;
                     if let Some(h) = self.handoffs.last_mut() {
@@ -413,6 +485,7 @@ impl Feature for MobileIp {
         }
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        self.observe_correspondent(world, now, node, link, packet);
         let mut out = std::mem::take(&mut self.out);
         let from = if let (Some(cn), true) = (
             self.correspondent.as_mut(),
@@ -467,7 +540,9 @@ impl Feature for MobileIp {
             put(&world.nodes[self.ch].name, cn.counters());
         }
         put(&world.nodes[self.mh].name, self.mobile.counters());
+        let erroneous = self.trace_analysis();
         result.mobile_ip = Some(MobileIpMetrics {
+            erroneous_fast_retransmits: erroneous,
             handoffs: std::mem::take(&mut self.handoffs),
             duplicates_delivered: self.duplicates,
             agents: counters,
