@@ -86,6 +86,13 @@ fn base_mobile_ip_loses_more_than_route_optimisation() {
     let ro = check_intact(&scenario("ro", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
     let lost = |r: &RunResult| r.mobile_ip.as_ref().unwrap().handoffs[0].packets_lost;
     assert!(lost(&base) > lost(&ro), "base {} ro {}", lost(&base), lost(&ro));
+    let t_loss = |r: &RunResult| r.mobile_ip.as_ref().unwrap().handoffs[0].t_loss_ms.unwrap();
+    assert!(t_loss(&base) > t_loss(&ro) + 70.0, "Eq. (2) − Eq. (3) ≈ 2 × 70 ms: {} {}", t_loss(&base), t_loss(&ro));
+    // §3.2: under base Mobile IP the whole window is lost, so no duplicate ACK and no erroneous fast
+    // retransmit; route optimisation's smooth handoff lets later packets through, which raise one (Fig. 7).
+    let wrong = |r: &RunResult| r.mobile_ip.as_ref().unwrap().erroneous_fast_retransmits;
+    assert_eq!(wrong(&base), 0);
+    assert!(wrong(&ro) >= 1);
 }
 
 #[test]
