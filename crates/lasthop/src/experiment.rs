@@ -541,8 +541,10 @@ impl Experiment {
                 Some(f) => web_names.contains(f.get_ref()),
                 None => flow_names.is_empty() && !web_names.is_empty(),
             };
+        let mobile_ip = base.get("mobile_ip").is_some();
         let columns_for = |grid_cols: &[String]| match runner {
             RunnerKind::Sim if web => table::web_columns(grid_cols),
+            RunnerKind::Sim if mobile_ip => table::mobile_ip_columns(grid_cols),
             RunnerKind::Sim => table::columns(grid_cols),
             RunnerKind::Testbed => table::testbed_columns(grid_cols),
         };
@@ -554,6 +556,7 @@ impl Experiment {
         if runner == RunnerKind::Sim {
             reserved.extend(table::columns(&[]));
             reserved.extend(table::web_columns(&[]));
+            reserved.extend(table::mobile_ip_columns(&[]));
         }
         for (name, axis) in axes {
             let col = name.get_ref();
@@ -1044,6 +1047,7 @@ impl Experiment {
     pub fn columns(&self) -> Vec<String> {
         match self.runner {
             RunnerKind::Sim if self.web => table::web_columns(&self.grid_columns()),
+            RunnerKind::Sim if self.base.get("mobile_ip").is_some() => table::mobile_ip_columns(&self.grid_columns()),
             RunnerKind::Sim => table::columns(&self.grid_columns()),
             RunnerKind::Testbed => table::testbed_columns(&self.grid_columns()),
         }

@@ -19,7 +19,9 @@ pub mod scenario;
 pub mod web;
 mod world;
 
-pub use metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
+pub use metrics::{
+    FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, MipHandoffMetrics, MobileIpMetrics, RunResult, WebMetrics,
+};
 pub use scenario::{Scenario, ScenarioError};
 
 use std::path::PathBuf;

@@ -70,8 +70,9 @@ pub struct MipHandoffMetrics {
     pub duplicates_delivered: u64,
     /// Erroneous fast retransmits from this handoff to the next.
     pub erroneous_fast_retransmits: u64,
-    /// The loss period t_loss (seed 001 §2.2), ms: from the first to the last sending by the correspondent of
-    /// a segment whose first copy never reached the mobile; `None` when none was lost.
+    /// The loss period t_loss (seed 001 §2.2, Fig. 3), ms: from T1, the mobile leaving less the delay from
+    /// the forwarding point (HA under base Mobile IP, old FA under route optimisation) to the old FA, to T2,
+    /// when the forwarding point learns the new care-of address; `None` when it never did.
     pub t_loss_ms: Option<f64>,
 }
 

@@ -23,7 +23,7 @@ use lasthop_agents::mip::{
 };
 use lasthop_agents::{Action, Agent, Side};
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP, PROTO_UDP};
-use lasthop_wire::mip::{LinkAddr, PROTO_ICMP, PROTO_MIP_LOCAL};
+use lasthop_wire::mip::{LinkAddr, MipMessage, PROTO_ICMP, PROTO_MIP_LOCAL};
 use lasthop_wire::{TcpPacket, Time};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -86,6 +86,10 @@ pub(crate) struct MobileIp {
     /// mobile.
     /// (time, sequence number, IP identification: one per copy sent).
     ch_sent: Vec<(Time, u32, u16)>,
+    /// Base Mobile IP: the one-way delay of each cell's FA from the HA (the delay station HA–FA, Eq. (2)'s
+    /// t_delay).
+    ha_fa_delay: Vec<Time>,
+    route_optimised: bool,
     ch_acked: Vec<(Time, u32)>,
     mh_received: Vec<(Time, u32, u16)>,
     out: Vec<Action>,
@@ -194,6 +198,13 @@ impl MobileIp {
         for p in [PROTO_MIP_LOCAL, PROTO_ICMP, PROTO_UDP] {
             world.add_control_protocol(p);
         }
+        let ha_fa_delay = cells
+            .iter()
+            .map(|c| {
+                let direct = world.links.iter().find(|l| l.ends.contains(&ha) && l.ends.contains(&c.fa));
+                Time(direct.map_or(0, |l| l.delay_ns()))
+            })
+            .collect();
         let every = cfg.handoff_every_s.is_finite().then(|| secs(cfg.handoff_every_s));
         let first = secs(cfg.first_handoff_s.min(1e7));
         let state = MobileIp {
@@ -222,6 +233,8 @@ impl MobileIp {
             seen: BTreeSet::new(),
             duplicates: 0,
             ch_sent: Vec::new(),
+            ha_fa_delay,
+            route_optimised: ro,
             ch_acked: Vec::new(),
             mh_received: Vec::new(),
             out: Vec::new(),
@@ -377,11 +390,42 @@ impl MobileIp {
         }
     }
 
+    /// Seed 001 §2.2's loss period t_loss = T2 − T1 (Fig. 3): packets forwarded toward the old cell from T1
+    /// (the mobile leaves, less the delay from the forwarding point to the old FA) until T2 (the forwarding
+    /// point learns the new care-of address) are lost. The forwarding point is the HA under base Mobile IP
+    /// (T2: the new registration reaches it; Eq. (2)) and the old FA under route optimisation (T2: the new
+    /// FA's binding update reaches it; Eq. (3)). Queueing at the old BS is not part of it, as in the paper.
+    fn observe_switch(&mut self, world: &World, now: Time, node: usize, packet: &Bytes) {
+        let Some(h) = self.handoffs.last_mut().filter(|h| h.t_loss_ms.is_none()) else { return };
+        let from = self.cells.iter().position(|c| world.nodes[c.bs].name == h.from).expect("a cell");
+        let switched = match MipMessage::parse_ipv4(packet) {
+            Ok(Some((_, dst, MipMessage::RegistrationRequest(r))))
+                if !self.route_optimised
+                    && node == self.ha
+                    && dst == world.nodes[self.ha].addr
+                    && r.home_addr == self.mh_addr =>
+            {
+                true
+            }
+            Ok(Some((_, dst, MipMessage::BindingUpdate(u))))
+                if self.route_optimised
+                    && node == self.cells[from].fa
+                    && dst == world.nodes[node].addr
+                    && u.home_addr == self.mh_addr =>
+            {
+                true
+            }
+            _ => false,
+        };
+        if switched {
+            let delay = if self.route_optimised { Time::ZERO } else { self.ha_fa_delay[from] };
+            let t1 = secs(h.left_s).0.saturating_sub(delay.0);
+            h.t_loss_ms = Some((now.0 - t1) as f64 / 1e6);
+        }
+    }
+
     /// Erroneous fast retransmits (seed 001 §3.2) of the correspondent's transfer, by
-    /// [`super::erroneous`], and per handoff the loss period: from the first to the last sending of a
-    /// segment whose first copy never reached the mobile, over the segments first sent from 1 s before the
-    /// mobile left the cell (what can be in flight) up to the next handoff's such time (Fig. 3's T1–T2, seen
-    /// at the correspondent rather than the HA: the same span, shifted by the CH–HA delay).
+    /// [`super::erroneous`], each counted under the handoff before it.
     fn trace_analysis(&mut self) -> u64 {
         let Some(&(_, base, _)) = self.ch_sent.iter().min_by_key(|(t, _, _)| *t) else { return 0 };
         let off = |seq: u32| u64::from(seq.wrapping_sub(base));
@@ -395,24 +439,6 @@ impl MobileIp {
             if let Some(h) = self.handoffs.iter_mut().rev().find(|h| h.left_s <= t) {
                 h.erroneous_fast_retransmits += 1;
             }
-        }
-        // The first copy of each segment (its IP identification tells copies apart) that never arrived.
-        let arrived: BTreeSet<(u32, u16)> = self.mh_received.iter().map(|&(_, q, id)| (q, id)).collect();
-        let mut first_copy: BTreeSet<u32> = BTreeSet::new();
-        let lost: Vec<f64> = self
-            .ch_sent
-            .iter()
-            .filter(|&&(_, q, id)| first_copy.insert(q) && !arrived.contains(&(q, id)))
-            .map(|&(t, _, _)| s(t))
-            .collect();
-        let starts: Vec<f64> = self.handoffs.iter().map(|h| h.left_s - 1.0).collect();
-        for (k, h) in self.handoffs.iter_mut().enumerate() {
-            let end = starts.get(k + 1).copied().unwrap_or(f64::INFINITY);
-            let mine: Vec<f64> = lost.iter().copied().filter(|&t| t >= starts[k] && t < end).collect();
-            h.t_loss_ms = match (mine.iter().copied().reduce(f64::min), mine.iter().copied().reduce(f64::max)) {
-                (Some(a), Some(b)) => Some((b - a) * 1e3),
-                _ => None,
-            };
         }
         wrong.len() as u64
     }
@@ -486,6 +512,7 @@ impl Feature for MobileIp {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
         self.observe_correspondent(world, now, node, link, packet);
+        self.observe_switch(world, now, node, packet);
         let mut out = std::mem::take(&mut self.out);
         let from = if let (Some(cn), true) = (
             self.correspondent.as_mut(),
