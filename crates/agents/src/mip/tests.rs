@@ -27,56 +27,33 @@ fn link() -> LinkAddr {
     LinkAddr::for_host(MH)
 }
 
+/// A segment of the one connection (CH port 5001, MH port 40000): from the CH when `from_ch`, with sequence
+/// number `seq`, cumulative ACK `ack`, `payload` bytes of `fill`, and IP ID `ident`.
+fn segment(from_ch: bool, seq: u32, ack: u32, ident: u16, payload: usize, fill: u8) -> Bytes {
+    let (src, dst, src_port, dst_port) = if from_ch { (CH, MH, 5001, 40000) } else { (MH, CH, 40000, 5001) };
+    let repr =
+        TcpRepr { src_port, dst_port, seq: SeqNum(seq), ack: Some(SeqNum(ack)), window: 65535, ..TcpRepr::default() };
+    repr.emit_ipv4(src, dst, ident, 64, &vec![fill; payload])
+}
+
 /// CH → MH data segment `i` (sequence 1 + i·MSS), IP ID 1000 + i.
 pub(crate) fn data_to_mh(i: u32) -> Bytes {
-    let repr = TcpRepr {
-        src_port: 5001,
-        dst_port: 40000,
-        seq: SeqNum(1 + i * MSS),
-        ack: Some(SeqNum(1)),
-        window: 65535,
-        ..TcpRepr::default()
-    };
-    repr.emit_ipv4(CH, MH, 1000 + i as u16, 64, &[7u8; MSS as usize])
+    segment(true, 1 + i * MSS, 1, 1000 + i as u16, MSS as usize, 7)
 }
 
 /// MH → CH cumulative ACK of everything before segment `i`.
 pub(crate) fn ack_from_mh(i: u32) -> Bytes {
-    let repr = TcpRepr {
-        src_port: 40000,
-        dst_port: 5001,
-        seq: SeqNum(1),
-        ack: Some(SeqNum(1 + i * MSS)),
-        window: 65535,
-        ..TcpRepr::default()
-    };
-    repr.emit_ipv4(MH, CH, 1, 64, &[])
+    segment(false, 1, 1 + i * MSS, 1, 0, 0)
 }
 
 /// MH → CH data segment `i` (the reverse direction).
 fn data_from_mh(i: u32) -> Bytes {
-    let repr = TcpRepr {
-        src_port: 40000,
-        dst_port: 5001,
-        seq: SeqNum(1 + i * MSS),
-        ack: Some(SeqNum(1)),
-        window: 65535,
-        ..TcpRepr::default()
-    };
-    repr.emit_ipv4(MH, CH, 2000 + i as u16, 64, &[9u8; MSS as usize])
+    segment(false, 1 + i * MSS, 1, 2000 + i as u16, MSS as usize, 9)
 }
 
 /// CH → MH pure ACK of the mobile's data before segment `i`.
 fn ack_to_mh(i: u32) -> Bytes {
-    let repr = TcpRepr {
-        src_port: 5001,
-        dst_port: 40000,
-        seq: SeqNum(1),
-        ack: Some(SeqNum(1 + i * MSS)),
-        window: 65535,
-        ..TcpRepr::default()
-    };
-    repr.emit_ipv4(CH, MH, 3000 + i as u16, 64, &[])
+    segment(true, 1, 1 + i * MSS, 3000 + i as u16, 0, 0)
 }
 
 pub(crate) fn flow_to_mh() -> FlowKey {
