@@ -1,6 +1,7 @@
 //! Network-layer agents that sit at a base station (or a mobile host) and watch, cache, suppress and
 //! re-send packets: Snoop (seed 000 §3.1, §6), ELN marking and transit-link filtering (seed 002 §3), NACKs
-//! via SACK (seed 000 §3.2) and the handoff agents with their buffers (seed 000 §4, seed 004).
+//! via SACK (seed 000 §3.2), the handoff agents with their buffers (seed 000 §4, seed 004), and the entities
+//! of Mobile IP with seed 001's base-station buffering ([`mip`]).
 //!
 //! Every agent is a sans-IO state machine (`../shared/DESIGN.md`, "The agent contract"): it never reads a
 //! clock, owns a socket or draws a random number. The simulator and the real base station hand it packets
@@ -10,6 +11,7 @@
 pub mod eln;
 pub mod flow;
 pub mod handoff;
+pub mod mip;
 pub mod nack;
 pub mod snoop;
 mod triage;
@@ -50,6 +52,9 @@ pub enum DropReason {
     /// The packet was for the agent itself: a tunnelled copy kept in a handoff buffer or re-sent by the
     /// agent in another form, or a control message.
     Consumed,
+    /// No way on to its destination: a mobile the node has no binding or table entry for (seed 001 §2.1:
+    /// under base Mobile IP, what reaches a FA the mobile has left is lost there).
+    NotDeliverable,
 }
 
 /// What an agent asks its host to do. Emitted in order; the host carries them out in that order.

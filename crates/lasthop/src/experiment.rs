@@ -554,10 +554,16 @@ impl RowNames {
     }
 }
 
+/// Whether flow rows carry the Mobile IP columns: the base scenario has a `[mobile_ip]` table.
+fn has_mobile_ip(base: &toml::Value) -> bool {
+    base.get("mobile_ip").is_some()
+}
+
 /// The results columns of an experiment with these grid columns.
-fn results_columns(runner: RunnerKind, web: bool, grid_columns: &[String]) -> Vec<String> {
+fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, grid_columns: &[String]) -> Vec<String> {
     match runner {
         RunnerKind::Sim if web => table::web_columns(grid_columns),
+        RunnerKind::Sim if mobile_ip => table::mobile_ip_columns(grid_columns),
         RunnerKind::Sim => table::columns(grid_columns),
         RunnerKind::Testbed => table::testbed_columns(grid_columns),
     }
@@ -565,14 +571,15 @@ fn results_columns(runner: RunnerKind, web: bool, grid_columns: &[String]) -> Ve
 
 /// Names a grid axis may not take: every results column of a simulator experiment (flow or web rows), or a
 /// testbed experiment's own columns but agent/cc/sack/ber, which a testbed grid may take over.
-fn reserved_columns(runner: RunnerKind, web: bool) -> Vec<String> {
-    let mut reserved: Vec<String> = results_columns(runner, web, &[])
+fn reserved_columns(runner: RunnerKind, web: bool, mobile_ip: bool) -> Vec<String> {
+    let mut reserved: Vec<String> = results_columns(runner, web, mobile_ip, &[])
         .into_iter()
         .filter(|c| runner == RunnerKind::Sim || !table::TESTBED_CONFIG_COLUMNS.contains(&c.as_str()))
         .collect();
     if runner == RunnerKind::Sim {
         reserved.extend(table::columns(&[]));
         reserved.extend(table::web_columns(&[]));
+        reserved.extend(table::mobile_ip_columns(&[]));
     }
     reserved
 }
@@ -692,7 +699,7 @@ struct Columns {
 }
 
 impl Columns {
-    fn new(runner: RunnerKind, web: bool, grid: &[Axis]) -> Columns {
+    fn new(runner: RunnerKind, web: bool, mobile_ip: bool, grid: &[Axis]) -> Columns {
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
         let own_text: &[&str] = match runner {
             RunnerKind::Sim => &["flow", "tcp", "workload"],
@@ -704,7 +711,7 @@ impl Columns {
             .map(|a| a.column.clone())
             .chain(own_text.iter().map(|s| s.to_string()))
             .collect();
-        Columns { all: results_columns(runner, web, &grid_cols), text }
+        Columns { all: results_columns(runner, web, mobile_ip, &grid_cols), text }
     }
 
     /// `s` names a results column.
@@ -1200,8 +1207,9 @@ impl Experiment {
         let runner = raw.runner;
         let names = RowNames::of(&base);
         let web = names.rows_from_web(runner, raw.flow.as_ref());
-        let grid = parse_grid(&cx, &raw.grid, &reserved_columns(runner, web), &doc, &mut quick_doc)?;
-        let cols = Columns::new(runner, web, &grid);
+        let mobile_ip = has_mobile_ip(&base);
+        let grid = parse_grid(&cx, &raw.grid, &reserved_columns(runner, web, mobile_ip), &doc, &mut quick_doc)?;
+        let cols = Columns::new(runner, web, mobile_ip, &grid);
         if let Some(q) = &raw.quick {
             quick.grid = parse_quick_grid(&cx, q, &grid)?;
         }
@@ -1242,11 +1250,7 @@ impl Experiment {
 
     /// Every column of this experiment's results table.
     pub fn columns(&self) -> Vec<String> {
-        match self.runner {
-            RunnerKind::Sim if self.web => table::web_columns(&self.grid_columns()),
-            RunnerKind::Sim => table::columns(&self.grid_columns()),
-            RunnerKind::Testbed => table::testbed_columns(&self.grid_columns()),
-        }
+        results_columns(self.runner, self.web, has_mobile_ip(&self.base), &self.grid_columns())
     }
 
     /// The values an axis takes (with `quick`, the `[quick.grid]` subset when there is one).
@@ -1868,11 +1872,11 @@ value = 0.9
 
     #[test]
     fn grid_axes_may_not_take_results_columns_but_testbed_grids_may_take_its_settings() {
-        let sim = reserved_columns(RunnerKind::Sim, false);
+        let sim = reserved_columns(RunnerKind::Sim, false, false);
         for c in ["goodput_mbps", "seed", "downloads", "flow"] {
             assert!(sim.iter().any(|r| r == c), "{c}: {sim:?}");
         }
-        let testbed = reserved_columns(RunnerKind::Testbed, false);
+        let testbed = reserved_columns(RunnerKind::Testbed, false, false);
         assert!(testbed.iter().any(|r| r == "goodput_mbps"), "{testbed:?}");
         for c in table::TESTBED_CONFIG_COLUMNS {
             assert!(!testbed.iter().any(|r| r == c), "{c}: {testbed:?}");
@@ -1887,7 +1891,7 @@ value = 0.9
             values: vec!["none".into(), "snoop".into()],
             variants: vec![],
         }];
-        let cols = Columns::new(RunnerKind::Sim, false, &grid);
+        let cols = Columns::new(RunnerKind::Sim, false, false, &grid);
         let text = "y = \"agent\"";
         let at = |m: &str| Spanned::new(4..text.len(), m.to_string());
         assert_eq!(cols.metric(&cx(text), &at("goodput_mbps"), "figure.y"), Ok(Metric::Column("goodput_mbps".into())));

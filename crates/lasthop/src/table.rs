@@ -187,6 +187,20 @@ pub const RUN_COLUMNS: &[&str] = &[
     "handoff_completion_max_ms",
 ];
 
+/// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (seed 001), summed over the
+/// run's handoffs ([`lasthop_sim::MipHandoffMetrics`]): `packets_dropped` (frames lost in the air),
+/// `t_loss_ms` (mean over the handoffs that lost a segment's first copy), `erroneous_fast_retransmits`,
+/// `duplicates_delivered`, `sent_from_buffer`.
+pub const MIP_COLUMNS: &[&str] =
+    &["packets_dropped", "t_loss_ms", "erroneous_fast_retransmits", "duplicates_delivered", "sent_from_buffer"];
+
+/// [`columns`] followed by [`MIP_COLUMNS`].
+pub fn mobile_ip_columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols = columns(grid_columns);
+    cols.extend(MIP_COLUMNS.iter().map(|s| s.to_string()));
+    cols
+}
+
 /// Every column a results table of an experiment with these grid columns has, in CSV order.
 pub fn columns(grid_columns: &[String]) -> Vec<String> {
     let mut cols: Vec<String> = grid_columns.to_vec();
@@ -299,6 +313,9 @@ impl Table {
             _ => Cell::Empty,
         };
         push_run_cells(&mut row, ideal_ratio, result);
+        if self.col(MIP_COLUMNS[0]).is_some() {
+            push_mip_cells(&mut row, result);
+        }
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
         }
@@ -446,6 +463,21 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     row.push(float(done.first().copied()));
     row.push(float(median(&done)));
     row.push(float(done.last().copied()));
+}
+
+/// Appends the [`MIP_COLUMNS`] cells of `result` (empty without Mobile IP).
+fn push_mip_cells(row: &mut Vec<Cell>, result: &RunResult) {
+    let Some(m) = &result.mobile_ip else {
+        row.extend(MIP_COLUMNS.iter().map(|_| Cell::Empty));
+        return;
+    };
+    let sum = |f: fn(&lasthop_sim::MipHandoffMetrics) -> u64| Cell::Int(m.handoffs.iter().map(f).sum::<u64>() as i64);
+    row.push(sum(|h| h.packets_lost));
+    let t: Vec<f64> = m.handoffs.iter().filter_map(|h| h.t_loss_ms).collect();
+    row.push(if t.is_empty() { Cell::Empty } else { Cell::Float(t.iter().sum::<f64>() / t.len() as f64) });
+    row.push(Cell::Int(m.erroneous_fast_retransmits as i64));
+    row.push(Cell::Int(m.duplicates_delivered as i64));
+    row.push(sum(|h| h.sent_from_buffer));
 }
 
 /// The median of sorted values (the mean of the middle two for an even count).

@@ -81,6 +81,7 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
         web: Vec::new(),
         series,
         handoffs: vec![],
+        mobile_ip: None,
     })
 }
 

@@ -63,6 +63,7 @@ pub struct FeatureId(pub(crate) usize);
 pub(crate) enum FeatureEvent {
     Web(crate::web::feature::WebEvent),
     Mobility(crate::mobility::feature::MobilityEvent),
+    MobileIp(crate::mobile_ip::feature::MobileIpEvent),
     /// The tests' probe feature.
     #[cfg(test)]
     Probe(u32),
@@ -75,6 +76,9 @@ pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError>
     }
     if let Some(w) = crate::web::feature::WebWorkloads::build(s, world, world.next_feature_id())? {
         world.add_feature(Box::new(w));
+    }
+    if let Some(m) = crate::mobile_ip::feature::MobileIp::build(s, world, world.next_feature_id()) {
+        world.add_feature(Box::new(m));
     }
     Ok(())
 }

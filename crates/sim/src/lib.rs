@@ -13,12 +13,15 @@ pub mod engine;
 pub(crate) mod feature;
 pub mod link;
 pub mod metrics;
+pub mod mobile_ip;
 pub mod mobility;
 pub mod scenario;
 pub mod web;
 mod world;
 
-pub use metrics::{FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, RunResult, WebMetrics};
+pub use metrics::{
+    FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, MipHandoffMetrics, MobileIpMetrics, RunResult, WebMetrics,
+};
 pub use scenario::{Scenario, ScenarioError};
 
 use std::path::PathBuf;

@@ -27,6 +27,53 @@ pub struct RunResult {
     /// One entry per handoff, in order (empty without `[mobility]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub handoffs: Vec<HandoffMetrics>,
+    /// Present with `[mobile_ip]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mobile_ip: Option<MobileIpMetrics>,
+}
+
+/// What Mobile IP did in a run (seed 001).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct MobileIpMetrics {
+    /// One entry per handoff, in order.
+    pub handoffs: Vec<MipHandoffMetrics>,
+    /// Data segments the mobile received more than once (same connection and sequence number).
+    pub duplicates_delivered: u64,
+    /// Fast retransmits, by the correspondent, of a segment the mobile already had (seed 001 §3.2).
+    pub erroneous_fast_retransmits: u64,
+    /// Per node: the counters of the Mobile IP entity it runs.
+    pub agents: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// One Mobile IP handoff: when the mobile left its cell, the local protocol's and the registration's
+/// progress after it (seconds from leaving; `None` when it did not happen before the next handoff or the
+/// end), and what it cost.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct MipHandoffMetrics {
+    pub index: u32,
+    /// Base stations (node names).
+    pub from: String,
+    pub to: String,
+    pub left_s: f64,
+    /// The mobile heard the new BS's beacon and sent its handoff request.
+    pub handoff_request_s: Option<f64>,
+    /// The new FA's agent advertisement arrived and the registration request went out.
+    pub registration_sent_s: Option<f64>,
+    /// The HA's reply reached the mobile.
+    pub registered_s: Option<f64>,
+    /// Frames lost in the air (out of range) from leaving the cell to the next handoff: the data the old BS
+    /// sent after the mobile left, and at most a delayed ACK of the mobile's own.
+    pub packets_lost: u64,
+    /// Packets the old BS sent up from its buffer on *forward*.
+    pub sent_from_buffer: u64,
+    /// Data segments the mobile received twice, from this handoff to the next.
+    pub duplicates_delivered: u64,
+    /// Erroneous fast retransmits from this handoff to the next.
+    pub erroneous_fast_retransmits: u64,
+    /// The loss period t_loss (seed 001 §2.2, Fig. 3), ms: from T1, the mobile leaving less the delay from
+    /// the forwarding point (HA under base Mobile IP, old FA under route optimisation) to the old FA, to T2,
+    /// when the forwarding point learns the new care-of address; `None` when it never did.
+    pub t_loss_ms: Option<f64>,
 }
 
 /// One handoff: when the mobile decided, the event timeline after it (seed 000 Fig. 10), and its cost.

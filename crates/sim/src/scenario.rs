@@ -38,6 +38,9 @@ pub struct Scenario {
     /// Cells, motion and handoff (see `crate::mobility`); absent: a static topology.
     #[serde(default)]
     pub mobility: Option<crate::mobility::MobilityConfig>,
+    /// Mobile IP with seed 001's BS buffering (see `crate::mobile_ip`); absent: none.
+    #[serde(default)]
+    pub mobile_ip: Option<crate::mobile_ip::MobileIpConfig>,
     /// Settings of the ELN agents.
     #[serde(default)]
     pub eln: crate::agents::ElnSettings,
@@ -506,6 +509,30 @@ impl Scenario {
                     ));
                 }
             }
+        }
+        if let Some(m) = &self.mobile_ip {
+            if self.mobility.is_some() {
+                return Err(("mobile_ip".into(), "a scenario has `[mobility]` or `[mobile_ip]`, not both".into()));
+            }
+            let joined = |a: &str, b: &str, wireless: bool| {
+                self.links.values().any(|l| {
+                    (l.kind == LinkKind::Wireless) == wireless
+                        && l.ends.contains(&a.to_string())
+                        && l.ends.contains(&b.to_string())
+                })
+            };
+            let neighbours = |n: &str| {
+                self.links
+                    .values()
+                    .filter_map(|l| match (&l.ends[0], &l.ends[1]) {
+                        (a, b) if a == n => Some(b.clone()),
+                        (a, b) if b == n => Some(a.clone()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+            };
+            m.validate(&|n| self.nodes.contains_key(n), &joined, &neighbours)
+                .map_err(|(f, msg)| (format!("mobile_ip.{f}"), msg))?;
         }
         self.eln.validate().map_err(|(f, m)| (format!("eln.{f}"), m))?;
         self.nack.validate().map_err(|(f, m)| (format!("nack.{f}"), m))?;

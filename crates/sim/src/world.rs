@@ -851,6 +851,7 @@ impl World {
             web: Vec::new(),
             series: None,
             handoffs: Vec::new(),
+            mobile_ip: None,
         };
         for feature in std::mem::take(&mut self.features).into_iter().flatten() {
             feature.finish(&self, &mut result);

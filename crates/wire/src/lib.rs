@@ -1,5 +1,5 @@
 //! Packet formats of lasthop: views over byte buffers and builders for IPv4, TCP (with the options the
-//! papers rely on and the ELN bit), IP-in-IP tunnels, the Internet checksum, and a pcap writer.
+//! papers rely on and the ELN bit), UDP, Mobile IP's control messages, IP-in-IP tunnels, the Internet checksum, and a pcap writer.
 //!
 //! The layout follows smoltcp's `wire`: each protocol has a `Packet<T: AsRef<[u8]>>` view whose field
 //! offsets live in a private `field` module. `Packet::new_checked` validates lengths once; after that no
@@ -12,10 +12,12 @@ pub mod checksum;
 pub mod handoff_option;
 pub mod ipip;
 pub mod ipv4;
+pub mod mip;
 pub mod pcap;
 pub mod seq;
 pub mod tcp;
 pub mod time;
+pub mod udp;
 
 pub use ipv4::Ipv4Packet;
 pub use seq::SeqNum;

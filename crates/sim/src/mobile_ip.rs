@@ -1,0 +1,18 @@
+//! Mobile IP with seed 001's base-station buffering, as a feature of the simulator (`[mobile_ip]`).
+//!
+//! What exists: the protocol entities (`lasthop_agents::mip`: home agent, foreign agent, base station with
+//! the per-mobile buffer, correspondent, mobile) and their messages (`lasthop_wire::mip`); their placement on
+//! a scenario's nodes, scheduled handoffs and per-handoff measurements ([`feature`], configured by
+//! [`config`]); the erroneous-fast-retransmit detector ([`erroneous`]) and Eq. (1)–(3) ([`analysis`]); the
+//! `mip-smooth` experiment.
+//!
+//! What does not yet: the `mip-seq`, `mip-buffer`, `mip-buffer-size`, `mip-handoff-rate` and `mip-analysis`
+//! experiments; the mobile's own one-or-two-packet buffer in a run (the core hands a host's own packets to
+//! no agent, so `MobileNode` never sees what the mobile sends); NewReno/SACK and Snoop at the BSs.
+
+pub mod analysis;
+pub mod config;
+pub mod erroneous;
+pub(crate) mod feature;
+
+pub use config::{CellConfig, CleanupKind, MipScheme, MobileIpConfig};

@@ -1,0 +1,176 @@
+//! Mobile IP end to end (seed 001): every byte reaches the application once and in order (the simulator
+//! checks payload bytes) in every scheme, at property-chosen handoff times, HA–FA delays and handoff rates;
+//! the handoff's messages all happen; losses and the buffer behave as §2–§4 describe; determinism; and bad
+//! `[mobile_ip]` tables are refused with the field named.
+
+use lasthop_sim::{run, RunOptions, RunResult, Scenario};
+use proptest::prelude::*;
+
+/// The schemes of the `mip-buffer` experiment plus base Mobile IP and the link-ACK cleanup.
+const SCHEMES: [&str; 6] = ["base", "ro", "buffer", "buffer-ack", "buffer-ack-order", "buffer-link-ack"];
+
+fn example() -> toml::Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/mobile-ip.toml")).unwrap();
+    toml::from_str(&text).unwrap()
+}
+
+fn scenario(scheme: &str, tcp: &str, ha_fa_ms: f64, first_s: f64, every_s: f64, bytes: u64, seed: u64) -> Scenario {
+    let mut v = example();
+    v.as_table_mut().unwrap().insert("seed".into(), (seed as i64).into());
+    for l in ["ha-fa1", "ha-fa2"] {
+        v["links"][l].as_table_mut().unwrap().insert("delay_ms".into(), ha_fa_ms.into());
+    }
+    let m = v["mobile_ip"].as_table_mut().unwrap();
+    let (ro, buffer, cleanup, reorder) = match scheme {
+        "base" => ("base", 0, "none", false),
+        "ro" => ("ro", 0, "none", false),
+        "buffer" => ("ro", 32, "none", false),
+        "buffer-ack" => ("ro", 32, "tcp-ack", false),
+        "buffer-ack-order" => ("ro", 32, "tcp-ack", true),
+        "buffer-link-ack" => ("ro", 32, "link-ack", true),
+        other => panic!("{other}"),
+    };
+    m.insert("scheme".into(), ro.into());
+    m.insert("buffer_packets".into(), buffer.into());
+    m.insert("buffer_cleanup".into(), cleanup.into());
+    m.insert("reorder".into(), reorder.into());
+    m.insert("first_handoff_s".into(), first_s.into());
+    m.insert("handoff_every_s".into(), every_s.into());
+    v["flows"]["file"].as_table_mut().unwrap().insert("bytes".into(), (bytes as i64).into());
+    v["tcp"].as_table_mut().unwrap().insert("variant".into(), tcp.into());
+    Scenario::from_toml(v, "mobile-ip.toml").unwrap()
+}
+
+fn check_intact(s: &Scenario) -> RunResult {
+    let r = run(s, &RunOptions::default()).unwrap();
+    let f = &r.flows[0];
+    assert!(f.completed, "{f:?}");
+    assert_eq!(f.bytes_delivered, f.bytes_total);
+    assert_eq!(f.corrupt_bytes, 0);
+    r
+}
+
+#[test]
+fn the_handoff_runs_the_whole_exchange_in_every_scheme() {
+    for scheme in SCHEMES {
+        let r = check_intact(&scenario(scheme, "reno", 30.0, 3.3, f64::INFINITY, 1_000_000, 1));
+        let m = r.mobile_ip.as_ref().unwrap();
+        let [h] = &m.handoffs[..] else { panic!("{scheme}: {:?}", m.handoffs) };
+        // Beacon every 50 ms: the handoff request within one period of entering the cell (§2.2).
+        let request = h.handoff_request_s.unwrap();
+        assert!(request <= 0.051, "{scheme}: {h:?}");
+        assert!(h.registration_sent_s.unwrap() >= request && h.registered_s.unwrap() > h.registration_sent_s.unwrap());
+        assert!(h.packets_lost > 0, "{scheme}: a handoff in a full window loses packets in the air");
+        let a = &m.agents;
+        assert_eq!(a["ha"]["registrations_accepted"], 1, "{scheme}");
+        let ro = scheme != "base";
+        assert_eq!(a["fa2"]["binding_updates_sent"], u64::from(ro), "{scheme}");
+        assert_eq!(a["fa1"]["binding_updates_received"], u64::from(ro), "{scheme}");
+        assert_eq!(a["ha"]["binding_updates_sent"] > 0, ro, "{scheme}: the HA answers the old FA's warning");
+        assert_eq!(a.get("ch").is_some_and(|c| c["binding_updates_received"] > 0), ro, "{scheme}");
+        let buffered = scheme.starts_with("buffer");
+        assert_eq!(a["bs1"]["forward_messages"], u64::from(buffered), "{scheme}");
+        assert_eq!(h.sent_from_buffer > 0, buffered, "{scheme}: {h:?}");
+        if scheme.contains("ack") {
+            // §4.1: with ACK cleanup no already-delivered packet comes back from the buffer.
+            assert_eq!(h.duplicates_delivered, 0, "{scheme}: {h:?}");
+        }
+    }
+}
+
+#[test]
+fn base_mobile_ip_loses_more_than_route_optimisation() {
+    // §3.2, Fig. 8: t_loss grows with the HA–FA delay under base Mobile IP (Eq. 2), not under route
+    // optimisation (Eq. 3), so at 70 ms the base scheme loses the most.
+    let base = check_intact(&scenario("base", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
+    let ro = check_intact(&scenario("ro", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
+    let lost = |r: &RunResult| r.mobile_ip.as_ref().unwrap().handoffs[0].packets_lost;
+    assert!(lost(&base) > lost(&ro), "base {} ro {}", lost(&base), lost(&ro));
+    let t_loss = |r: &RunResult| r.mobile_ip.as_ref().unwrap().handoffs[0].t_loss_ms.unwrap();
+    assert!(t_loss(&base) > t_loss(&ro) + 70.0, "Eq. (2) − Eq. (3) ≈ 2 × 70 ms: {} {}", t_loss(&base), t_loss(&ro));
+    // §3.2: under base Mobile IP the whole window is lost, so no duplicate ACK and no erroneous fast
+    // retransmit; route optimisation's smooth handoff lets later packets through, which raise one (Fig. 7).
+    let wrong = |r: &RunResult| r.mobile_ip.as_ref().unwrap().erroneous_fast_retransmits;
+    assert_eq!(wrong(&base), 0);
+    assert!(wrong(&ro) >= 1);
+}
+
+#[test]
+fn same_seed_same_result_with_mobile_ip() {
+    for scheme in ["base", "buffer-ack-order"] {
+        let s = scenario(scheme, "tahoe", 40.0, 2.1, 1.0, 500_000, 7);
+        let opts = RunOptions { trace: true, ..RunOptions::default() };
+        assert_eq!(run(&s, &opts).unwrap(), run(&s, &opts).unwrap(), "{scheme}");
+    }
+}
+
+/// The example under base Mobile IP with `field` set to `value`: the error it gets.
+fn bad(field: &str, value: toml::Value) -> String {
+    let mut v = example();
+    v["mobile_ip"].as_table_mut().unwrap().insert("scheme".into(), "base".into());
+    let mut t = &mut v;
+    let parts: Vec<&str> = field.split('.').collect();
+    for p in &parts[..parts.len() - 1] {
+        t = &mut t[*p];
+    }
+    t.as_table_mut().unwrap().insert(parts[parts.len() - 1].into(), value);
+    Scenario::from_toml(v, "mobile-ip.toml").unwrap_err().to_string()
+}
+
+#[test]
+fn bad_combinations_are_refused_with_the_field_named() {
+    let cases: Vec<(&str, toml::Value, &str)> = vec![
+        // Buffering with base Mobile IP (it modifies route optimisation).
+        ("mobile_ip.buffer_packets", 32.into(), "mobile_ip.buffer_packets"),
+        ("mobile_ip.buffer_cleanup", "tcp-ack".into(), "mobile_ip.buffer_cleanup"),
+        ("mobile_ip.reorder", true.into(), "mobile_ip.reorder"),
+        ("mobile_ip.beacon_interval_ms", 0.0.into(), "mobile_ip.beacon_interval_ms"),
+        ("mobile_ip.advertisement_interval_s", 0.5.into(), "mobile_ip.advertisement_interval_s"),
+        ("mobile_ip.home_agent", "nowhere".into(), "mobile_ip.home_agent"),
+        ("mobile_ip.gap_ms", (-1.0).into(), "mobile_ip.gap_ms"),
+    ];
+    for (field, value, named) in cases {
+        let e = bad(field, value);
+        assert!(e.contains(&format!("`{named}`")), "{field}: {e}");
+    }
+    // A BS with no link to its FA: swap the cells' BSs.
+    let e = bad(
+        "mobile_ip.cells",
+        toml::Value::try_from(vec![
+            toml::toml! { foreign_agent = "fa1" base_station = "bs2" },
+            toml::toml! { foreign_agent = "fa2" base_station = "bs1" },
+        ])
+        .unwrap(),
+    );
+    assert!(e.contains("`mobile_ip.cells.0.base_station`") && e.contains("no wired link"), "{e}");
+    // The correspondent straight on the home agent (its first hop must run its binding cache).
+    let mut v = example();
+    v["links"]["ch-access"].as_table_mut().unwrap().insert("ends".into(), toml::Value::try_from(["ch", "ha"]).unwrap());
+    let e = Scenario::from_toml(v, "x").unwrap_err().to_string();
+    assert!(e.contains("`mobile_ip.correspondent`"), "{e}");
+    // A zero-packet buffer with buffering asked for through its cleanup.
+    let mut v = example();
+    let m = v["mobile_ip"].as_table_mut().unwrap();
+    m.insert("buffer_packets".into(), 0.into());
+    m.insert("buffer_cleanup".into(), "link-ack".into());
+    let e = Scenario::from_toml(v, "x").unwrap_err().to_string();
+    assert!(e.contains("`mobile_ip.buffer_cleanup`") && e.contains("buffer_packets ≥ 1"), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Every byte once and in order, whatever the scheme, TCP, handoff time, HA–FA delay and handoff rate.
+    #[test]
+    fn every_byte_once_and_in_order(
+        scheme in 0..SCHEMES.len(),
+        tahoe in any::<bool>(),
+        ha_fa in 0.0..70.0f64,
+        first in 0.2..3.0f64,
+        every in prop_oneof![Just(f64::INFINITY), 0.6..3.0f64],
+        seed in 1..1000u64,
+    ) {
+        let tcp = if tahoe { "tahoe" } else { "reno" };
+        check_intact(&scenario(SCHEMES[scheme], tcp, ha_fa, first, every, 400_000, seed));
+    }
+}
