@@ -3,8 +3,13 @@
 //!
 //! Entry points: [`Scenario`] (a TOML file, every field defaulted and documented) and [`run`], which plays a
 //! scenario to the end and returns [`RunResult`]. Same scenario and seed ⇒ identical results, traces and pcap
-//! bytes: time is integer nanoseconds, events at one instant run in insertion order, and every random stream
-//! is seeded from (scenario seed, component, stream name).
+//! bytes: time is integer nanoseconds, events at one instant run in insertion order (whether the core or a
+//! feature scheduled them; at time zero: features' set-up, then bulk flows, then features' start, each in
+//! registration order), and every random stream is seeded from (scenario seed, component, stream name).
+//!
+//! Layout: the core (`world.rs`: event queue, links and media, routing, delivery, bulk flows, metrics) and
+//! its features behind one seam (`feature.rs`, which says how a protocol family registers): the Web workload
+//! ([`web`], its run in `web/feature.rs`) and mobility and handoff ([`mobility`], `mobility/feature.rs`).
 
 pub mod agents;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
