@@ -10,6 +10,7 @@
 mod triage;
 pub mod flow;
 pub mod handoff;
+pub mod mtcp;
 pub mod snoop;
 
 use bytes::Bytes;
