@@ -122,6 +122,203 @@ pub struct TcpConfig {
     /// The retransmission timer's algorithm (default `bsd`; `ns` for ns-2's one-way agents, seed 002 §4:
     /// "We use ns as our simulator").
     pub timer: TimerStyle,
+    /// A preset of the behaviours below, as one real stack has them ([`Profile`]); a behaviour set
+    /// explicitly wins over the profile's. Default none: every behaviour keeps its own default.
+    pub profile: Option<Profile>,
+    /// Limited transmit (RFC 3042; RFC 5681 §3.2 step 1): on the first and second duplicate ACK outside
+    /// recovery, send one segment of new data each, beyond cwnd by at most two segments, with cwnd
+    /// unchanged; those segments are left out of the flight that sets ssthresh (RFC 5681 §3.2 step 2).
+    /// Default false (4.4BSD has none).
+    pub limited_transmit: Option<bool>,
+    /// What ssthresh halves after a loss ([`SsthreshFrom`]). Default `snd_max` (SND.MAX − SND.UNA).
+    pub ssthresh_from: Option<SsthreshFrom>,
+    /// Which duplicate ACKs may start a second fast retransmit for losses of one window
+    /// ([`RecoverGuard`]). Default by variant: `careful` for newreno and sack, `none` for tahoe and reno.
+    pub recover_guard: Option<RecoverGuard>,
+    /// The receiver acknowledges this many of the connection's first in-order data segments at once,
+    /// not delayed (Linux's quick-ACK mode at the first data, `tcp_event_data_recv`: up to
+    /// `TCP_MAX_QUICKACKS` = 16). Default 0: every one may be delayed, as by 4.4BSD.
+    pub quick_acks: Option<u32>,
+    /// What resets the retransmit timer's exponential backoff ([`BackoffReset`]). Default by `timer`:
+    /// `new_ack` for `bsd`, `rtt_sample` for `ns`.
+    pub rto_backoff_reset: Option<BackoffReset>,
+    /// Whether a fast retransmission restarts a running retransmit timer ([`RtoRestart`]). Default
+    /// `retransmit` (it does, as in 4.4BSD).
+    pub rto_restart: Option<RtoRestart>,
+    /// Persist timer bounds (4.4BSD `TCPTV_PERSMIN` 5 s and `TCPTV_PERSMAX` 60 s, `tcp_setpersist`): while
+    /// the peer's window is zero the sender probes it after one RTO, clamped to these, doubling per probe.
+    pub persist_min_ms: f64,
+    pub persist_max_ms: f64,
+}
+
+/// Presets of the behaviours real stacks differ on, each from its source. Fields not listed are left as
+/// configured. `bsd44`: 4.4BSD-Lite as the source papers measured it (`netinet/tcp_input.c`,
+/// `tcp_timers.c`, `tcp_output.c`; Wright & Stevens, *TCP/IP Illustrated* vol. 2, chs. 25–29). `linux`: the
+/// Linux stack's Reno (`net/ipv4/tcp_input.c`, `tcp_output.c`, `tcp_cong.c`). `rfc`: the standards as
+/// written (RFC 3042, RFC 5681, RFC 6582, RFC 6298).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// No limited transmit; ssthresh = min(cwnd, snd_wnd)/2 in whole segments (`tcp_timers` REXMT and the
+    /// fast retransmit of `tcp_input`); no guard against a second fast retransmit (Reno predates
+    /// NewReno); every first data segment waits for the delayed ACK (`TF_DELACK`); the backoff
+    /// (`t_rxtshift`) is reset only by an RTT sample (`tcp_xmit_timer`); a fast retransmit clears the
+    /// retransmit timer and `tcp_output` restarts it.
+    Bsd44,
+    /// Limited transmit (implicitly: `tcp_add_reno_sack` counts each duplicate ACK as a segment that left,
+    /// so `tcp_packets_in_flight` lets one new segment go per duplicate ACK); ssthresh = cwnd/2 in
+    /// segments (`tcp_reno_ssthresh`); the careful guard ("Hold old state until something *above*
+    /// high_seq is ACKed ... to prevent false fast retransmits (RFC2582)", `tcp_try_undo_recovery`);
+    /// quick ACKs for the first 16 data segments (`tcp_event_data_recv` → `tcp_incr_quickack`, with
+    /// `TCP_MAX_QUICKACKS` 16 and a 64 KB window); backoff reset by an RTT sample
+    /// (`tcp_ack_update_rtt`); the timer re-armed when the head is retransmitted
+    /// (`tcp_xmit_retransmit_queue`).
+    Linux,
+    /// Limited transmit (RFC 5681 §3.2 step 1 "SHOULD", RFC 3042); ssthresh from the flight size
+    /// (RFC 5681 eq. 4); the careful guard (RFC 6582 §3.2 step 2); no quick ACKs (RFC 5681 §4.2 asks
+    /// only for an ACK every second segment and within 500 ms); backoff collapsed by a new RTT sample
+    /// (RFC 6298 §5, the note after (5.7)); the timer started by a retransmission only when it is not
+    /// running (RFC 6298 (5.1)) and restarted by new ACKs (5.3).
+    Rfc,
+}
+
+/// What the sender halves for ssthresh after a loss (RFC 5681 eq. 4: max(FlightSize/2, 2·SMSS)); at
+/// least two segments in every case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SsthreshFrom {
+    /// SND.MAX − SND.UNA: everything ever sent and not acknowledged, including data a timeout has
+    /// already written off (this simulator's original rule).
+    SndMax,
+    /// RFC 5681's FlightSize read as data outstanding and not yet known to have left the network:
+    /// SND.NXT − SND.UNA (after a go-back, what lies beyond SND.NXT was written off by the timeout) less
+    /// the bytes SACKed.
+    Flight,
+    /// 4.4BSD: min(cwnd, peer's window) rounded down to whole segments (`win = min(tp->snd_wnd,
+    /// tp->snd_cwnd) / 2 / tp->t_maxseg`, `tcp_timers.c` and `tcp_input.c`); RFC 5681 §3.1 warns that
+    /// cwnd may exceed what is in flight.
+    Window,
+    /// Linux's Reno: cwnd in whole segments (`tcp_reno_ssthresh`: `max(tp->snd_cwnd >> 1U, 2U)`). In Reno
+    /// recovery this simulator's cwnd is the inflated one, unlike Linux's (PRR).
+    Cwnd,
+}
+
+/// Whether duplicate ACKs that do not cover `recover` (the highest sequence sent when the last fast
+/// retransmit or timeout began) may start another fast retransmit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoverGuard {
+    /// Never (RFC 6582 §3.2 step 2, the "careful" variant of RFC 2582 §6): those losses were already
+    /// answered.
+    Careful,
+    /// Only when cwnd > SMSS and the last advance of the cumulative ACK was at most 4·SMSS (RFC 6582 §4.1,
+    /// the ACK heuristic: duplicate ACKs after a timeout that follow a small advance are a new loss,
+    /// not the receiver's answer to go-back-N retransmissions of data it already had).
+    AckHeuristic,
+    /// Always: the third duplicate ACK starts a fast retransmit (4.4BSD Reno, RFC 2582's "less careful"
+    /// variant).
+    None,
+}
+
+/// What resets the retransmit timer's backoff after a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffReset {
+    /// Any ACK of new data, including the ACK of a retransmission (this simulator's original `bsd` rule).
+    NewAck,
+    /// Only a valid RTT sample, so never the ACK of a retransmitted segment (Karn): 4.4BSD
+    /// `tcp_xmit_timer` (`t_rxtshift = 0`), RFC 6298 §5, ns-2 `newack`.
+    RttSample,
+}
+
+/// What (re)starts a running retransmit timer besides a new ACK (RFC 6298 (5.3)) and a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoRestart {
+    /// A fast retransmission restarts it: 4.4BSD's fast retransmit zeroes `t_timer[TCPT_REXMT]` and
+    /// `tcp_output` arms it anew; Linux re-arms it when the head is retransmitted.
+    Retransmit,
+    /// RFC 6298 (5.1): a retransmission starts the timer only when it is not running.
+    Rfc6298,
+}
+
+/// The behaviours of [`TcpConfig`] that real stacks differ on, resolved: explicit field, else the
+/// profile's, else the default that keeps this simulator's original results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Behaviours {
+    pub limited_transmit: bool,
+    pub ssthresh_from: SsthreshFrom,
+    pub recover_guard: RecoverGuard,
+    pub quick_acks: u32,
+    pub rto_backoff_reset: BackoffReset,
+    pub rto_restart: RtoRestart,
+}
+
+impl Profile {
+    fn behaviours(self) -> Behaviours {
+        match self {
+            Profile::Bsd44 => Behaviours {
+                limited_transmit: false,
+                ssthresh_from: SsthreshFrom::Window,
+                recover_guard: RecoverGuard::None,
+                quick_acks: 0,
+                rto_backoff_reset: BackoffReset::RttSample,
+                rto_restart: RtoRestart::Retransmit,
+            },
+            Profile::Linux => Behaviours {
+                limited_transmit: true,
+                ssthresh_from: SsthreshFrom::Cwnd,
+                recover_guard: RecoverGuard::Careful,
+                quick_acks: 16,
+                rto_backoff_reset: BackoffReset::RttSample,
+                rto_restart: RtoRestart::Retransmit,
+            },
+            Profile::Rfc => Behaviours {
+                limited_transmit: true,
+                ssthresh_from: SsthreshFrom::Flight,
+                recover_guard: RecoverGuard::Careful,
+                quick_acks: 0,
+                rto_backoff_reset: BackoffReset::RttSample,
+                rto_restart: RtoRestart::Rfc6298,
+            },
+        }
+    }
+}
+
+impl TcpConfig {
+    /// The behaviours in force: each explicit field, else the profile's value, else the default.
+    pub fn behaviours(&self) -> Behaviours {
+        let p = self.profile.map(Profile::behaviours);
+        Behaviours {
+            limited_transmit: self.limited_transmit.or(p.map(|p| p.limited_transmit)).unwrap_or(false),
+            ssthresh_from: self.ssthresh_from.or(p.map(|p| p.ssthresh_from)).unwrap_or(SsthreshFrom::SndMax),
+            recover_guard: self.recover_guard.or(p.map(|p| p.recover_guard)).unwrap_or(match self.variant {
+                Variant::NewReno | Variant::Sack => RecoverGuard::Careful,
+                Variant::Tahoe | Variant::Reno => RecoverGuard::None,
+            }),
+            quick_acks: self.quick_acks.or(p.map(|p| p.quick_acks)).unwrap_or(0),
+            rto_backoff_reset: self.rto_backoff_reset.or(p.map(|p| p.rto_backoff_reset)).unwrap_or(match self.timer {
+                TimerStyle::Bsd => BackoffReset::NewAck,
+                TimerStyle::Ns => BackoffReset::RttSample,
+            }),
+            rto_restart: self.rto_restart.or(p.map(|p| p.rto_restart)).unwrap_or(RtoRestart::Retransmit),
+        }
+    }
+
+    /// Range checks of the behaviour and persist fields: `Err((field, what was expected))`.
+    pub fn check_behaviours(&self) -> Result<(), (&'static str, String)> {
+        if self.quick_acks.is_some_and(|n| n > 65_535) {
+            return Err(("quick_acks", "expected 0 to 65535 segments".into()));
+        }
+        let ok = |v: f64| v.is_finite() && v > 0.0 && v <= 3_600_000.0;
+        if !ok(self.persist_min_ms) {
+            return Err(("persist_min_ms", "expected a time above 0 and at most 3600000 ms".into()));
+        }
+        if !ok(self.persist_max_ms) || self.persist_max_ms < self.persist_min_ms {
+            return Err(("persist_max_ms", "expected a time at least `persist_min_ms` and at most 3600000 ms".into()));
+        }
+        Ok(())
+    }
 }
 
 impl Default for TcpConfig {
@@ -146,6 +343,15 @@ impl Default for TcpConfig {
             eln_rexmt_thresh: 2,
             handoff_aware: false,
             timer: TimerStyle::Bsd,
+            profile: None,
+            limited_transmit: None,
+            ssthresh_from: None,
+            recover_guard: None,
+            quick_acks: None,
+            rto_backoff_reset: None,
+            rto_restart: None,
+            persist_min_ms: 5000.0,
+            persist_max_ms: 60000.0,
         }
     }
 }
@@ -181,6 +387,15 @@ pub struct SenderStats {
     pub handoff_marks_received: u64,
     /// Packets that could not be read as TCP/IPv4 (truncated, bad header, bad checksum, not TCP).
     pub malformed: u64,
+    /// Segments sent by limited transmit (`TcpConfig::limited_transmit`).
+    pub limited_transmits: u64,
+    /// Times the sender entered persist mode: the peer's window closed with data to send.
+    pub persist_entries: u64,
+    /// Zero-window probes sent by the persist timer (not counted as retransmissions or timeouts).
+    pub persist_probes: u64,
+    /// Nanoseconds spent in persist mode, counted when it ends (`Sender::persist_ns` includes a period
+    /// still under way).
+    pub persist_ns: u64,
 }
 
 /// What a receiver did.

@@ -24,6 +24,9 @@ mod harness;
 #[cfg(test)]
 mod tests;
 
-pub use config::{ReceiverStats, SenderStats, TcpConfig, TimerStyle, Variant};
+pub use config::{
+    BackoffReset, Behaviours, Profile, ReceiverStats, RecoverGuard, RtoRestart, SenderStats, SsthreshFrom, TcpConfig,
+    TimerStyle, Variant,
+};
 pub use receiver::Receiver;
 pub use sender::Sender;

@@ -5,7 +5,8 @@
 //! The delayed ACK is a timer armed `delayed_ack_ms` after the first unacknowledged in-order segment
 //! arrives, or, with `delayed_ack_tick`, BSD's fast timer: the next multiple of `delayed_ack_ms` from
 //! time 0, so 0 to `delayed_ack_ms` later (what a base station's timers see from a 4.4BSD receiver). The application is taken to read
-//! immediately, so the advertised window is always `max_window` and there is no persist timer.
+//! immediately, so the advertised window is always `max_window`; a zero window reaches a sender only from
+//! a box on the path that advertises one for the mobile (the sender's persist mode answers it).
 
 use crate::config::{ms, ReceiverStats, TcpConfig};
 use crate::segment::{parse_counted, seq_at, signed_offset_of, ts_now};
@@ -62,6 +63,8 @@ pub struct Receiver {
     dupacks_pending: u32,
     /// The next ACK carries the handoff mark, ordered by [`Receiver::send_handoff_mark`].
     mark_pending: bool,
+    /// In-order data segments still to be acknowledged at once (`TcpConfig::quick_acks`).
+    quick_acks_left: u32,
 }
 
 impl Receiver {
@@ -69,6 +72,7 @@ impl Receiver {
         Receiver {
             delayed_ack: ms(cfg.delayed_ack_ms),
             mss: u32::from(cfg.mss.max(1)),
+            quick_acks_left: cfg.behaviours().quick_acks,
             cfg,
             local,
             remote,
@@ -269,7 +273,11 @@ impl Receiver {
             self.ack_now = true;
         }
         let full = u64::from(self.cfg.ack_every.max(1)) * u64::from(self.mss);
-        if filled_hole || self.delayed_ack.is_zero() || self.unacked >= full {
+        // Quick ACKs for the connection's first data segments (Linux `tcp_event_data_recv`), so a sender in
+        // slow start from one segment does not wait out the delayed-ACK timer.
+        let quick = self.quick_acks_left > 0;
+        self.quick_acks_left = self.quick_acks_left.saturating_sub(1);
+        if filled_hole || quick || self.delayed_ack.is_zero() || self.unacked >= full {
             self.ack_now = true;
         } else if self.ack_deadline.is_none() {
             self.ack_deadline = Some(if self.cfg.delayed_ack_tick {

@@ -27,7 +27,7 @@
 //! receiver's handoff mark that finds the sender still resending the window of its last go-back only
 //! resends from SND.UNA, with no second cut (`Sender::resume_go_back`).
 
-use crate::config::Variant;
+use crate::config::{RecoverGuard, RtoRestart, SsthreshFrom, Variant};
 use crate::sender::Sender;
 use lasthop_wire::Time;
 
@@ -48,10 +48,44 @@ impl Sender {
         self.cfg.dupack_threshold.max(1)
     }
 
-    /// ssthresh after a loss: half the data in flight, at least two segments (RFC 5681 eq. 4).
+    /// ssthresh after a loss: half of what `ssthresh_from` measures, at least two segments (RFC 5681
+    /// eq. 4). Segments sent by limited transmit are left out of a flight (RFC 5681 §3.2 step 2).
     fn halved_flight(&self) -> u32 {
-        let flight = self.max.saturating_sub(self.una);
-        (flight / 2).max(2 * u64::from(self.mss)).min(u64::from(u32::MAX)) as u32
+        let mss = u64::from(self.mss);
+        let half = match self.beh.ssthresh_from {
+            SsthreshFrom::SndMax => self.max.saturating_sub(self.una).saturating_sub(self.lt_bytes) / 2,
+            SsthreshFrom::Flight => {
+                let outstanding = self.nxt.min(self.max).saturating_sub(self.una);
+                outstanding.saturating_sub(self.scoreboard.sacked_bytes()).saturating_sub(self.lt_bytes) / 2
+            }
+            // Whole segments, as BSD (`/ 2 / t_maxseg`) and Linux (`snd_cwnd >> 1`, in packets) count.
+            SsthreshFrom::Window => u64::from(self.cwnd.min(self.peer_window())) / 2 / mss * mss,
+            SsthreshFrom::Cwnd => u64::from(self.cwnd) / mss / 2 * mss,
+        };
+        half.max(2 * mss).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Limited transmit (RFC 3042): how far beyond cwnd new data may go now, one segment per duplicate
+    /// ACK below the threshold, outside recovery, and only for data never sent.
+    pub(crate) fn limited_transmit_allowance(&self) -> u32 {
+        if !self.beh.limited_transmit || self.in_recovery || self.nxt < self.max {
+            return 0;
+        }
+        if self.dupacks == 0 || self.dupacks >= self.dupthresh() {
+            return 0;
+        }
+        self.dupacks.min(2).saturating_mul(self.mss)
+    }
+
+    /// Whether duplicate ACKs that do not cover `recover` may start a fast retransmit (`recover_guard`).
+    fn may_retransmit_again(&self) -> bool {
+        match self.beh.recover_guard {
+            RecoverGuard::Careful => false,
+            RecoverGuard::None => true,
+            // RFC 6582 §4.1: "the congestion window is greater than SMSS bytes and the difference between
+            // highest_ack and prev_highest_ack is at most 4*SMSS bytes".
+            RecoverGuard::AckHeuristic => self.cwnd > self.mss && self.last_advance <= 4 * u64::from(self.mss),
+        }
     }
 
     /// Largest cwnd worth having: BSD caps it at the largest window it could ever use.
@@ -118,8 +152,8 @@ impl Sender {
             return;
         }
         // RFC 6582 §3.2 step 2 and RFC 6675 §5: dupacks for data sent before the last recovery or timeout
-        // began start no new one. Tahoe and Reno as in 4.4BSD have no such guard.
-        if matches!(kind, Variant::NewReno | Variant::Sack) && self.una < self.recover {
+        // began start no new one. Tahoe and Reno as in 4.4BSD have no such guard (`recover_guard`).
+        if self.una < self.recover && !self.may_retransmit_again() {
             return;
         }
         self.enter_recovery(now, kind);
@@ -130,9 +164,15 @@ impl Sender {
         self.ssthresh = self.halved_flight();
         self.rexmit_pending = Some(self.una);
         self.timing = None;
-        self.rtx_deadline = Some(self.rto.deadline(now));
+        self.lt_bytes = 0;
+        if self.beh.rto_restart == RtoRestart::Retransmit || self.rtx_deadline.is_none() {
+            self.rtx_deadline = Some(self.rto.deadline(now));
+        }
         match kind {
-            Variant::Tahoe => self.cwnd = self.mss,
+            Variant::Tahoe => {
+                self.cwnd = self.mss;
+                self.recover = self.max;
+            }
             Variant::Reno | Variant::NewReno => {
                 self.cwnd = self.ssthresh.saturating_add(self.dupthresh().saturating_mul(self.mss));
                 self.in_recovery = true;
@@ -190,6 +230,7 @@ impl Sender {
     /// SACK information forgotten.
     fn go_back(&mut self) {
         self.ssthresh = self.halved_flight();
+        self.lt_bytes = 0;
         self.cwnd = self.mss;
         self.recover = self.max;
         self.go_back_max = self.max;

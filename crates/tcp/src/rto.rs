@@ -13,7 +13,7 @@
 //! `tcl/lib/ns-default.tcl` revision 1.82 of 1997-12-20 (`tcpTick_ 0.1`, `rtxcur_init_ 6.0`,
 //! `maxrto_ 100000`, no `minrto_` yet): see `examples/web-ns.toml`.
 
-use crate::config::{ms, TcpConfig, TimerStyle};
+use crate::config::{ms, BackoffReset, TcpConfig, TimerStyle};
 use lasthop_wire::Time;
 
 /// Backoff doublings are capped here; `max_rto` caps the value long before in any sane configuration.
@@ -29,6 +29,8 @@ pub(crate) struct Rto {
     max: u64,
     tick: u64,
     style: TimerStyle,
+    /// What resets the backoff (`TcpConfig::rto_backoff_reset`).
+    reset_on: BackoffReset,
     /// ns: `t_srtt_`, srtt in ticks × 8 (0: no estimate).
     ns_srtt8: i64,
     /// ns: `t_rttvar_`, rttvar in ticks × 4.
@@ -50,6 +52,7 @@ impl Rto {
             max,
             tick: ms(cfg.tick_ms).as_nanos() as u64,
             style: cfg.timer,
+            reset_on: cfg.behaviours().rto_backoff_reset,
             ns_srtt8: 0,
             ns_rttvar4: 0,
             ns_rtxcur: ms(cfg.initial_rto_ms).as_nanos() as u64,
@@ -63,6 +66,10 @@ impl Rto {
             return;
         }
         self.sample_bsd(now.as_nanos().saturating_sub(sent.as_nanos()));
+        if self.reset_on == BackoffReset::RttSample {
+            // 4.4BSD `tcp_xmit_timer`: "Since we now have an rtt measurement, cancel the timer backoff".
+            self.backoff = 0;
+        }
     }
 
     /// ns-2 `TcpAgent::rtt_update` (without timestamps): the RTT in whole ticks of the agent's clock, the
@@ -153,10 +160,10 @@ impl Rto {
         self.backoff = 0;
     }
 
-    /// A new ACK arrived: BSD's sender resets the backoff here; ns's resets it only with an RTT sample
-    /// ([`sample`](Self::sample)).
+    /// A new ACK arrived: with `rto_backoff_reset = "new_ack"` (the `bsd` timer's default) the backoff is
+    /// reset here; with `"rtt_sample"` (ns's default) only by an RTT sample ([`sample`](Self::sample)).
     pub fn on_new_ack(&mut self) {
-        if self.style == TimerStyle::Bsd {
+        if self.reset_on == BackoffReset::NewAck {
             self.backoff = 0;
         }
     }
@@ -170,8 +177,13 @@ impl Rto {
     /// the tick from time 0) and expires at the n-th one after `now`, that is between (n − 1)·tick
     /// (exclusive) and n·tick after `now`. Without a tick (0), or with ns's timer: exactly `now + RTO`.
     pub fn deadline(&self, now: Time) -> Time {
+        self.deadline_after(now, self.current())
+    }
+
+    /// When a timer of `rto` nanoseconds armed at `now` expires, counted as [`deadline`](Self::deadline)
+    /// counts.
+    pub fn deadline_after(&self, now: Time, rto: u64) -> Time {
         let t = now.as_nanos();
-        let rto = self.current();
         if self.tick == 0 || self.style == TimerStyle::Ns {
             return Time(t.saturating_add(rto));
         }

@@ -32,6 +32,11 @@ impl Scoreboard {
         self.ranges.last().map(|r| r.1)
     }
 
+    /// Bytes SACKed in all.
+    pub fn sacked_bytes(&self) -> u64 {
+        self.ranges.iter().map(|&(a, b)| b - a).sum()
+    }
+
     /// Records `[start, end)` as SACKed. Returns whether any of it was not SACKed before (new
     /// information, which is what makes a SACK-bearing ACK a duplicate ACK worth counting).
     pub fn insert(&mut self, start: u64, end: u64) -> bool {

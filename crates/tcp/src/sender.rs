@@ -3,7 +3,7 @@
 //! `recovery.rs` (the ELN-aware retransmission of seed 002 included); this file only routes ELN-marked
 //! ACKs there and piggybacks the output-queue option ([`Sender::set_output_queue`]).
 
-use crate::config::{SenderStats, TcpConfig, TimerStyle, Variant};
+use crate::config::{ms, Behaviours, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
@@ -89,6 +89,21 @@ pub struct Sender {
     pub(crate) eln_count: u32,
     /// Seed 002's `eln_last_rxmit`: the offset and time of the last ELN-triggered retransmission.
     pub(crate) eln_last_rxmit: Option<(u64, Time)>,
+    /// The behaviours real stacks differ on, resolved from `cfg` once.
+    pub(crate) beh: Behaviours,
+    /// Bytes sent by limited transmit since the cumulative ACK last advanced.
+    pub(crate) lt_bytes: u64,
+    /// How far the cumulative ACK moved the last time it advanced (RFC 6582 §4.1's highest_ack −
+    /// prev_highest_ack).
+    pub(crate) last_advance: u64,
+    /// Persist mode (RFC 9293 §3.8.6.1): when the next zero-window probe is due; `Some` exactly while the
+    /// peer's window is closed with data waiting.
+    persist_deadline: Option<Time>,
+    /// Probes sent in this persist period: the persist interval doubles with each.
+    persist_shift: u32,
+    /// When the current persist period began.
+    persist_since: Option<Time>,
+    probe_pending: bool,
 }
 
 impl Sender {
@@ -132,6 +147,13 @@ impl Sender {
             eln_ack: 0,
             eln_count: 0,
             eln_last_rxmit: None,
+            beh: cfg.behaviours(),
+            lt_bytes: 0,
+            last_advance: 0,
+            persist_deadline: None,
+            persist_shift: 0,
+            persist_since: None,
+            probe_pending: false,
             cfg,
         }
     }
@@ -269,7 +291,12 @@ impl Sender {
         }
         let window = u32::from(r.window);
         let window_changed = window != self.peer_wnd;
-        self.peer_wnd = window;
+        // RFC 9293 §3.10.7.4: only an ACK at or above SND.UNA updates the send window (the receiver sends
+        // no data, so SND.WL1 never moves and the SND.WL2 test is this one); an old, reordered ACK must
+        // not close a window a later one opened.
+        if a >= self.una {
+            self.peer_wnd = window;
+        }
         let mut newly_sacked = false;
         if self.sack_ok {
             for &(l, rr) in r.sack.as_slice() {
@@ -288,8 +315,10 @@ impl Sender {
         let marked = self.cfg.handoff_aware && r.handoff_mark;
         if a == self.una {
             // RFC 5681's duplicate ACK: nothing new, no data, same window, while data is outstanding.
+            // While persisting, repeated ACKs answer zero-window probes, not losses (4.4BSD counts a
+            // duplicate ACK only while the retransmit timer runs).
             let pure = seg.payload.is_empty() && !r.flags.contains(TcpFlags::FIN);
-            if pure && !window_changed && self.una < self.max {
+            if pure && !window_changed && self.una < self.max && !self.is_persisting() {
                 self.stats.dupacks_received += 1;
                 if eln {
                     // Seed 002: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
@@ -316,9 +345,12 @@ impl Sender {
             if marked {
                 self.on_handoff_mark(now);
             }
+            self.update_persist(now);
             return;
         }
         let acked = a - self.una;
+        self.last_advance = acked;
+        self.lt_bytes = 0;
         let ns_timer = self.cfg.timer == TimerStyle::Ns;
         if !ns_timer {
             self.take_rtt_sample(now, a);
@@ -327,8 +359,9 @@ impl Sender {
         self.nxt = self.nxt.max(a);
         self.scoreboard.advance(a);
         self.rto.on_new_ack();
-        // RFC 6298 (5.2, 5.3): stop when all is acknowledged, else restart.
-        self.rtx_deadline = if self.una >= self.max { None } else { Some(self.rto.deadline(now)) };
+        // RFC 6298 (5.2, 5.3): stop when all is acknowledged, else restart; not while persisting.
+        self.rtx_deadline =
+            if self.una >= self.max || self.is_persisting() { None } else { Some(self.rto.deadline(now)) };
         if ns_timer {
             // ns-2 `TcpAgent::newack` re-arms the timer (`newtimer`) before it updates the RTT estimate.
             self.take_rtt_sample(now, a);
@@ -342,6 +375,7 @@ impl Sender {
         if marked {
             self.on_handoff_mark(now);
         }
+        self.update_persist(now);
     }
 
     /// A marked ACK from a mobile receiver whose handoff has completed (seed 004, "Fast Retransmissions",
@@ -402,6 +436,14 @@ impl Sender {
     }
 
     fn transmit_established(&mut self, now: Time) -> Option<Bytes> {
+        // The application may have pushed bytes into a closed window since the last ACK.
+        self.update_persist(now);
+        if self.is_persisting() {
+            if std::mem::take(&mut self.probe_pending) {
+                return Some(self.emit_probe(now));
+            }
+            return self.ack_pending.then(|| self.emit_pure_ack(now));
+        }
         if let Some(off) = self.rexmit_pending.take() {
             if off >= self.una && off < self.max {
                 let (len, fin) = self.shape(off, self.max);
@@ -410,6 +452,11 @@ impl Sender {
         }
         let next = if self.in_sack_recovery() { self.next_seg() } else { self.next_in_window() };
         if let Some((off, len, fin)) = next {
+            if off + u64::from(len) > self.una + u64::from(self.window()) {
+                // Beyond cwnd: only limited transmit lets it go (RFC 3042), and cwnd stays as it is.
+                self.lt_bytes += u64::from(len);
+                self.stats.limited_transmits += 1;
+            }
             return Some(self.emit_data(now, off, len, fin));
         }
         if self.ack_pending {
@@ -437,7 +484,8 @@ impl Sender {
             return (!self.open).then_some((self.nxt, 0, true));
         }
         let flight = self.nxt - self.una;
-        let usable = u64::from(self.window()).saturating_sub(flight);
+        let window = self.cwnd.saturating_add(self.limited_transmit_allowance()).min(self.peer_window());
+        let usable = u64::from(window).saturating_sub(flight);
         let remaining = fin_off - self.nxt;
         let len = u64::from(self.mss).min(remaining).min(usable);
         if len > 0 && (len == u64::from(self.mss) || len == remaining || flight == 0) {
@@ -495,7 +543,7 @@ impl Sender {
         }
         self.ident = self.ident.wrapping_add(1);
         self.stats.segments_sent += 1;
-        if self.rtx_deadline.is_none() && self.max > self.una {
+        if self.rtx_deadline.is_none() && self.max > self.una && !self.is_persisting() {
             self.rtx_deadline = Some(self.rto.deadline(now));
         }
         pkt
@@ -522,9 +570,8 @@ impl Sender {
         self.finish_emit(now, &repr, 0)
     }
 
-    fn emit_data(&mut self, now: Time, off: u64, len: u32, fin: bool) -> Bytes {
-        let rexmit = off < self.max;
-        let end = off + u64::from(len) + u64::from(fin);
+    /// The packet carrying `len` bytes from `off` (and the FIN), no bookkeeping.
+    fn data_packet(&mut self, now: Time, off: u64, len: u32, fin: bool) -> Bytes {
         let n = len as usize;
         if self.scratch.len() < n {
             self.scratch.resize(n, 0);
@@ -536,6 +583,12 @@ impl Sender {
             flags: if fin { TcpFlags::FIN } else { TcpFlags::NONE },
             ..self.base_repr(now)
         };
+        self.finish_emit(now, &repr, n)
+    }
+
+    fn emit_data(&mut self, now: Time, off: u64, len: u32, fin: bool) -> Bytes {
+        let rexmit = off < self.max;
+        let end = off + u64::from(len) + u64::from(fin);
         if rexmit {
             self.stats.segments_retransmitted += 1;
             self.stats.bytes_retransmitted += u64::from(len);
@@ -552,7 +605,21 @@ impl Sender {
         self.max = self.max.max(end);
         self.ack_pending = false;
         self.last_sent = Some((off - 1, rexmit));
-        self.finish_emit(now, &repr, n)
+        self.data_packet(now, off, len, fin)
+    }
+
+    /// A zero-window probe (RFC 9293 §3.8.6.1: "at least one octet of new data (if available)"): the byte
+    /// at SND.NXT, or the FIN alone when only it is left. As 4.4BSD's forced output in persist state
+    /// (`t_force`), it moves SND.MAX but not SND.NXT, so an unacknowledged probe byte is probed again, and
+    /// it is neither timed nor counted as a retransmission.
+    fn emit_probe(&mut self, now: Time) -> Bytes {
+        let off = self.nxt;
+        let (len, fin) = if off < self.fin_offset() { (1, false) } else { (0, true) };
+        self.max = self.max.max(off + u64::from(len) + u64::from(fin));
+        self.stats.persist_probes += 1;
+        self.ack_pending = false;
+        self.last_sent = Some((off - 1, false));
+        self.data_packet(now, off, len, fin)
     }
 
     fn emit_pure_ack(&mut self, now: Time) -> Bytes {
@@ -562,16 +629,20 @@ impl Sender {
         self.finish_emit(now, &repr, 0)
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) wants to be called (the retransmit timer).
+    /// When [`handle_timeout`](Self::handle_timeout) wants to be called (the retransmit timer, or the
+    /// persist timer while the peer's window is closed).
     pub fn poll_timeout(&self) -> Option<Time> {
         if self.is_finished() {
             None
         } else {
-            self.rtx_deadline
+            [self.rtx_deadline, self.persist_deadline].into_iter().flatten().min()
         }
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.persist_deadline.is_some_and(|d| d <= now) {
+            self.on_persist_timeout(now);
+        }
         match self.rtx_deadline {
             Some(d) if d <= now => self.rtx_deadline = None,
             _ => return,
@@ -607,6 +678,87 @@ impl Sender {
             return;
         }
         self.on_handoff_retransmit(now);
+    }
+
+    /// Bytes (or the FIN) not yet acknowledged, sent or not.
+    fn has_data_waiting(&self) -> bool {
+        if self.open {
+            self.una < self.fin_offset()
+        } else {
+            self.una <= self.fin_offset()
+        }
+    }
+
+    /// In persist mode: the peer's window is closed with data waiting (RFC 9293 §3.8.6.1).
+    pub fn is_persisting(&self) -> bool {
+        self.persist_deadline.is_some()
+    }
+
+    /// Enters or leaves persist mode as the peer's window and the data waiting say.
+    fn update_persist(&mut self, now: Time) {
+        if self.state != State::Established {
+            return;
+        }
+        let closed = self.peer_window() == 0 && self.has_data_waiting();
+        if closed && !self.is_persisting() {
+            self.enter_persist(now);
+        } else if !closed && self.is_persisting() {
+            self.leave_persist(now);
+        }
+    }
+
+    /// The window closed with data waiting. As 4.4BSD's `tcp_output` ("If window shrank to 0, cancel
+    /// pending retransmit and pull snd_nxt back to (closed) window"), the retransmit timer stops and
+    /// sending resumes from SND.UNA; cwnd, ssthresh, the RTO and its backoff are left as they are, and
+    /// the persist timer is armed for the first probe (RFC 9293 §3.8.6.1: after one RTO).
+    fn enter_persist(&mut self, now: Time) {
+        self.stats.persist_entries += 1;
+        self.persist_since = Some(now);
+        self.persist_shift = 0;
+        self.rtx_deadline = None;
+        self.rexmit_pending = None;
+        self.probe_pending = false;
+        self.nxt = self.una;
+        self.timing = None;
+        self.persist_deadline = Some(self.persist_deadline_from(now));
+    }
+
+    /// A window update: back to ordinary sending at the cwnd the sender had; the retransmit timer runs
+    /// again for whatever is outstanding (a probe byte, say).
+    fn leave_persist(&mut self, now: Time) {
+        self.persist_deadline = None;
+        self.probe_pending = false;
+        self.persist_shift = 0;
+        if let Some(since) = self.persist_since.take() {
+            self.stats.persist_ns += now.as_nanos().saturating_sub(since.as_nanos());
+        }
+        if self.una < self.max {
+            self.rtx_deadline = Some(self.rto.deadline(now));
+        }
+    }
+
+    /// The persist timer fired: send a probe and back the timer off (4.4BSD `tcp_setpersist`: the RTO
+    /// doubled per probe, clamped to [`persist_min_ms`, `persist_max_ms`]). No timeout is counted and
+    /// the congestion window is not touched.
+    fn on_persist_timeout(&mut self, now: Time) {
+        self.probe_pending = true;
+        self.persist_shift = (self.persist_shift + 1).min(16);
+        self.persist_deadline = Some(self.persist_deadline_from(now));
+    }
+
+    /// When the persist timer armed now expires: the RTO before backoff, doubled per probe already sent,
+    /// clamped, in slow-timer ticks like the retransmit timer.
+    fn persist_deadline_from(&self, now: Time) -> Time {
+        let min = ms(self.cfg.persist_min_ms).as_nanos() as u64;
+        let max = (ms(self.cfg.persist_max_ms).as_nanos() as u64).max(min);
+        let interval = self.rto.base().saturating_mul(1 << self.persist_shift).clamp(min, max);
+        self.rto.deadline_after(now, interval)
+    }
+
+    /// Nanoseconds spent in persist mode up to `now`, the current period included.
+    pub fn persist_ns(&self, now: Time) -> u64 {
+        let current = self.persist_since.map_or(0, |t| now.as_nanos().saturating_sub(t.as_nanos()));
+        self.stats.persist_ns + current
     }
 
     /// All data and the FIN are acknowledged.
