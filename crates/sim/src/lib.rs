@@ -10,6 +10,7 @@ pub mod agents;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
 pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;
+pub(crate) mod feature;
 pub mod link;
 pub mod metrics;
 pub mod mobility;

@@ -22,7 +22,11 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::BufWriter;
 
-pub type Pcap = PcapWriter<BufWriter<File>>;
+/// A pcap capture of one end's interface, and the file it goes to (for error messages).
+pub struct Pcap {
+    pub writer: PcapWriter<BufWriter<File>>,
+    pub path: std::path::PathBuf,
+}
 
 /// A frame waiting to be sent; `order` is a link-wide arrival counter, used to serve a shared medium in
 /// first-come first-served order across its stations.
@@ -76,6 +80,9 @@ pub struct Link {
     next_order: u64,
     /// Per end (same index as `ends`): pcap of what that end's interface sent and received.
     pub pcap: [Option<Pcap>; 2],
+    /// The ends are out of each other's range: every frame sent, or in flight when this was set, is lost
+    /// (mobility sets it when the mobile leaves a cell).
+    pub out_of_range: bool,
 }
 
 impl Link {
@@ -107,6 +114,7 @@ impl Link {
             medium: None,
             next_order: 0,
             pcap: [None, None],
+            out_of_range: false,
         }
     }
 

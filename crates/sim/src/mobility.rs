@@ -28,6 +28,8 @@
 //! range when its mean received power at the mobile's position is below `range_dbm`: its cell's link is then
 //! detached both ways (no frames, beacons included), so whether cells overlap follows from the geometry.
 
+pub(crate) mod feature;
+
 use serde::Deserialize;
 
 /// The scenario's `[mobility]` table.
@@ -518,8 +520,6 @@ pub(crate) struct MobState {
     /// Base stations in visiting order, and the wireless link joining each to the mobile.
     pub bss: Vec<usize>,
     pub bs_link: Vec<usize>,
-    /// Per world link: out of range (frames lost).
-    pub detached: Vec<bool>,
     pub controller: lasthop_agents::handoff::MobileHost,
     /// Index into `bss` of the cell the mobile's uplink goes to (its default gateway).
     pub current: usize,
@@ -538,6 +538,8 @@ pub(crate) struct MobState {
     pub pause: PauseTrack,
     /// Data frames lost since the mobile left its cell, before the crossing's handoff entry exists.
     pub lost_between_cells: u64,
+    /// The core's out-of-range loss count already attributed (see `feature::Mobility::settle_losses`).
+    pub losses_seen: u64,
 }
 
 /// Measures one crossing's pause: when it began, what each flow's receiver must have for the transfer to

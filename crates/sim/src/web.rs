@@ -68,6 +68,8 @@
 //! Every draw comes from a named [`crate::rng`] stream, one per quantity, so the workload is deterministic
 //! and changing one distribution does not shift the others' draws.
 
+pub(crate) mod feature;
+
 use crate::rng::{self, SimRng};
 use lasthop_wire::Time;
 use std::collections::VecDeque;

@@ -1,0 +1,117 @@
+//! The seam between the simulator's core ([`crate::world`]) and its features: the protocol families and
+//! workloads that a scenario switches on (the Web workload, mobility and handoff, and the families to come).
+//! A feature owns its state, its events and its metrics; the core owns the event queue, links and media,
+//! routing, delivery to endpoints and agents, the bulk flows and their metrics, and calls a feature only
+//! through [`Feature`].
+//!
+//! # Adding a protocol family
+//!
+//! A family is a new module (say `crate::mobile_ip`) plus its registration here; the core is not edited.
+//!
+//! 1. **Scenario section.** Its table in the scenario file (`[mobile_ip]`) is a field of
+//!    [`crate::Scenario`] with a `Deserialize` config type that lives in the family's module.
+//! 2. **State and set-up.** A type that implements [`Feature`], built from the scenario by a
+//!    `build(scenario, world, id) -> Result<Option<..>, SimError>` in the family's module (`id` is
+//!    [`World::next_feature_id`], the [`FeatureId`] its events and endpoints carry), and registered by two
+//!    lines in [`build_all`] (`if let Some(f) = ..::build(..)? { world.add_feature(Box::new(f)) }`). `build` runs after the topology is in
+//!    place and before the bulk flows: it may install agents (`world.nodes[n].agent`), recompute routes
+//!    ([`World::recompute_routes`]), join media ([`World::share_medium`]), set a node's default gateway
+//!    (`world.nodes[n].gateway`), and mark its control protocol ([`World::add_control_protocol`]).
+//! 3. **Events.** One variant of [`FeatureEvent`] wrapping the family's own event enum. The family schedules
+//!    them with [`World::schedule`]`(at, id, FeatureEvent::MobileIp(..))`; the core hands each back to [`Feature::on_event`]. Timers are events: schedule one
+//!    for the deadline and, when it fires, check that it is still wanted (as the Web workload's request
+//!    timer does with its attempt number).
+//! 4. **Per-node hooks**, each optional, asked for through [`Feature::hooks`] where they cost per packet:
+//!    - arrival: [`Feature::on_arrive`] sees every packet that reaches any node, before the core delivers or
+//!      forwards it, and may consume it (a home agent that tunnels, a relay that splits a connection, a
+//!      mobile host that reads control messages);
+//!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a
+//!      packet to it with [`World::to_agent`], and sends its own with [`World::route`] (by the routing
+//!      table) or [`World::send`] (on a given link and direction, priority queue or not);
+//!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
+//!      endpoints, and a feature's own endpoints ([`World::add_endpoint`] with
+//!      [`Owner::Feature`](crate::world::Owner)) come back to [`Feature::after_endpoint`] whenever the core
+//!      ran them; [`Feature::after_flow_endpoint`] follows every bulk-flow endpoint.
+//! 5. **Metrics.** [`Feature::finish`] writes the family's own entries into the [`RunResult`] (a field of
+//!    its own there, serialised only when present).
+//!
+//! # Same-instant order
+//!
+//! Events run in time order; events at the same instant run in the order they were scheduled (the engine's
+//! insertion sequence, [`crate::engine`]), whichever feature or part of the core scheduled them. So the order
+//! in which things are scheduled at set-up decides the order at time zero: features' `build` in
+//! registration order (mobility's first motion and beacon events), then the bulk flows' starts in the
+//! scenario's order of flow names, then features' [`Feature::start`] in registration order (the Web
+//! workloads' first pages). Within one event, hooks run synchronously in registration order, and whatever
+//! they schedule takes its place in the sequence there and then. A hook is never re-entered: while a feature
+//! runs, the core does not call it again (its slot is empty), so a feature that sends or runs an endpoint on
+//! its own behalf does its own follow-up (mobility checks its pause after the endpoints it drives).
+
+use crate::metrics::RunResult;
+use crate::world::World;
+use crate::{Scenario, SimError};
+use bytes::Bytes;
+use lasthop_wire::Time;
+
+pub(crate) use crate::world::HookSet;
+
+/// A feature's index in the world's registration order; its events and endpoints carry it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureId(pub(crate) usize);
+
+/// The events of every feature, one variant per family (the only place the core's event type names them).
+pub(crate) enum FeatureEvent {
+    Web(crate::web::feature::WebEvent),
+    Mobility(crate::mobility::feature::MobilityEvent),
+}
+
+/// Builds and registers every feature the scenario asks for, in the order that fixes same-instant ties.
+pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError> {
+    if let Some(m) = crate::mobility::feature::Mobility::build(s, world, world.next_feature_id()) {
+        world.add_feature(Box::new(m));
+    }
+    if let Some(w) = crate::web::feature::WebWorkloads::build(s, world, world.next_feature_id())? {
+        world.add_feature(Box::new(w));
+    }
+    Ok(())
+}
+
+/// What the core calls on a feature. Every hook but `on_event` and `finish` has a default that does nothing.
+pub(crate) trait Feature {
+    /// Which per-packet hooks this feature wants called.
+    fn hooks(&self) -> HookSet {
+        HookSet::default()
+    }
+
+    /// Called once, after the bulk flows are set up, to schedule the feature's first events.
+    fn start(&mut self, _world: &mut World) {}
+
+    /// The run must go on at least until this time even when every bulk flow is done.
+    fn runs_until(&self) -> Option<Time> {
+        None
+    }
+
+    /// One of this feature's own events is due.
+    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent);
+
+    /// A packet reached `node` over `link` (already captured and parsed as IPv4, link in range); true when the
+    /// feature consumed it (the core then neither delivers nor forwards it). Needs `hooks().arrive`.
+    fn on_arrive(&mut self, _world: &mut World, _now: Time, _node: usize, _link: usize, _packet: &Bytes) -> bool {
+        false
+    }
+
+    /// A non-TCP packet addressed to `node`; true when the feature took it (else it counts as undeliverable).
+    fn on_datagram(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
+        false
+    }
+
+    /// The core ran endpoint `ep`, which this feature registered with `key` (a packet or timer reached it):
+    /// send what it has, read what it got, re-arm its timer ([`World::arm_endpoint_timer`]).
+    fn after_endpoint(&mut self, _world: &mut World, _now: Time, _ep: usize, _key: usize) {}
+
+    /// A bulk flow's endpoint ran (bytes may have been delivered). Needs `hooks().after_flow_endpoint`.
+    fn after_flow_endpoint(&mut self, _world: &mut World, _now: Time) {}
+
+    /// The run is over: add this feature's metrics to `result` (the core's part is filled in).
+    fn finish(self: Box<Self>, world: &World, result: &mut RunResult);
+}

@@ -1,0 +1,516 @@
+//! Mobility's part in a run (seed 000 §4–§7, seed 004): set-up of the home agent and base stations, the
+//! scheduled and beacon-driven motion, what the mobile receives, and the per-handoff measurements. The
+//! configuration, the motion and radio models and the state live in [`crate::mobility`].
+
+use super::{BeaconState, Cells, MobState, MotionKind, PauseTrack, ReceiverSignal, SchemeKind};
+use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
+use crate::link::Link;
+use crate::metrics::{HandoffMetrics, RunResult};
+use crate::rng;
+use crate::scenario::{LinkKind, Scenario};
+use crate::world::{Owner, Role, World};
+use bytes::Bytes;
+use lasthop_agents::handoff::{
+    self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole,
+};
+use lasthop_wire::ipv4::Ipv4Packet;
+use lasthop_wire::Time;
+use std::net::Ipv4Addr;
+
+/// Mobility's events.
+pub(crate) enum MobilityEvent {
+    /// Crossing `k`: phase 0 the mobile leaves its cell (non-overlapping cells), phase 1 it decides to hand off.
+    Move { k: u32, phase: u8 },
+    /// Base station `bs` (index into the mobility's list) broadcasts a beacon.
+    Beacon { bs: usize },
+    /// Beacon motion: the mobile's position is updated and cells come into or go out of range.
+    Walk,
+}
+
+/// Cells, motion and handoff of the scenario's one mobile host.
+pub(crate) struct Mobility {
+    id: FeatureId,
+    m: MobState,
+}
+
+fn schedule(world: &mut World, id: FeatureId, at: Time, event: MobilityEvent) {
+    world.schedule(at, id, FeatureEvent::Mobility(event));
+}
+
+impl Mobility {
+    /// Sets up the scenario's `[mobility]` (`None` without it, or with `scheme = "none"`): routes that do not
+    /// cross the air through the mobile, the home agent and base-station agents, shared media, the first
+    /// motion and beacon events.
+    pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Option<Mobility> {
+        let cfg = s.mobility.as_ref().filter(|m| m.scheme != SchemeKind::None)?;
+        let (mh, ha) = (world.node_index(&cfg.mobile), world.node_index(&cfg.home_agent));
+        let bss: Vec<usize> = cfg.base_stations.iter().map(|b| world.node_index(b)).collect();
+        world.recompute_routes(Some(mh));
+        let bs_link: Vec<usize> = bss
+            .iter()
+            .map(|&b| {
+                let ends_ok = |l: &Link| l.kind == LinkKind::Wireless && l.ends.contains(&b) && l.ends.contains(&mh);
+                world.links.iter().position(ends_ok).expect("validated")
+            })
+            .collect();
+        let scheme = match cfg.scheme {
+            SchemeKind::Plain => handoff::Scheme::Plain,
+            _ => handoff::Scheme::Multicast,
+        };
+        let addrs: Vec<Ipv4Addr> = world.nodes.iter().map(|n| n.addr).collect();
+        let addr = |n: usize| addrs[n];
+        let mh_addr = addr(mh);
+        let beacons = (cfg.motion == MotionKind::Beacons).then(|| BeaconState {
+            radio: cfg.radio(),
+            walk: cfg.walk(),
+            positions: cfg.positions(),
+            shadowing: cfg
+                .base_stations
+                .iter()
+                .map(|n| rng::stream(s.seed, &format!("mobility.{n}"), "shadowing"))
+                .collect(),
+            monitor: handoff::BeaconMonitor::new(handoff::BeaconConfig {
+                hysteresis_db: cfg.hysteresis_db,
+                samples: cfg.beacon_samples,
+                // Three beacon periods without a beacon: not heard (out of range).
+                max_age: Time((cfg.beacon_period_s * 3.0 * 1e9).round() as u64),
+                buffer_threshold_dbm: cfg.buffer_threshold_dbm,
+            }),
+            step: Time((cfg.motion_step_s * 1e9).round() as u64),
+        });
+        // Scheduled motion starts in the first cell with the next one buffering; beacon motion in the cell
+        // strongest at the start position, with every other BS above the buffering threshold buffering.
+        let (first, next): (usize, Vec<usize>) = match &beacons {
+            None => (0, (bss.len() > 1).then_some(1).into_iter().collect()),
+            Some(b) => {
+                let x = b.walk.position(0.0);
+                let mean = |i: usize| b.radio.mean_dbm(x - b.positions[i]);
+                let first = (0..bss.len()).fold(0, |best, i| if mean(i) > mean(best) { i } else { best });
+                let next = (0..bss.len()).filter(|&i| i != first && mean(i) >= cfg.buffer_threshold_dbm).collect();
+                (first, next)
+            }
+        };
+        let buffering: Vec<Ipv4Addr> =
+            if scheme == handoff::Scheme::Multicast { next.iter().map(|&i| addr(bss[i])).collect() } else { vec![] };
+        let mut home = HomeAgent::new(addr(ha));
+        home.set_members(mh_addr, std::iter::once(addr(bss[first])).chain(buffering.iter().copied()));
+        world.nodes[ha].agent = Some(Box::new(home));
+        for (i, &b) in bss.iter().enumerate() {
+            let mut c = BsConfig::new(addr(b), addr(ha));
+            c.buffer_packets = cfg.buffer_packets;
+            c.mirror_packets = cfg.mirror_packets;
+            c.transmit_reports = cfg.snoop_transmit_reports;
+            if s.nodes[&world.nodes[b].name].agent.0.contains(&crate::scenario::AgentKind::Snoop) {
+                c.snoop = Some(s.snoop.config());
+            }
+            let mut agent = BaseStation::new(c);
+            let role = if i == first {
+                BsRole::Primary
+            } else if buffering.contains(&addr(b)) {
+                BsRole::Buffering
+            } else {
+                BsRole::Idle
+            };
+            agent.set_role(mh_addr, role);
+            world.nodes[b].agent = Some(Box::new(agent));
+        }
+        if cfg.shares_medium() {
+            world.share_medium(&bs_link);
+        }
+        let (cells, rendezvous_s, interval_s) = cfg.motion();
+        if cells == Cells::NonOverlapping && beacons.is_none() {
+            for &l in &bs_link[1..] {
+                world.links[l].out_of_range = true;
+            }
+        }
+        world.add_control_protocol(handoff::PROTO_HANDOFF);
+        let gateway = (bs_link[first], world.links[bs_link[first]].dir_from(mh));
+        world.nodes[mh].gateway = Some(gateway);
+        let secs = |v: f64| Time((v * 1e9).round() as u64);
+        let state = MobState {
+            fast_retransmit: cfg.fast_retransmit,
+            receiver_signal: cfg.receiver_signal,
+            old_bs_drains: cfg.old_bs_drains,
+            cells,
+            rendezvous: secs(rendezvous_s),
+            interval_s,
+            first_s: cfg.first_s.unwrap_or(interval_s),
+            jitter_s: cfg.jitter_s,
+            seed: s.seed,
+            beacon_period: (cfg.beacon_period_s > 0.0).then(|| secs(cfg.beacon_period_s)),
+            mh,
+            ha,
+            controller: MobileHost::new(mh_addr, scheme, addr(bss[first]), &buffering),
+            bss,
+            bs_link,
+            current: first,
+            handoffs: Vec::new(),
+            left_at: None,
+            resent_mark: 0,
+            seen: Default::default(),
+            seen_set: Default::default(),
+            beacon_ident: 0,
+            beacons,
+            pause: Default::default(),
+            lost_between_cells: 0,
+            losses_seen: 0,
+        };
+        if let Some(t) = state.crossing(0) {
+            let phase = if cells == Cells::NonOverlapping { 0 } else { 1 };
+            schedule(world, id, t, MobilityEvent::Move { k: 0, phase });
+        }
+        if let Some(p) = state.beacon_period {
+            // Spread the BSs' beacons over the period so they do not collide by construction.
+            let n = state.bss.len() as u64;
+            for i in 0..state.bss.len() {
+                schedule(world, id, Time(p.0 * (i as u64 + 1) / (n + 1)), MobilityEvent::Beacon { bs: i });
+            }
+        }
+        let walking = state.beacons.is_some();
+        let mut mobility = Mobility { id, m: state };
+        if walking {
+            mobility.on_walk(world, Time::ZERO);
+        }
+        Some(mobility)
+    }
+
+    /// Attributes the data frames lost out of range since the last call: to the crossing under way (its entry
+    /// is made at the decision) between leaving a cell and the decision, else to the latest handoff. Called
+    /// before every change of `left_at` or of the handoff list, so each loss is counted under the state in
+    /// force when it happened.
+    fn settle_losses(&mut self, world: &World) {
+        let m = &mut self.m;
+        let lost = world.out_of_range_losses() - m.losses_seen;
+        m.losses_seen = world.out_of_range_losses();
+        if m.left_at.is_some() {
+            m.lost_between_cells += lost;
+        } else if let Some(h) = m.handoffs.last_mut() {
+            h.packets_lost += lost;
+        }
+    }
+
+    /// Beacon motion: the mobile's new position; cells out of range detach (no frames either way), cells in
+    /// range attach. Leaving the current cell's range marks the next handoff's `left_s`.
+    fn on_walk(&mut self, world: &mut World, now: Time) {
+        self.settle_losses(world);
+        let m = &mut self.m;
+        let Some(b) = m.beacons.as_ref() else { return };
+        let x = b.walk.position(now.as_secs_f64());
+        let mut left = false;
+        for i in 0..m.bss.len() {
+            let out = !b.radio.in_range(x - b.positions[i]);
+            let l = m.bs_link[i];
+            if i == m.current && out != world.links[l].out_of_range {
+                m.left_at = out.then_some(now);
+                left = out;
+            }
+            world.links[l].out_of_range = out;
+        }
+        let next = Time(now.0 + b.step.0);
+        schedule(world, self.id, next, MobilityEvent::Walk);
+        if left {
+            self.start_pause(world, now); // the crossing begins when the mobile leaves its cell's range
+        }
+    }
+
+    /// Beacon motion: a beacon from `bs` reached the mobile. Sample its strength at the mobile's position, let
+    /// the beacon analysis decide, and hand off or change the buffering base stations.
+    fn on_beacon_heard(&mut self, world: &mut World, now: Time, bs: Ipv4Addr) {
+        let m = &mut self.m;
+        let Some(i) = m.bss.iter().position(|&b| world.nodes[b].addr == bs) else { return };
+        let Some(b) = m.beacons.as_mut() else { return };
+        let x = b.walk.position(now.as_secs_f64());
+        let dbm = b.radio.sample(x - b.positions[i], &mut b.shadowing[i]);
+        b.monitor.on_beacon(now, bs, dbm);
+        let current = world.nodes[m.bss[m.current]].addr;
+        let decision = b.monitor.decide(now, current);
+        let index = |a: Ipv4Addr| m.bss.iter().position(|&b| world.nodes[b].addr == a).expect("a base station");
+        let likely: Vec<usize> = decision.likely.iter().map(|&a| index(a)).collect();
+        match decision.handoff_to {
+            Some(t) => {
+                let (k, t) = (m.handoffs.len() as u32, index(t));
+                self.start_handoff(world, now, k, t, &likely);
+            }
+            None => {
+                let msgs = m.controller.set_buffering(&decision.likely);
+                let mh = m.mh;
+                for p in msgs {
+                    let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
+                    world.route(now, mh, dst, p, false);
+                }
+            }
+        }
+    }
+
+    fn on_beacon(&mut self, world: &mut World, now: Time, bs: usize) {
+        let m = &mut self.m;
+        let (b, link, mh) = (m.bss[bs], m.bs_link[bs], m.mh);
+        m.beacon_ident = m.beacon_ident.wrapping_add(1);
+        let (src, dst) = (world.nodes[b].addr, world.nodes[mh].addr);
+        let packet = Control::new(Kind::Beacon, 0, dst, src).emit(src, dst, m.beacon_ident);
+        if let Some(p) = m.beacon_period {
+            schedule(world, self.id, Time(now.0 + p.0), MobilityEvent::Beacon { bs });
+        }
+        let dir = world.links[link].dir_from(b);
+        world.send(now, (link, dir), packet, false);
+    }
+
+    fn on_move(&mut self, world: &mut World, now: Time, k: u32, phase: u8) {
+        if phase == 0 {
+            // Leave the old cell; the new BS is heard `rendezvous` later (seed 004).
+            self.settle_losses(world);
+            let m = &mut self.m;
+            world.links[m.bs_link[m.current]].out_of_range = true;
+            m.left_at = Some(now);
+            let at = Time(now.0 + m.rendezvous.0);
+            schedule(world, self.id, at, MobilityEvent::Move { k, phase: 1 });
+            self.start_pause(world, now);
+            return;
+        }
+        let m = &mut self.m;
+        let n = m.bss.len();
+        let target = (m.current + 1) % n;
+        if m.cells == Cells::NonOverlapping {
+            world.links[m.bs_link[target]].out_of_range = false;
+        }
+        let likely: Vec<usize> = if n > 1 { vec![(target + 1) % n] } else { vec![] };
+        self.start_handoff(world, now, k, target, &likely);
+        let m = &self.m;
+        if let Some(t) = m.crossing(k + 1) {
+            let phase = if m.cells == Cells::NonOverlapping { 0 } else { 1 };
+            schedule(world, self.id, t, MobilityEvent::Move { k: k + 1, phase });
+        }
+    }
+
+    /// The mobile decides to hand off to base station `target` (index into the visiting order) with `likely`
+    /// as the likely next targets: its uplink moves to the new cell, the control messages go out, and the
+    /// handoff's measurement starts.
+    fn start_handoff(&mut self, world: &mut World, now: Time, k: u32, target: usize, likely: &[usize]) {
+        self.close_handoff(world);
+        if self.m.left_at.is_none() {
+            self.start_pause(world, now); // overlapping cells: the crossing is the decision
+        }
+        self.settle_losses(world);
+        let m = &mut self.m;
+        let old = m.current;
+        m.current = target;
+        // The mobile's default gateway is its current cell's BS (seed 004: "updates its routing table").
+        let uplink = m.bs_link[target];
+        world.nodes[m.mh].gateway = Some((uplink, world.links[uplink].dir_from(m.mh)));
+        let addr = |i: usize| world.nodes[m.bss[i]].addr;
+        let likely: Vec<Ipv4Addr> = likely.iter().map(|&i| addr(i)).collect();
+        let msgs = m.controller.handoff(addr(target), &likely);
+        let left = m.left_at.take().unwrap_or(now);
+        m.handoffs.push(HandoffMetrics {
+            index: k,
+            from: world.nodes[m.bss[old]].name.clone(),
+            to: world.nodes[m.bss[target]].name.clone(),
+            left_s: left.as_secs_f64(),
+            decided_s: now.as_secs_f64(),
+            packets_lost: std::mem::take(&mut m.lost_between_cells),
+            ..HandoffMetrics::default()
+        });
+        let i = m.handoffs.len() - 1;
+        m.pause.entry = Some(i);
+        if let Some(done) = m.pause.done {
+            m.handoffs[i].pause_s = Some(done.saturating_since(m.pause.start).as_secs_f64());
+        }
+        self.m.resent_mark = self.resent_total(world);
+        for f in &mut world.flows {
+            if let Some(series) = f.series.as_mut() {
+                series.handoffs.push(now.as_secs_f64());
+            }
+        }
+        let mh = self.m.mh;
+        for p in msgs {
+            let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
+            world.route(now, mh, dst, p, false);
+        }
+    }
+
+    /// A crossing begins (the mobile leaves its cell, or decides in overlapping cells): each flow through the
+    /// mobile must deliver a byte its sender has not sent yet (or its last byte) before the transfer counts
+    /// as resumed; what was in flight may have been lost, and so may the ACKs of what was delivered.
+    fn start_pause(&mut self, world: &World, now: Time) {
+        let m = &mut self.m;
+        let mut through = false;
+        let mut marks = Vec::new();
+        for (i, f) in world.flows.iter().enumerate().filter(|(_, f)| f.path.contains(&m.mh)) {
+            through = true;
+            if let Role::Sender(s) = &world.endpoints[f.sender].role {
+                let target = (s.snd_max_offset() + 1).min(f.bytes);
+                if f.delivered < target {
+                    marks.push((i, target));
+                }
+            }
+        }
+        let done = (through && marks.is_empty()).then_some(now);
+        m.pause = PauseTrack { start: now, marks, done, entry: None };
+    }
+
+    /// After a delivery: has every flow caught up with its mark? Then the crossing's pause is over.
+    fn check_pause(&mut self, world: &World, now: Time) {
+        let m = &mut self.m;
+        if m.pause.marks.is_empty() {
+            return;
+        }
+        let flows = &world.flows;
+        m.pause.marks.retain(|&(f, mark)| flows[f].delivered < mark);
+        if m.pause.marks.is_empty() {
+            let pause = now.saturating_since(m.pause.start).as_secs_f64();
+            match m.pause.entry {
+                Some(i) => m.handoffs[i].pause_s = Some(pause),
+                None => m.pause.done = Some(now),
+            }
+        }
+    }
+
+    /// Sum of `resent_from_buffer` over the base stations.
+    fn resent_total(&self, world: &World) -> u64 {
+        self.m
+            .bss
+            .iter()
+            .filter_map(|&b| world.nodes[b].agent.as_ref())
+            .flat_map(|a| a.counters())
+            .filter(|(k, _)| *k == "resent_from_buffer")
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Ends the current handoff's accounting (at the next handoff, or at the end of the run).
+    fn close_handoff(&mut self, world: &World) {
+        if self.m.handoffs.is_empty() {
+            return;
+        }
+        let total = self.resent_total(world);
+        let m = &mut self.m;
+        let mark = m.resent_mark;
+        if let Some(h) = m.handoffs.last_mut() {
+            h.resent_from_buffer = total.saturating_sub(mark);
+        }
+    }
+
+    /// Seed 004: the handoff is accepted; the mobile's TCPs react at once instead of waiting for a timeout.
+    /// A receiving TCP sends the signal `mobility.receiver_signal` chooses (seed 004, Fig. 9 (b)).
+    fn fast_retransmit(&mut self, world: &mut World, now: Time, node: usize) {
+        let signal = self.m.receiver_signal;
+        let eps = world.nodes[node].endpoints.clone();
+        for ep in eps {
+            match &mut world.endpoints[ep].role {
+                Role::Receiver(r) => match signal {
+                    ReceiverSignal::Dupacks => r.send_dupacks(3),
+                    ReceiverSignal::MarkedAck => r.send_handoff_mark(),
+                },
+                Role::Sender(s) => s.retransmit_now(now),
+                Role::Closed => continue,
+            }
+            world.after_endpoint(now, ep);
+            if let Owner::Flow(_) = world.endpoints[ep].owner {
+                // The core does not re-enter this feature for its `after_flow_endpoint`.
+                self.check_pause(world, now);
+            }
+        }
+    }
+}
+
+impl Feature for Mobility {
+    fn hooks(&self) -> HookSet {
+        HookSet { arrive: true, after_flow_endpoint: true }
+    }
+
+    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
+        let FeatureEvent::Mobility(event) = event else { unreachable!("the core routes a feature its own events") };
+        match event {
+            MobilityEvent::Move { k, phase } => self.on_move(world, now, k, phase),
+            MobilityEvent::Beacon { bs } => self.on_beacon(world, now, bs),
+            MobilityEvent::Walk => self.on_walk(world, now),
+        }
+    }
+
+    /// What the mobile, the base stations and the home agent do with a packet before the core's routing.
+    fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+        let m = &mut self.m;
+        let ip = Ipv4Packet::new_unchecked(&packet[..]);
+        let (src, dst, proto, ident) = (ip.src_addr(), ip.dst_addr(), ip.protocol(), ip.ident());
+        if node == m.mh {
+            let from_bs = m.bs_link.iter().position(|&l| l == link);
+            let event = m.controller.on_received(packet);
+            let decided = m.handoffs.last().map(|h| Time((h.decided_s * 1e9).round() as u64));
+            let since = |t: Option<Time>| t.map(|d| now.saturating_since(d).as_secs_f64());
+            if proto != handoff::PROTO_HANDOFF {
+                let dup = m.seen_before((src, ident));
+                let current = m.current;
+                if let Some(h) = m.handoffs.last_mut() {
+                    if dup {
+                        h.duplicates += 1;
+                    }
+                    if h.latency_s.is_none() && from_bs == Some(current) {
+                        h.latency_s = since(decided);
+                        h.completion_s = h.completion_s.or(h.latency_s);
+                    }
+                }
+                return false;
+            }
+            match event {
+                Some(MhEvent::Accepted { .. }) => {
+                    if let Some(h) = m.handoffs.last_mut() {
+                        h.accepted_s = since(decided);
+                        h.completion_s = h.completion_s.or(h.accepted_s);
+                    }
+                    if m.fast_retransmit {
+                        self.fast_retransmit(world, now, node);
+                    }
+                }
+                Some(MhEvent::Beacon { bs }) => self.on_beacon_heard(world, now, bs),
+                _ => {}
+            }
+            return true;
+        }
+        let is_bs = m.bss.contains(&node);
+        let mine = dst == world.nodes[node].addr;
+        if is_bs && mine && proto == handoff::PROTO_HANDOFF {
+            let mh_addr = world.nodes[m.mh].addr;
+            if let (Some(c), Some(h)) = (Control::parse(packet), m.handoffs.last_mut()) {
+                if c.seq == m.controller.seq() {
+                    let at = Some(now.saturating_since(Time((h.decided_s * 1e9).round() as u64)).as_secs_f64());
+                    match c.kind {
+                        Kind::Forward | Kind::Greeting if h.request_at_new_bs_s.is_none() => h.request_at_new_bs_s = at,
+                        Kind::Buffer | Kind::Stop | Kind::Notify if h.old_bs_told_s.is_none() => h.old_bs_told_s = at,
+                        _ => {}
+                    }
+                    if !m.old_bs_drains
+                        && matches!(c.kind, Kind::Buffer | Kind::Stop | Kind::Notify)
+                        && c.mobile == mh_addr
+                    {
+                        // `mobility.old_bs_drains = false`: the old BS discards what it queued for the mobile.
+                        if let Some(i) = m.bss.iter().position(|&b| b == node) {
+                            let link = &mut world.links[m.bs_link[i]];
+                            let dir = link.dir_from(node);
+                            let to_mobile = |p: &[u8]| {
+                                Ipv4Packet::new_checked(p)
+                                    .is_ok_and(|ip| ip.dst_addr() == mh_addr && ip.protocol() != handoff::PROTO_HANDOFF)
+                            };
+                            h.purged_at_old_bs += link.purge(dir, to_mobile);
+                        }
+                    }
+                }
+            }
+        }
+        let home_agent_takes = node == m.ha && (mine || world.nodes[m.mh].addr == dst);
+        if (is_bs && mine) || home_agent_takes {
+            world.to_agent(now, node, lasthop_agents::Side::ToMobile, packet.clone());
+            return true;
+        }
+        false
+    }
+
+    fn after_flow_endpoint(&mut self, world: &mut World, now: Time) {
+        self.check_pause(world, now);
+    }
+
+    fn finish(mut self: Box<Self>, world: &World, result: &mut RunResult) {
+        self.settle_losses(world);
+        self.close_handoff(world);
+        result.handoffs = std::mem::take(&mut self.m.handoffs);
+    }
+}
