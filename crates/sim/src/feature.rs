@@ -63,6 +63,8 @@ pub struct FeatureId(pub(crate) usize);
 pub(crate) enum FeatureEvent {
     Web(crate::web::feature::WebEvent),
     Mobility(crate::mobility::feature::MobilityEvent),
+    Failure(crate::failure::FailureEvent),
+    Split(crate::split::SplitEvent),
 }
 
 /// Builds and registers every feature the scenario asks for, in the order that fixes same-instant ties.
@@ -72,6 +74,13 @@ pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError>
     }
     if let Some(w) = crate::web::feature::WebWorkloads::build(s, world, world.next_feature_id())? {
         world.add_feature(Box::new(w));
+    }
+    // Before the split relays, so that a failed node drops packets before a relay could take them.
+    if let Some(f) = crate::failure::Failure::build(s, world, world.next_feature_id()) {
+        world.add_feature(Box::new(f));
+    }
+    if let Some(f) = crate::split::Split::build(s, world, world.next_feature_id())? {
+        world.add_feature(Box::new(f));
     }
     Ok(())
 }

@@ -10,11 +10,13 @@ pub mod agents;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
 pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;
+pub mod failure;
 pub(crate) mod feature;
 pub mod link;
 pub mod metrics;
 pub mod mobility;
 pub mod scenario;
+pub mod split;
 pub mod web;
 mod world;
 

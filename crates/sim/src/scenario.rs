@@ -44,6 +44,12 @@ pub struct Scenario {
     /// Settings of the NACK agent.
     #[serde(default)]
     pub nack: crate::agents::NackSettings,
+    /// Settings of the split-connection relays (nodes with agent "split" or "split-sack").
+    #[serde(default)]
+    pub split: crate::split::SplitSettings,
+    /// A node that fails during the run (see `crate::failure`); absent: nothing fails.
+    #[serde(default)]
+    pub failure: Option<crate::failure::FailureConfig>,
     #[serde(skip)]
     origin: String,
 }
@@ -53,7 +59,7 @@ pub struct Scenario {
 pub struct NodeConfig {
     pub addr: Ipv4Addr,
     /// The agents the node runs on packets it forwards: "none" (default), "snoop", "eln", "eln-filter",
-    /// "nack", or several joined by `+`.
+    /// "nack", "mtcp", or several joined by `+`; or "split" / "split-sack" alone (I-TCP, see `[split]`).
     #[serde(default)]
     pub agent: AgentSpec,
 }
@@ -69,15 +75,31 @@ pub enum AgentKind {
     ElnFilter,
     /// SACK-based NACKs to a mobile sender (seed 000 §3.2).
     Nack,
+    /// M-TCP's supervisor (Brown and Singh 1997): withholds the ACK of the last byte, freezes the sender
+    /// with a zero window while the mobile is unreachable ([`lasthop_agents::mtcp`]).
+    Mtcp,
+    /// I-TCP's split connection (seed 000 §2): the node terminates connections toward the mobile and
+    /// relays them over its own TCP ([`crate::split`]); not an agent in a chain.
+    Split,
+    /// The split connection with SACK over the wireless hop (SPLIT-SACK of the ToN'97 comparison).
+    SplitSack,
 }
 
 impl AgentKind {
-    const NAMES: [(&'static str, AgentKind); 4] = [
+    const NAMES: [(&'static str, AgentKind); 7] = [
         ("snoop", AgentKind::Snoop),
         ("eln", AgentKind::Eln),
         ("eln-filter", AgentKind::ElnFilter),
         ("nack", AgentKind::Nack),
+        ("mtcp", AgentKind::Mtcp),
+        ("split", AgentKind::Split),
+        ("split-sack", AgentKind::SplitSack),
     ];
+
+    /// A split connection terminates TCP at the node: it replaces forwarding and cannot be chained.
+    pub fn is_split(self) -> bool {
+        matches!(self, AgentKind::Split | AgentKind::SplitSack)
+    }
 }
 
 /// The agents of a node, in the order packets pass through them: `"none"`, one name, or names joined by
@@ -100,7 +122,7 @@ impl std::str::FromStr for AgentSpec {
         s.split('+')
             .map(|name| {
                 AgentKind::NAMES.iter().find(|(n, _)| *n == name.trim()).map(|(_, k)| *k).ok_or_else(|| {
-                    format!("unknown agent `{name}`, expected \"none\" or names from snoop, eln, eln-filter, nack joined by +")
+                    format!("unknown agent `{name}`, expected \"none\", \"split\", \"split-sack\", or names from snoop, eln, eln-filter, nack, mtcp joined by +")
                 })
             })
             .collect::<Result<Vec<_>, _>>()
@@ -485,6 +507,19 @@ impl Scenario {
             if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
                 return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
             }
+        }
+        for (name, n) in &self.nodes {
+            if n.agent.0.len() > 1 && n.agent.0.iter().any(|k| k.is_split()) {
+                return Err((
+                    format!("nodes.{name}.agent"),
+                    "\"split\" and \"split-sack\" terminate TCP at the node and cannot be chained with other agents"
+                        .into(),
+                ));
+            }
+        }
+        self.split.validate().map_err(|(f, m)| (format!("split.{f}"), m))?;
+        if let Some(f) = &self.failure {
+            f.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, m)| (format!("failure.{f}"), m))?;
         }
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
         if let Some(m) = &self.mobility {

@@ -171,8 +171,7 @@ impl SplitRelay {
 
     /// Bytes received from the fixed host that the mobile has not acknowledged.
     pub fn buffered_bytes(&self) -> u64 {
-        // The wireless sender's offset 0 is its SYN; application byte i is offset 1 + i.
-        self.read.saturating_sub(self.wireless.snd_una_offset().saturating_sub(1))
+        self.read.saturating_sub(self.wireless.snd_una_offset())
     }
 
     /// The next packet to send, and where.

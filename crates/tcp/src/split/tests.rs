@@ -143,7 +143,7 @@ impl Net {
 
     /// Bytes the fixed sender saw acknowledged that the mobile has not received.
     fn acked_not_delivered(&self) -> u64 {
-        self.fh.snd_una_offset().saturating_sub(1).saturating_sub(self.mh.delivered_bytes())
+        self.fh.snd_una_offset().saturating_sub(self.mh.delivered_bytes())
     }
 }
 
