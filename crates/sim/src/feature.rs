@@ -65,6 +65,7 @@ pub(crate) enum FeatureEvent {
     Mobility(crate::mobility::feature::MobilityEvent),
     Failure(crate::failure::FailureEvent),
     Split(crate::split::SplitEvent),
+    Arq(crate::arq::ArqEvent),
 }
 
 /// Builds and registers every feature the scenario asks for, in the order that fixes same-instant ties.
@@ -80,6 +81,9 @@ pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError>
         world.add_feature(Box::new(f));
     }
     if let Some(f) = crate::split::Split::build(s, world, world.next_feature_id())? {
+        world.add_feature(Box::new(f));
+    }
+    if let Some(f) = crate::arq::Arq::build(s, world, world.next_feature_id()) {
         world.add_feature(Box::new(f));
     }
     Ok(())

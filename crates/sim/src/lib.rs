@@ -7,6 +7,7 @@
 //! is seeded from (scenario seed, component, stream name).
 
 pub mod agents;
+pub mod arq;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
 pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;

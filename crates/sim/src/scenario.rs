@@ -203,6 +203,9 @@ pub struct LinkConfig {
     /// Error model of the b→a direction.
     #[serde(default)]
     pub error_reverse: Option<ErrorModelConfig>,
+    /// Link-level ARQ on the a→b direction of a wireless link (see `crate::arq`); absent: none.
+    #[serde(default)]
+    pub arq: Option<crate::arq::ArqSettings>,
 }
 
 impl LinkConfig {
@@ -447,6 +450,21 @@ impl Scenario {
                     p("access"),
                     "only a half-duplex link's stations share access (set duplex = \"half\")".into(),
                 ));
+            }
+            if let Some(a) = &l.arq {
+                if l.kind != LinkKind::Wireless {
+                    return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
+                }
+                a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
+                if !self.nodes[&l.ends[0]].agent.is_none() {
+                    return Err((
+                        format!("nodes.{}.agent", l.ends[0]),
+                        format!("`{}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)", l.ends[0]),
+                    ));
+                }
+                if self.mobility.as_ref().is_some_and(|m| m.scheme != crate::mobility::SchemeKind::None) {
+                    return Err((p("arq"), "link-level ARQ with `[mobility]` is not supported yet".into()));
+                }
             }
             l.error.validate().map_err(|m| (p("error"), m))?;
             if let Some(e) = &l.error_reverse {

@@ -600,7 +600,8 @@ impl World {
         }
     }
 
-    fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
+    /// Hands `packet`, addressed to `node`, to the node's endpoints (or a feature's datagram hook).
+    pub(crate) fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, proto) = (ip.src_addr(), ip.protocol());
         if proto != PROTO_TCP {

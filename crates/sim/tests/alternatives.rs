@@ -145,3 +145,99 @@ fn runs_are_deterministic() {
     assert_eq!(a.flows, b.flows);
     assert_eq!(a.agents, b.agents);
 }
+
+/// The four link-level schemes of the ToN'97 comparison, as `[links.wavelan.arq]` settings.
+const LL: [(&str, bool, bool); 4] = [
+    ("ll", false, false),
+    ("ll-tcp-aware", false, true),
+    ("ll-smart", true, false),
+    ("ll-smart-tcp-aware", true, true),
+];
+
+fn run_ll(selective: bool, tcp_aware: bool, ber: f64, edit: impl FnOnce(&mut toml::Value)) -> RunResult {
+    run_with("none", ber, |v| {
+        set(v, "links.wavelan.arq.selective_acks", selective);
+        set(v, "links.wavelan.arq.tcp_aware", tcp_aware);
+        edit(v);
+    })
+}
+
+#[test]
+fn link_level_arq_delivers_every_byte_intact() {
+    for (name, selective, tcp_aware) in LL {
+        for ber in [0.0, 7.6e-6] {
+            let r = run_ll(selective, tcp_aware, ber, |_| {});
+            let f = flow(&r);
+            assert!(f.completed, "{name} at {ber}: {f:?}");
+            assert_eq!((f.bytes_delivered, f.corrupt_bytes), (1_000_000, 0), "{name}");
+            let sent = bs(&r, "arq_frames_sent");
+            let acks = r.agents["mh"]["arq_acks_sent"];
+            assert!(
+                acks > 0 && acks <= sent,
+                "{name}: every data frame that arrives is acknowledged ({acks} of {sent})"
+            );
+            if ber == 0.0 {
+                assert_eq!(bs(&r, "arq_retransmissions"), 0, "{name}");
+            } else {
+                assert!(bs(&r, "arq_retransmissions") > 0, "{name}: the link recovered losses");
+                assert!(
+                    r.agents["mh"]["arq_duplicates"] > 0,
+                    "{name}: lost link ACKs make duplicates the mobile drops"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn selective_link_acks_resend_gaps_at_once_and_tcp_awareness_hides_dupacks() {
+    let plain = run_ll(false, false, 1.5e-5, |_| {});
+    let smart = run_ll(true, false, 1.5e-5, |_| {});
+    assert_eq!(bs(&plain, "arq_gap_retransmissions"), 0);
+    assert!(bs(&smart, "arq_gap_retransmissions") > 0);
+    // In-order delivery hides the link's recovery from TCP; out of order, the mobile sends DUPACKs for the
+    // frames the link is still resending, and a TCP-aware link drops them.
+    let ooo = |v: &mut toml::Value| set(v, "links.wavelan.arq.delivery", "out-of-order");
+    let plain = run_ll(false, false, 1.5e-5, ooo);
+    let aware = run_ll(false, true, 1.5e-5, ooo);
+    assert_eq!(bs(&plain, "arq_dupacks_suppressed"), 0);
+    assert!(bs(&aware, "arq_dupacks_suppressed") > 0, "{:?}", aware.agents);
+    assert!(
+        flow(&aware).fast_retransmits < flow(&plain).fast_retransmits,
+        "fewer spurious fast retransmits: {} against {}",
+        flow(&aware).fast_retransmits,
+        flow(&plain).fast_retransmits
+    );
+    assert!(flow(&aware).completed && flow(&aware).corrupt_bytes == 0);
+}
+
+#[test]
+fn out_of_order_link_delivery_makes_dupacks_and_a_tcp_unaware_link_lets_them_through() {
+    let r = run_ll(false, false, 1.5e-5, |v| set(v, "links.wavelan.arq.delivery", "out-of-order"));
+    let f = flow(&r);
+    assert!(f.completed && f.corrupt_bytes == 0);
+    assert!(f.fast_retransmits > 0, "reordering reaches TCP as DUPACKs: spurious fast retransmits {f:?}");
+}
+
+#[test]
+fn the_retry_limit_hands_persistent_losses_back_to_tcp() {
+    let r = run_ll(false, false, 3e-5, |v| set(v, "links.wavelan.arq.retry_limit", 0));
+    let f = flow(&r);
+    assert!(f.completed && f.corrupt_bytes == 0, "{f:?}");
+    assert!(bs(&r, "arq_frames_abandoned") > 0);
+    assert!(f.segments_retransmitted > 0, "TCP resent what the link gave up");
+}
+
+#[test]
+fn arq_combinations_that_cannot_work_are_refused() {
+    let e = scenario(|v| set(v, "links.ether.arq.window", 4)).unwrap_err();
+    assert!(e.contains("links.ether.arq") && e.contains("wireless"), "{e}");
+    let e = scenario(|v| {
+        set(v, "nodes.bs.agent", "snoop");
+        set(v, "links.wavelan.arq.window", 4);
+    })
+    .unwrap_err();
+    assert!(e.contains("nodes.bs.agent"), "{e}");
+    let e = scenario(|v| set(v, "links.wavelan.arq.window", 0)).unwrap_err();
+    assert!(e.contains("links.wavelan.arq.window"), "{e}");
+}
