@@ -38,8 +38,9 @@ pub const PROTO_ARQ: u8 = 254;
 pub struct ArqSettings {
     /// Frames in flight: 1 is stop-and-wait, more selective repeat (default 8).
     pub window: u32,
-    /// Link retransmission timeout, ms. Default: (window + 1) × (the air time of a 1500-byte frame and of a
-    /// link ACK) + 2 × the link's delay + 1 ms, so that a full window can cross before the timer fires.
+    /// Link retransmission timeout, ms. Default: 2 × (window + 1) × (the air time of a 1500-byte frame and of
+    /// a link ACK) + 2 × the link's delay + 1 ms (143 ms for the default window on `examples/compare.toml`'s
+    /// WaveLAN), so that a full window can cross, behind the mobile's TCP ACKs, before the timer fires.
     pub timeout_ms: Option<f64>,
     /// Retransmissions of one frame before the link gives it up (default 3).
     pub retry_limit: u32,
@@ -116,7 +117,10 @@ impl Arq {
             let link = world.links.iter().position(|x| &x.name == name).expect("validated");
             let ends = world.links[link].ends;
             let air = |bytes: usize| l.airtime_ns(bytes) as f64 / 1e6;
-            let default_timeout = f64::from(a.window + 1)
+            // Twice the time a full window of the largest frames and their link ACKs take on the medium:
+            // the timer runs from queueing, and the mobile's own TCP ACKs contend for the medium too.
+            let default_timeout = 2.0
+                * f64::from(a.window + 1)
                 * (air(1500 + HEADER_LEN + lasthop_arq::frame::DATA_HEADER_LEN)
                     + air(HEADER_LEN + lasthop_arq::frame::ACK_LEN))
                 + 2.0 * l.delay_ms
