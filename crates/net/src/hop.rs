@@ -11,9 +11,9 @@
 //! Access to the shared medium ([`Access`]): by default the two stations (the base station, sending
 //! down; the mobile, sending up) take turns, one frame each while both have frames waiting, as CSMA/CA
 //! gives saturated stations equal access; local-retransmission priority orders only the base station's
-//! own queues. `access = "fifo"` serves the medium in arrival order across both stations instead (the
-//! simulator's discipline, `lasthop-sim::link`), so a mobile's ACK waits behind every frame the base
-//! station queued before it.
+//! own queues. `access = "fifo"` serves the medium in arrival order across both stations instead, so a
+//! mobile's ACK waits behind every frame the base station queued before it. The discipline is the one
+//! sans-IO scheduler the simulator's links use too (`lasthop_channel::medium`).
 //!
 //! Like the agents, the emulator never reads a clock: [`Hop::enqueue`] and [`Hop::poll`] take `now`, and
 //! [`Hop::next_event`] says when to call again. Transmissions start at the *virtual* time the transmitter
@@ -28,6 +28,7 @@
 //! arriving at the same instant are delivered in the order they were put on the air.
 
 use crate::channel::{stream, ErrorModel, ErrorModelConfig};
+use lasthop_channel::medium::Stations;
 use lasthop_wire::Time;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -51,23 +52,9 @@ pub enum Duplex {
     Full,
 }
 
-/// Who gets the shared (half-duplex) medium next when both stations have frames waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    /// The base station and the mobile take turns, one frame each, while both have frames waiting; a
-    /// station alone on the medium sends back to back. This is what 802.11's (and WaveLAN's) CSMA/CA
-    /// gives two saturated stations: each contends for every frame on its own, with equal chances, so a
-    /// mobile's ACK waits for about one data frame, not for the base station's whole queue. Local
-    /// retransmissions (the priority queue) go first among the base station's own frames only.
-    #[default]
-    Turns,
-    /// One first-come first-served queue over both stations (local retransmissions first): a frame waits
-    /// for every frame queued before it in either direction. The simulator's discipline
-    /// (`lasthop-sim::link`), and this emulator's before `turns`: with a deep base-station queue, the
-    /// mobile's ACKs wait behind all of it (100 frames at 2 Mb/s: ~600 ms).
-    Fifo,
-}
+/// Who gets the shared (half-duplex) medium next when both stations have frames waiting: the scheduler
+/// shared with the simulator (`lasthop_channel::medium`). Default `turns`.
+pub use lasthop_channel::medium::Access;
 
 /// The emulated hop. `rate_mbps = 0` means no rate limit (frames take no air time).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -160,15 +147,9 @@ pub struct HopCounters {
     pub delivered: u64,
 }
 
-struct Queued<T> {
-    item: T,
-    len: usize,
-    order: u64,
-}
-
+/// One direction's transmitter, frames in flight, error model and counters (its queues are the hop's
+/// [`Stations`]).
 struct Direction<T> {
-    high: VecDeque<Queued<T>>,
-    normal: VecDeque<Queued<T>>,
     /// Full duplex: when this direction's transmitter is free again (None: idle).
     busy_until: Option<Time>,
     /// Frames on the air or propagating, in arrival order (monotone: one transmitter, one delay).
@@ -177,26 +158,18 @@ struct Direction<T> {
     counters: HopCounters,
 }
 
-impl<T> Direction<T> {
-    fn has_frame(&self) -> bool {
-        !self.high.is_empty() || !self.normal.is_empty()
-    }
-}
-
 /// The scheduler. `T` is whatever the host moves over the hop (the base station uses Ethernet frames).
 pub struct Hop<T> {
     dirs: [Direction<T>; 2],
+    /// Both directions' transmit queues (station 0 sends down, 1 up): frame and its length in bytes.
+    queues: Stations<(T, usize)>,
     duplex: Duplex,
     access: Access,
     /// Half duplex: when the shared medium is free again.
     medium_busy_until: Option<Time>,
-    /// Half duplex: the direction of the latest frame put on the air (for `Access::Turns`).
-    last_on_air: Option<usize>,
     rate_mbps: f64,
     delay_ns: u64,
     overhead_ns: u64,
-    capacity: usize,
-    next_order: u64,
     /// Per direction: record the frames that go on the air in `started`?
     report: [bool; 2],
     /// Frames put on the air since the last [`Hop::take_transmissions`], in order: (start, direction, frame).
@@ -206,8 +179,6 @@ pub struct Hop<T> {
 impl<T: Clone> Hop<T> {
     pub fn new(cfg: &HopConfig) -> Hop<T> {
         let dir = |e: &ErrorModelConfig, name: &str| Direction {
-            high: VecDeque::new(),
-            normal: VecDeque::new(),
             busy_until: None,
             flight: VecDeque::new(),
             error: e.build(stream(cfg.seed, "hop", name)),
@@ -215,15 +186,13 @@ impl<T: Clone> Hop<T> {
         };
         Hop {
             dirs: [dir(&cfg.down, "down"), dir(&cfg.up, "up")],
+            queues: Stations::new(cfg.queue_packets.max(1)),
             duplex: cfg.duplex,
             access: cfg.access,
             medium_busy_until: None,
-            last_on_air: None,
             rate_mbps: cfg.rate_mbps,
             delay_ns: (cfg.delay_ms * 1e6).round() as u64,
             overhead_ns: (cfg.mac_overhead_us * 1e3).round() as u64,
-            capacity: cfg.queue_packets.max(1),
-            next_order: 0,
             report: [false; 2],
             started: Vec::new(),
         }
@@ -263,15 +232,10 @@ impl<T: Clone> Hop<T> {
         // Bring the transmitters up to `now` first, so a frame that became free earlier is not
         // handed a transmitter in the past ahead of frames it should follow.
         self.advance_transmitters(now);
-        let order = self.next_order;
-        self.next_order += 1;
-        let d = &mut self.dirs[dir as usize];
-        let q = if priority { &mut d.high } else { &mut d.normal };
-        if q.len() >= self.capacity {
-            d.counters.queue_drops += 1;
+        if self.queues.enqueue(dir as usize, (item, len), priority).is_err() {
+            self.dirs[dir as usize].counters.queue_drops += 1;
             return false;
         }
-        q.push_back(Queued { item, len, order });
         self.start_transmissions(now);
         true
     }
@@ -293,11 +257,9 @@ impl<T: Clone> Hop<T> {
             let arrival = (0..2).filter_map(|d| self.dirs[d].flight.front().map(|(t, _)| (*t, d))).min();
             // The earliest transmitter to free up while a frame waits for it (None: the medium).
             let free = match self.duplex {
-                Duplex::Half => {
-                    self.medium_busy_until.filter(|_| self.dirs.iter().any(|d| d.has_frame())).map(|t| (t, None))
-                }
+                Duplex::Half => self.medium_busy_until.filter(|_| self.has_any_frame()).map(|t| (t, None)),
                 Duplex::Full => (0..2)
-                    .filter(|&d| self.dirs[d].has_frame())
+                    .filter(|&d| self.queues.has_frame(d))
                     .filter_map(|d| self.dirs[d].busy_until.map(|t| (t, Some(d))))
                     .min(),
             };
@@ -348,14 +310,14 @@ impl<T: Clone> Hop<T> {
                 t = Some(t.map_or(x, |t| t.min(x)));
             }
         };
-        for d in &self.dirs {
+        for (i, d) in self.dirs.iter().enumerate() {
             consider(d.flight.front().map(|(t, _)| *t));
             // A busy transmitter matters only when a frame waits for it.
-            if d.has_frame() {
+            if self.queues.has_frame(i) {
                 consider(d.busy_until);
             }
         }
-        if self.dirs.iter().any(|d| d.has_frame()) {
+        if self.has_any_frame() {
             consider(self.medium_busy_until);
         }
         t
@@ -367,8 +329,12 @@ impl<T: Clone> Hop<T> {
 
     /// Frames waiting in `dir`'s two queues.
     pub fn queued(&self, dir: Dir) -> usize {
-        let d = &self.dirs[dir as usize];
-        d.high.len() + d.normal.len()
+        let (high, normal) = self.queues.waiting(dir as usize);
+        high + normal
+    }
+
+    fn has_any_frame(&self) -> bool {
+        self.queues.has_frame(0) || self.queues.has_frame(1)
     }
 
     /// Frees transmitters whose frame ended by `now` and starts the next frames at the instant each
@@ -419,31 +385,19 @@ impl<T: Clone> Hop<T> {
         }
     }
 
-    /// Shared medium: which station sends next ([`Access`]). `Fifo`: local retransmissions first, then
-    /// first come first served across directions. `Turns`: the station that did not send the latest frame,
-    /// if it has one waiting (the first frame ever: first come first served); each station sends its own
-    /// local retransmissions first.
+    /// Shared medium: the station the shared scheduler picks ([`Stations::next`] under the hop's [`Access`])
+    /// sends its next frame at `at`.
     fn start_half(&mut self, at: Time) -> bool {
-        let head = |q: &VecDeque<Queued<T>>| q.front().map(|f| f.order);
-        let earliest = |sel: &dyn Fn(&Direction<T>) -> Option<u64>| {
-            (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
-        };
-        let next = match (self.access, self.last_on_air) {
-            (Access::Turns, Some(last)) if self.dirs[1 - last].has_frame() => Some(1 - last),
-            (Access::Turns, Some(last)) if self.dirs[last].has_frame() => Some(last),
-            _ => earliest(&|d| head(&d.high)).or_else(|| earliest(&|d| head(&d.normal))),
-        };
-        let Some(d) = next else {
+        let Some((d, _)) = self.queues.next(self.access) else {
             return false;
         };
-        self.last_on_air = Some(d);
         let done = self.transmit(d, at);
         self.medium_busy_until = Some(done);
         true
     }
 
     fn start_on(&mut self, d: usize, at: Time) -> bool {
-        if !self.dirs[d].has_frame() {
+        if !self.queues.has_frame(d) {
             return false;
         }
         let done = self.transmit(d, at);
@@ -454,23 +408,20 @@ impl<T: Clone> Hop<T> {
     /// Puts the head frame of direction `d` on the air at `at`; returns when the transmitter is free.
     fn transmit(&mut self, d: usize, at: Time) -> Time {
         let delay = self.delay_ns;
-        let q = {
-            let dir = &mut self.dirs[d];
-            dir.high.pop_front().or_else(|| dir.normal.pop_front()).expect("caller checked a frame waits")
-        };
-        let air = self.airtime_ns(q.len);
+        let (item, len) = self.queues.take(d).expect("caller checked a frame waits");
+        let air = self.airtime_ns(len);
         let done = Time(at.0.saturating_add(air));
         if self.report[d] {
-            self.started.push((at, if d == 0 { Dir::Down } else { Dir::Up }, q.item.clone()));
+            self.started.push((at, if d == 0 { Dir::Down } else { Dir::Up }, item.clone()));
         }
         let dir = &mut self.dirs[d];
-        let corrupted = dir.error.corrupts(at, done, q.len as u64 * 8);
+        let corrupted = dir.error.corrupts(at, done, len as u64 * 8);
         dir.counters.frames_sent += 1;
-        dir.counters.bytes_sent += q.len as u64;
+        dir.counters.bytes_sent += len as u64;
         if corrupted {
             dir.counters.frames_lost += 1;
         } else {
-            dir.flight.push_back((Time(done.0.saturating_add(delay)), q.item));
+            dir.flight.push_back((Time(done.0.saturating_add(delay)), item));
         }
         done
     }

@@ -26,7 +26,7 @@
 //!      forwards it, and may consume it (a home agent that tunnels, a relay that splits a connection, a
 //!      mobile host that reads control messages);
 //!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a
-//!      packet to it with [`World::to_agent`], and sends its own with [`World::route`] (by the routing
+//!      packet to it with [`World::hand_to_agent`], and sends its own with [`World::route`] (by the routing
 //!      table) or [`World::send`] (on a given link and direction, priority queue or not);
 //!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
 //!      endpoints, and a feature's own endpoints ([`World::add_endpoint`] with

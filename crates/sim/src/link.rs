@@ -5,20 +5,19 @@
 //! A half-duplex link sends one frame at a time on a [`Medium`]. By default every half-duplex link is its own
 //! medium; links given the same `medium` name (or the cells of overlapping base stations, see
 //! [`crate::mobility`]) share one, as seed 000's two WaveLAN cells in one room share one channel (§6): a frame
-//! on one link then keeps every other link of the medium waiting. Within a link the two stations are served
-//! as the link's `access` says: `fifo` (default) first come first served over both, local retransmissions
-//! first; `turns` the station that did not send the latest frame goes next if it has one waiting, each station
-//! sending its own local retransmissions first (CSMA/CA between two busy stations, as the real base station's
-//! hop emulator in `lasthop-net` does). Across links the medium goes to the links with a
-//! frame waiting in turn, frame by frame (roughly the per-station fairness of WaveLAN's CSMA/CA), again with
-//! local retransmissions first.
+//! on one link then keeps every other link of the medium waiting. Who sends next is decided by the
+//! half-duplex scheduler shared with the real base station's hop emulator, [`lasthop_channel::medium`]:
+//! within a link as the link's `access` says (`turns` or `fifo`, see [`Access`]); across links the medium
+//! goes to the links with a frame waiting in turn, frame by frame (roughly the per-station fairness of
+//! WaveLAN's CSMA/CA), local retransmissions first.
 
 use crate::error_model::ErrorModel;
-use crate::scenario::{Access, Duplex, LinkConfig, LinkKind};
+use crate::scenario::{Duplex, LinkConfig, LinkKind};
 use bytes::Bytes;
+use lasthop_channel::medium::Stations;
+pub use lasthop_channel::medium::{Access, Medium};
 use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::Time;
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::BufWriter;
 
@@ -28,17 +27,8 @@ pub struct Pcap {
     pub path: std::path::PathBuf,
 }
 
-/// A frame waiting to be sent; `order` is a link-wide arrival counter, used to serve a shared medium in
-/// first-come first-served order across its stations.
-struct Queued {
-    packet: Bytes,
-    order: u64,
-}
-
-/// One direction of a link: its queues, its error model and its counters.
+/// One direction of a link: its error model and its counters (its queues are the link's [`Stations`]).
 pub struct Direction {
-    high: VecDeque<Queued>,
-    normal: VecDeque<Queued>,
     /// Only for full duplex: this direction's transmitter is sending.
     busy: bool,
     pub error: Box<dyn ErrorModel>,
@@ -66,18 +56,16 @@ pub struct Link {
     duplex: Duplex,
     /// Half duplex: how the two directions share the medium when both have frames waiting.
     access: Access,
-    /// Half duplex: the direction of the latest frame this link put on the medium (for `Access::Turns`).
-    last_on_air: Option<usize>,
+    /// Each direction's transmit queues (station `d` sends direction `d`).
+    queues: Stations<Bytes>,
     /// Node index at each end: direction 0 sends ends[0] → ends[1].
     pub ends: [usize; 2],
     rate_mbps: f64,
     delay_ns: u64,
     overhead_ns: u64,
-    capacity: usize,
     pub dirs: [Direction; 2],
     /// Half duplex: the index of the medium this link sends on (set by whoever owns the media).
     pub medium: Option<usize>,
-    next_order: u64,
     /// Per end (same index as `ends`): pcap of what that end's interface sent and received.
     pub pcap: [Option<Pcap>; 2],
     /// The ends are out of each other's range: every frame sent, or in flight when this was set, is lost
@@ -89,8 +77,6 @@ impl Link {
     pub fn new(name: String, cfg: &LinkConfig, ends: [usize; 2], errors: [Box<dyn ErrorModel>; 2]) -> Link {
         let [e0, e1] = errors;
         let dir = |error| Direction {
-            high: VecDeque::new(),
-            normal: VecDeque::new(),
             busy: false,
             error,
             frames_sent: 0,
@@ -104,15 +90,13 @@ impl Link {
             kind: cfg.kind,
             duplex: cfg.duplex(),
             access: cfg.access(),
-            last_on_air: None,
+            queues: Stations::new(cfg.queue_packets),
             ends,
             rate_mbps: cfg.rate_mbps,
             delay_ns: (cfg.delay_ms * 1e6).round() as u64,
             overhead_ns: (cfg.mac_overhead_us * 1e3).round() as u64,
-            capacity: cfg.queue_packets,
             dirs: [dir(e0), dir(e1)],
             medium: None,
-            next_order: 0,
             pcap: [None, None],
             out_of_range: false,
         }
@@ -139,27 +123,18 @@ impl Link {
 
     /// Queues a packet; false when the queue is full and it was dropped (drop-tail).
     pub fn enqueue(&mut self, dir: usize, packet: Bytes, priority: bool) -> bool {
-        let order = self.next_order;
-        self.next_order += 1;
-        let d = &mut self.dirs[dir];
-        let q = if priority { &mut d.high } else { &mut d.normal };
-        if q.len() >= self.capacity {
-            d.frames_dropped_queue += 1;
-            return false;
+        let queued = self.queues.enqueue(dir, packet, priority).is_ok();
+        if !queued {
+            self.dirs[dir].frames_dropped_queue += 1;
         }
-        q.push_back(Queued { packet, order });
-        true
+        queued
     }
 
     /// Takes out of both transmit queues of `dir` every frame not yet on the air for which `matches` holds;
     /// returns how many. (A base station that discards what it queued for a mobile that moved away:
     /// `mobility.old_bs_drains = false`.)
     pub fn purge(&mut self, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
-        let d = &mut self.dirs[dir];
-        let before = d.high.len() + d.normal.len();
-        d.high.retain(|q| !matches(&q.packet));
-        d.normal.retain(|q| !matches(&q.packet));
-        (before - d.high.len() - d.normal.len()) as u64
+        self.queues.purge(dir, |p| matches(p))
     }
 
     /// Full duplex: starts the next transmission if a direction's transmitter is free and a frame waits. Call
@@ -174,31 +149,15 @@ impl Link {
     }
 
     /// Half duplex: the direction whose frame goes next when the medium is given to this link, and whether
-    /// that frame is a local retransmission (priority queue). `fifo`: the earliest-queued local retransmission
-    /// of either direction, else the earliest-queued frame. `turns`: the direction that did not send this
-    /// link's latest frame if it has one waiting, else the other; its own local retransmissions first; the
-    /// very first frame goes as under fifo.
+    /// that frame is a local retransmission (see [`Stations::next`]).
     pub fn next_on_medium(&self) -> Option<(usize, bool)> {
-        if let (Access::Turns, Some(last)) = (self.access, self.last_on_air) {
-            if let Some(d) = [1 - last, last].into_iter().find(|&d| self.has_frame(d)) {
-                return Some((d, !self.dirs[d].high.is_empty()));
-            }
-        }
-        let head = |q: &VecDeque<Queued>| q.front().map(|f| f.order);
-        let earliest = |sel: &dyn Fn(&Direction) -> Option<u64>| {
-            (0..2).filter_map(|d| sel(&self.dirs[d]).map(|o| (o, d))).min().map(|(_, d)| d)
-        };
-        earliest(&|d| head(&d.high)).map(|d| (d, true)).or_else(|| earliest(&|d| head(&d.normal)).map(|d| (d, false)))
+        self.queues.next(self.access)
     }
 
     /// Puts the head frame of `dir` on the air (the caller checked that the transmitter or medium is free).
     pub fn start(&mut self, now: Time, dir: usize) -> Transmission {
-        let q = {
-            let d = &mut self.dirs[dir];
-            d.high.pop_front().or_else(|| d.normal.pop_front()).expect("a frame waits")
-        };
-        self.last_on_air = Some(dir);
-        let bytes = q.packet.len();
+        let packet = self.queues.take(dir).expect("a frame waits");
+        let bytes = packet.len();
         let air = self.airtime_ns(bytes);
         let d = &mut self.dirs[dir];
         let done_at = Time(now.0 + air);
@@ -209,7 +168,7 @@ impl Link {
         if corrupted {
             d.frames_lost += 1;
         }
-        Transmission { dir, packet: q.packet, done_at, arrives_at: Time(done_at.0 + self.delay_ns), corrupted }
+        Transmission { dir, packet, done_at, arrives_at: Time(done_at.0 + self.delay_ns), corrupted }
     }
 
     /// Full duplex: the transmitter of `dir` finished its frame. (A medium is freed by [`Medium::finish`].)
@@ -218,7 +177,7 @@ impl Link {
     }
 
     fn has_frame(&self, dir: usize) -> bool {
-        !self.dirs[dir].high.is_empty() || !self.dirs[dir].normal.is_empty()
+        self.queues.has_frame(dir)
     }
 
     pub fn is_half_duplex(&self) -> bool {
@@ -227,58 +186,7 @@ impl Link {
 
     /// How full the normal transmit queue of `dir` is, 0.0–1.0 (what a host reports as its queue length).
     pub fn occupancy(&self, dir: usize) -> f64 {
-        self.dirs[dir].normal.len() as f64 / self.capacity as f64
-    }
-}
-
-/// One half-duplex medium: at most one frame in the air over all the links that share it.
-#[derive(Debug, Clone, Default)]
-pub struct Medium {
-    /// Links (indices into the owner's link list) that send on this medium, in a fixed order.
-    pub links: Vec<usize>,
-    busy: bool,
-    /// Position in `links` of the link served last, for taking turns.
-    last: usize,
-}
-
-impl Medium {
-    pub fn new(links: Vec<usize>) -> Medium {
-        Medium { links, busy: false, last: 0 }
-    }
-
-    pub fn is_busy(&self) -> bool {
-        self.busy
-    }
-
-    /// If the medium is free and a frame waits on one of its links, takes the medium and returns (link,
-    /// direction) of the frame to send: local retransmissions on any link first, then the links take turns,
-    /// starting after the one served last. With one link this is that link's own first-come-first-served order.
-    pub fn acquire(&mut self, links: &[Link]) -> Option<(usize, usize)> {
-        if self.busy {
-            return None;
-        }
-        let n = self.links.len();
-        let candidates = (1..=n).map(|k| (self.last + k) % n).filter_map(|i| {
-            let (dir, high) = links[self.links[i]].next_on_medium()?;
-            Some((i, dir, high))
-        });
-        let mut first = None;
-        for (i, dir, high) in candidates {
-            if high {
-                first = Some((i, dir));
-                break;
-            }
-            first = first.or(Some((i, dir)));
-        }
-        let (i, dir) = first?;
-        self.busy = true;
-        self.last = i;
-        Some((self.links[i], dir))
-    }
-
-    /// The frame on the air is done.
-    pub fn finish(&mut self) {
-        self.busy = false;
+        self.queues.occupancy(dir)
     }
 }
 
@@ -331,7 +239,7 @@ mod tests {
                 assert!(l.enqueue(dir, Bytes::from(vec![id; 125]), high));
                 next += 1;
             }
-            if let Some((_, dir)) = m.acquire(std::slice::from_ref(l)) {
+            if let Some((_, dir)) = m.acquire(|_| l.next_on_medium()) {
                 let t = l.start(Time(now * 1_000), dir);
                 starts.push((now, t.packet[0]));
                 on_air = Some(t);
@@ -405,7 +313,7 @@ mod tests {
     #[test]
     fn turns_links_sharing_a_medium_still_take_turns_between_links() {
         // Two `turns` links on one medium: between links the medium still goes round frame by frame.
-        let mut links = vec![link_access("turns"), link_access("turns")];
+        let mut links = [link_access("turns"), link_access("turns")];
         let mut m = Medium::new(vec![0, 1]);
         for i in 0..2 {
             assert!(links[0].enqueue(DOWN, Bytes::from(vec![i; 125]), false));
@@ -413,7 +321,7 @@ mod tests {
         }
         assert!(links[0].enqueue(UP, Bytes::from(vec![100; 125]), false));
         let mut order = Vec::new();
-        while let Some((l, dir)) = m.acquire(&links) {
+        while let Some((l, dir)) = m.acquire(|i| links[i].next_on_medium()) {
             order.push(links[l].start(Time(0), dir).packet[0]);
             m.finish();
         }
@@ -422,7 +330,7 @@ mod tests {
 
     /// Starts the next frame of a half-duplex link that is its own medium.
     fn start_half(l: &mut Link, m: &mut Medium, now: Time) -> Option<Transmission> {
-        let (_, dir) = m.acquire(std::slice::from_ref(l))?;
+        let (_, dir) = m.acquire(|_| l.next_on_medium())?;
         Some(l.start(now, dir))
     }
 
@@ -502,7 +410,7 @@ mod tests {
 
     #[test]
     fn links_sharing_a_medium_take_turns_and_never_overlap() {
-        let mut links = vec![link("half"), link("half")];
+        let mut links = [link("half"), link("half")];
         let mut m = Medium::new(vec![0, 1]);
         // The first link has a long backlog queued before the second link's one frame.
         for _ in 0..2 {
@@ -511,8 +419,8 @@ mod tests {
         assert!(links[1].enqueue(0, pkt(40), false));
         let mut order = Vec::new();
         let mut now = Time(0);
-        while let Some((l, dir)) = m.acquire(&links) {
-            assert!(m.acquire(&links).is_none(), "one frame on the medium at a time");
+        while let Some((l, dir)) = m.acquire(|i| links[i].next_on_medium()) {
+            assert!(m.acquire(|i| links[i].next_on_medium()).is_none(), "one frame on the medium at a time");
             let t = links[l].start(now, dir);
             now = t.done_at;
             order.push(l);
@@ -540,12 +448,12 @@ mod tests {
 
     #[test]
     fn local_retransmissions_go_first_across_a_shared_medium() {
-        let mut links = vec![link("half"), link("half")];
+        let mut links = [link("half"), link("half")];
         let mut m = Medium::new(vec![0, 1]);
         assert!(links[0].enqueue(0, pkt(1000), false));
         assert!(links[0].enqueue(1, pkt(40), false));
         assert!(links[1].enqueue(0, pkt(500), true));
-        let (l, dir) = m.acquire(&links).unwrap();
+        let (l, dir) = m.acquire(|i| links[i].next_on_medium()).unwrap();
         assert_eq!((l, links[l].start(Time(0), dir).packet.len()), (1, 500));
     }
 }

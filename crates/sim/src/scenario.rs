@@ -153,21 +153,8 @@ pub enum Duplex {
     Full,
 }
 
-/// Who gets a half-duplex link's medium next when both of its stations have frames waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    /// One first-come first-served order over both stations, local retransmissions first: a frame waits for
-    /// every frame queued before it in either direction (with a deep base-station queue, the mobile's ACKs
-    /// wait behind all of it).
-    #[default]
-    Fifo,
-    /// The station that did not send the latest frame goes next if it has a frame waiting; a station alone
-    /// sends back to back; each station sends its own local retransmissions first. This is what CSMA/CA (seed
-    /// 000's WaveLAN, 802.11) gives two saturated stations that contend for every frame with equal chances,
-    /// and the real base station's hop emulator's `access = "turns"` (`lasthop-net`'s `hop`).
-    Turns,
-}
+/// Who gets a half-duplex link's medium next (the scheduler shared with the real base station).
+pub use lasthop_channel::medium::Access;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -193,8 +180,9 @@ pub struct LinkConfig {
     /// (several cells on one channel). Default: the link is its own medium.
     #[serde(default)]
     pub medium: Option<String>,
-    /// Half duplex: how the link's two stations share its medium (default fifo). Between links sharing one
-    /// `medium` the links still take turns frame by frame, local retransmissions first.
+    /// Half duplex: how the link's two stations share its medium (default turns, as CSMA/CA gives two busy
+    /// stations; the paper scenarios in `examples/` pin fifo). Between links sharing one `medium` the links
+    /// still take turns frame by frame, local retransmissions first.
     #[serde(default)]
     pub access: Option<Access>,
     /// Error model of the a→b direction, and of b→a too unless `error_reverse` is given (default none).
@@ -216,7 +204,7 @@ impl LinkConfig {
         })
     }
     pub fn access(&self) -> Access {
-        self.access.unwrap_or_default()
+        self.access.unwrap_or(Access::Turns)
     }
     /// Time on the medium for a frame of `bytes` bytes.
     pub fn airtime_ns(&self, bytes: usize) -> u64 {
@@ -642,7 +630,8 @@ mod tests {
 
     #[test]
     fn duplex_full_on_a_wireless_link_parses_and_bad_duplex_values_are_rejected() {
-        let full = example().replace("duplex = \"half\"", "duplex = \"full\"");
+        // The example pins the half-duplex medium's access, which a full-duplex link does not take.
+        let full = example().replace("access = \"fifo\"", "").replace("duplex = \"half\"", "duplex = \"full\"");
         let s = Scenario::from_str(&full, "x.toml").unwrap();
         assert_eq!(s.links["wavelan"].duplex(), Duplex::Full);
         assert_eq!(s.links["wavelan"].kind, LinkKind::Wireless, "still the wireless hop, with one channel each way");
@@ -652,15 +641,15 @@ mod tests {
     }
 
     #[test]
-    fn access_defaults_to_fifo_parses_turns_and_rejects_bad_values() {
+    fn access_defaults_to_turns_parses_fifo_and_rejects_bad_values() {
         let s = Scenario::from_str(&example(), "x.toml").unwrap();
-        assert_eq!(s.links["wavelan"].access(), Access::Fifo);
-        let turns = example().replace("duplex = \"half\"", "duplex = \"half\"\naccess = \"turns\"");
-        assert_eq!(Scenario::from_str(&turns, "x.toml").unwrap().links["wavelan"].access(), Access::Turns);
-        let bad = example().replace("duplex = \"half\"", "duplex = \"half\"\naccess = \"round-robin\"");
+        assert_eq!(s.links["wavelan"].access(), Access::Fifo, "the paper scenario pins fifo");
+        let unpinned = example().replace("access = \"fifo\"", "");
+        assert_eq!(Scenario::from_str(&unpinned, "x.toml").unwrap().links["wavelan"].access(), Access::Turns);
+        let bad = example().replace("access = \"fifo\"", "access = \"round-robin\"");
         let e = Scenario::from_str(&bad, "x.toml").unwrap_err().to_string();
         assert!(e.contains("round-robin") && e.contains("fifo") && e.contains("turns"), "{e}");
-        let full = example().replace("duplex = \"half\"", "duplex = \"full\"\naccess = \"turns\"");
+        let full = unpinned.replace("duplex = \"half\"", "duplex = \"full\"\naccess = \"turns\"");
         let e = Scenario::from_str(&full, "x.toml").unwrap_err().to_string();
         assert!(e.contains("links.wavelan.access") && e.contains("half-duplex"), "{e}");
     }

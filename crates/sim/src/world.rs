@@ -498,7 +498,7 @@ impl World {
 
     /// Hands `packet` to the agent at `node` as if it had arrived travelling toward `side`, and carries out
     /// what the agent asks for.
-    pub(crate) fn to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
+    pub(crate) fn hand_to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
         let agent = self.nodes[node].agent.as_mut().expect("the node has an agent");
         agent.on_packet(now, side, packet, &mut self.actions);
         self.apply_actions(now, node);
@@ -561,7 +561,8 @@ impl World {
     fn kick(&mut self, now: Time, link: usize) {
         match self.links[link].medium {
             Some(m) => {
-                if let Some((l, dir)) = self.media[m].acquire(&self.links) {
+                let links = &self.links;
+                if let Some((l, dir)) = self.media[m].acquire(|l| links[l].next_on_medium()) {
                     let t = self.links[l].start(now, dir);
                     self.launch(now, l, t);
                 }

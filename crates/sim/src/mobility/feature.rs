@@ -498,7 +498,7 @@ impl Feature for Mobility {
         }
         let home_agent_takes = node == m.ha && (mine || world.nodes[m.mh].addr == dst);
         if (is_bs && mine) || home_agent_takes {
-            world.to_agent(now, node, lasthop_agents::Side::ToMobile, packet.clone());
+            world.hand_to_agent(now, node, lasthop_agents::Side::ToMobile, packet.clone());
             return true;
         }
         false
