@@ -12,6 +12,7 @@ pub mod eln;
 pub mod flow;
 pub mod handoff;
 pub mod mip;
+pub mod mtcp;
 pub mod nack;
 pub mod snoop;
 mod triage;

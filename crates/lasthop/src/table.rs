@@ -154,6 +154,9 @@ pub const FLOW_COLUMNS: &[&str] = &[
     "dupacks_suppressed",
     "corrupt_bytes",
     "longest_pause_s",
+    "bytes_acked_not_delivered",
+    "wireless_goodput",
+    "wired_goodput",
 ];
 
 /// Columns after the flow's: run-wide numbers and derived ones. `ideal_ratio` = goodput / ideal goodput.

@@ -3,6 +3,7 @@
 
 use crate::scenario::{AgentKind, AgentSpec, Scenario};
 use lasthop_agents::eln::{Eln, ElnConfig, ElnRole};
+use lasthop_agents::mtcp::{Mtcp, MtcpConfig};
 use lasthop_agents::nack::{Nack, NackConfig};
 use lasthop_agents::snoop::{Snoop, SnoopConfig};
 use lasthop_agents::{Agent, Chain};
@@ -129,7 +130,8 @@ impl NackSettings {
     }
 }
 
-/// The agents of a node: none, one, or a [`Chain`] of several in the order the spec names them.
+/// The agents of a node: none, one, or a [`Chain`] of several in the order the spec names them. A split
+/// connection is not an agent: [`crate::split`] runs it, and the node gets none here.
 pub fn build_agent(spec: &AgentSpec, s: &Scenario) -> Option<Box<dyn Agent>> {
     let one = |kind: AgentKind| -> Box<dyn Agent + Send> {
         match kind {
@@ -137,10 +139,13 @@ pub fn build_agent(spec: &AgentSpec, s: &Scenario) -> Option<Box<dyn Agent>> {
             AgentKind::Eln => Box::new(Eln::new(s.eln.config(ElnRole::Mark))),
             AgentKind::ElnFilter => Box::new(Eln::new(s.eln.config(ElnRole::Filter))),
             AgentKind::Nack => Box::new(Nack::new(s.nack.config())),
+            AgentKind::Mtcp => Box::new(Mtcp::new(MtcpConfig::default())),
+            AgentKind::Split | AgentKind::SplitSack => unreachable!("validated: a split node has no other agent"),
         }
     };
     match spec.0.as_slice() {
         [] => None,
+        [k] if k.is_split() => None,
         [kind] => Some(one(*kind)),
         kinds => Some(Box::new(Chain::new(kinds.iter().map(|k| one(*k)).collect()))),
     }

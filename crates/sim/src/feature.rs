@@ -64,6 +64,9 @@ pub(crate) enum FeatureEvent {
     Web(crate::web::feature::WebEvent),
     Mobility(crate::mobility::feature::MobilityEvent),
     MobileIp(crate::mobile_ip::feature::MobileIpEvent),
+    Failure(crate::failure::FailureEvent),
+    Split(crate::split::SplitEvent),
+    Arq(crate::arq::ArqEvent),
     /// The tests' probe feature.
     #[cfg(test)]
     Probe(u32),
@@ -79,6 +82,16 @@ pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError>
     }
     if let Some(m) = crate::mobile_ip::feature::MobileIp::build(s, world, world.next_feature_id()) {
         world.add_feature(Box::new(m));
+    }
+    // Before the split relays, so that a failed node drops packets before a relay could take them.
+    if let Some(f) = crate::failure::Failure::build(s, world, world.next_feature_id()) {
+        world.add_feature(Box::new(f));
+    }
+    if let Some(f) = crate::split::Split::build(s, world, world.next_feature_id())? {
+        world.add_feature(Box::new(f));
+    }
+    if let Some(f) = crate::arq::Arq::build(s, world, world.next_feature_id()) {
+        world.add_feature(Box::new(f));
     }
     Ok(())
 }

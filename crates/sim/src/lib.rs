@@ -12,15 +12,18 @@
 //! ([`web`], its run in `web/feature.rs`) and mobility and handoff ([`mobility`], `mobility/feature.rs`).
 
 pub mod agents;
+pub mod arq;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
 pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;
+pub mod failure;
 pub(crate) mod feature;
 pub mod link;
 pub mod metrics;
 pub mod mobile_ip;
 pub mod mobility;
 pub mod scenario;
+pub mod split;
 pub mod web;
 mod world;
 

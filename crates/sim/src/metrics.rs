@@ -146,6 +146,14 @@ pub struct FlowMetrics {
     pub corrupt_bytes: u64,
     /// The longest time the receiving application got no new byte, from the flow's start to its end, s.
     pub longest_pause_s: f64,
+    /// Bytes the sender saw acknowledged that the receiving application never got: 0 whenever the path
+    /// keeps end-to-end semantics; a split connection that loses its buffer leaves them (seed 000 §2).
+    pub bytes_acked_not_delivered: u64,
+    /// Useful bytes over the bytes sent on the path's first wireless hop in the data's direction (IP
+    /// bytes, local and link-level retransmissions included): the ToN'97 comparison's wireless goodput.
+    pub wireless_goodput: Option<f64>,
+    /// Useful bytes over the application bytes the sender sent, retransmissions included: its wired goodput.
+    pub wired_goodput: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

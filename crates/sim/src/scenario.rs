@@ -47,6 +47,12 @@ pub struct Scenario {
     /// Settings of the NACK agent.
     #[serde(default)]
     pub nack: crate::agents::NackSettings,
+    /// Settings of the split-connection relays (nodes with agent "split" or "split-sack").
+    #[serde(default)]
+    pub split: crate::split::SplitSettings,
+    /// A node that fails during the run (see `crate::failure`); absent: nothing fails.
+    #[serde(default)]
+    pub failure: Option<crate::failure::FailureConfig>,
     #[serde(skip)]
     origin: String,
 }
@@ -56,7 +62,7 @@ pub struct Scenario {
 pub struct NodeConfig {
     pub addr: Ipv4Addr,
     /// The agents the node runs on packets it forwards: "none" (default), "snoop", "eln", "eln-filter",
-    /// "nack", or several joined by `+`.
+    /// "nack", "mtcp", or several joined by `+`; or "split" / "split-sack" alone (I-TCP, see `[split]`).
     #[serde(default)]
     pub agent: AgentSpec,
 }
@@ -72,15 +78,31 @@ pub enum AgentKind {
     ElnFilter,
     /// SACK-based NACKs to a mobile sender (seed 000 §3.2).
     Nack,
+    /// M-TCP's supervisor (Brown and Singh 1997): withholds the ACK of the last byte, freezes the sender
+    /// with a zero window while the mobile is unreachable ([`lasthop_agents::mtcp`]).
+    Mtcp,
+    /// I-TCP's split connection (seed 000 §2): the node terminates connections toward the mobile and
+    /// relays them over its own TCP ([`crate::split`]); not an agent in a chain.
+    Split,
+    /// The split connection with SACK over the wireless hop (SPLIT-SACK of the ToN'97 comparison).
+    SplitSack,
 }
 
 impl AgentKind {
-    const NAMES: [(&'static str, AgentKind); 4] = [
+    const NAMES: [(&'static str, AgentKind); 7] = [
         ("snoop", AgentKind::Snoop),
         ("eln", AgentKind::Eln),
         ("eln-filter", AgentKind::ElnFilter),
         ("nack", AgentKind::Nack),
+        ("mtcp", AgentKind::Mtcp),
+        ("split", AgentKind::Split),
+        ("split-sack", AgentKind::SplitSack),
     ];
+
+    /// A split connection terminates TCP at the node: it replaces forwarding and cannot be chained.
+    pub fn is_split(self) -> bool {
+        matches!(self, AgentKind::Split | AgentKind::SplitSack)
+    }
 }
 
 /// The agents of a node, in the order packets pass through them: `"none"`, one name, or names joined by
@@ -103,7 +125,7 @@ impl std::str::FromStr for AgentSpec {
         s.split('+')
             .map(|name| {
                 AgentKind::NAMES.iter().find(|(n, _)| *n == name.trim()).map(|(_, k)| *k).ok_or_else(|| {
-                    format!("unknown agent `{name}`, expected \"none\" or names from snoop, eln, eln-filter, nack joined by +")
+                    format!("unknown agent `{name}`, expected \"none\", \"split\", \"split-sack\", or names from snoop, eln, eln-filter, nack, mtcp joined by +")
                 })
             })
             .collect::<Result<Vec<_>, _>>()
@@ -172,6 +194,9 @@ pub struct LinkConfig {
     /// Error model of the b→a direction.
     #[serde(default)]
     pub error_reverse: Option<ErrorModelConfig>,
+    /// Link-level ARQ on the a→b direction of a wireless link (see `crate::arq`); absent: none.
+    #[serde(default)]
+    pub arq: Option<crate::arq::ArqSettings>,
 }
 
 impl LinkConfig {
@@ -417,6 +442,21 @@ impl Scenario {
                     "only a half-duplex link's stations share access (set duplex = \"half\")".into(),
                 ));
             }
+            if let Some(a) = &l.arq {
+                if l.kind != LinkKind::Wireless {
+                    return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
+                }
+                a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
+                if !self.nodes[&l.ends[0]].agent.is_none() {
+                    return Err((
+                        format!("nodes.{}.agent", l.ends[0]),
+                        format!("`{}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)", l.ends[0]),
+                    ));
+                }
+                if self.mobility.as_ref().is_some_and(|m| m.scheme != crate::mobility::SchemeKind::None) {
+                    return Err((p("arq"), "link-level ARQ with `[mobility]` is not supported yet".into()));
+                }
+            }
             l.error.validate().map_err(|m| (p("error"), m))?;
             if let Some(e) = &l.error_reverse {
                 e.validate().map_err(|m| (p("error_reverse"), m))?;
@@ -481,6 +521,19 @@ impl Scenario {
                 return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
             }
             tcp.check_behaviours().map_err(|(f, m)| (p(&format!("tcp.{f}")), m))?;
+        }
+        for (name, n) in &self.nodes {
+            if n.agent.0.len() > 1 && n.agent.0.iter().any(|k| k.is_split()) {
+                return Err((
+                    format!("nodes.{name}.agent"),
+                    "\"split\" and \"split-sack\" terminate TCP at the node and cannot be chained with other agents"
+                        .into(),
+                ));
+            }
+        }
+        self.split.validate().map_err(|(f, m)| (format!("split.{f}"), m))?;
+        if let Some(f) = &self.failure {
+            f.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, m)| (format!("failure.{f}"), m))?;
         }
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
         if let Some(m) = &self.mobility {

@@ -610,7 +610,8 @@ impl World {
         }
     }
 
-    fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
+    /// Hands `packet`, addressed to `node`, to the node's endpoints (or a feature's datagram hook).
+    pub(crate) fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, proto) = (ip.src_addr(), ip.protocol());
         if proto != PROTO_TCP {
@@ -787,10 +788,15 @@ impl World {
         for f in &self.flows {
             let stop = f.completed_at.unwrap_or(end);
             let duration = stop.saturating_since(f.start).as_secs_f64();
-            let sstats = match &self.endpoints[f.sender].role {
-                Role::Sender(s) => s.stats().clone(),
+            let (sstats, acked, sent_once) = match &self.endpoints[f.sender].role {
+                Role::Sender(s) => (s.stats().clone(), s.snd_una_offset(), s.snd_max_offset()),
                 _ => unreachable!("flow sender is a sender"),
             };
+            let wireless_bytes = f.path.windows(2).find_map(|w| {
+                let (link, dir) = self.nodes[w[0]].routes[w[1]]?;
+                (self.links[link].kind == LinkKind::Wireless).then(|| self.links[link].dirs[dir].bytes_sent)
+            });
+            let ratio = |useful: u64, sent: u64| if sent > 0 { useful as f64 / sent as f64 } else { 0.0 };
             let counter = |name: &str| self.path_counter(&agents, &f.path, name);
             flows.push(FlowMetrics {
                 name: f.name.clone(),
@@ -813,6 +819,9 @@ impl World {
                 longest_pause_s: f.longest_pause_ns.max(stop.saturating_since(f.last_progress).as_nanos() as u64)
                     as f64
                     / 1e9,
+                bytes_acked_not_delivered: acked.saturating_sub(f.delivered),
+                wireless_goodput: wireless_bytes.map(|b| ratio(f.delivered, b)),
+                wired_goodput: ratio(f.delivered, sent_once + sstats.bytes_retransmitted),
             });
         }
         let run_ns = end.as_nanos().max(1) as f64;

@@ -414,6 +414,8 @@ pub struct ReceiverStats {
     pub dupacks_sent: u64,
     /// ACKs that carried the handoff mark (`Receiver::send_handoff_mark`).
     pub handoff_marks_sent: u64,
+    /// ACKs sent because `Receiver::set_window` opened the window.
+    pub window_updates_sent: u64,
     pub malformed: u64,
 }
 

@@ -21,6 +21,7 @@ mod rto;
 mod scoreboard;
 mod segment;
 mod sender;
+pub mod split;
 
 #[cfg(test)]
 mod harness;

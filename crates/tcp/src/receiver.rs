@@ -65,6 +65,11 @@ pub struct Receiver {
     mark_pending: bool,
     /// In-order data segments still to be acknowledged at once (`TcpConfig::quick_acks`).
     quick_acks_left: u32,
+    /// The window an application that does not read at once leaves ([`Receiver::set_window`]); `None`
+    /// advertises `max_window`.
+    app_window: Option<u32>,
+    /// The window in the last segment sent.
+    advertised: u32,
 }
 
 impl Receiver {
@@ -73,6 +78,8 @@ impl Receiver {
             delayed_ack: ms(cfg.delayed_ack_ms),
             mss: u32::from(cfg.mss.max(1)),
             quick_acks_left: cfg.behaviours().quick_acks,
+            app_window: None,
+            advertised: cfg.max_window.min(u32::from(u16::MAX)),
             cfg,
             local,
             remote,
@@ -144,6 +151,26 @@ impl Receiver {
         if self.last_ack.is_some() {
             self.mark_pending = true;
         }
+    }
+
+    /// Limits the advertised window to `bytes` (never above `max_window`): the free space of an application
+    /// buffer that is not read at once, such as a split-connection relay's (`crate::split`). The caller
+    /// keeps the right edge from moving back (RFC 9293 §3.8.6: a receiver should not shrink the window).
+    /// When the window opens by at least one MSS (or half of `max_window`, if smaller), a window update goes
+    /// at once; smaller openings wait for the next ACK (RFC 9293 §3.8.6.2.2, receiver-side silly window
+    /// avoidance).
+    pub fn set_window(&mut self, bytes: u32) {
+        let new = bytes.min(self.window_cap());
+        self.app_window = Some(bytes);
+        let opened = new.saturating_sub(self.advertised);
+        if self.last_ack.is_some() && opened > 0 && opened >= self.mss.min(self.window_cap() / 2) {
+            self.ack_now = true;
+            self.stats.window_updates_sent += 1;
+        }
+    }
+
+    fn window_cap(&self) -> u32 {
+        self.cfg.max_window.min(u32::from(u16::MAX))
     }
 
     /// Takes in a whole IPv4 packet; other connections' packets are ignored, unreadable ones counted.
@@ -406,11 +433,12 @@ impl Receiver {
         Some(self.emit(&repr))
     }
 
-    fn base_repr(&self) -> TcpRepr {
+    fn base_repr(&mut self) -> TcpRepr {
+        self.advertised = self.app_window.map_or(self.window_cap(), |w| w.min(self.window_cap()));
         TcpRepr {
             src_port: self.local.port(),
             dst_port: self.remote.port(),
-            window: self.cfg.max_window.min(u32::from(u16::MAX)) as u16,
+            window: self.advertised as u16,
             ..TcpRepr::default()
         }
     }

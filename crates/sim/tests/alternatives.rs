@@ -1,0 +1,241 @@
+//! End-to-end runs of the alternatives Snoop is measured against (seed 000 §2): I-TCP's split connection
+//! (plain and SACK over the wireless hop) and M-TCP's supervisor, on `examples/snoop.toml`'s topology with
+//! bit errors; every byte verified at the mobile, and a base-station failure mid-transfer showing which
+//! schemes keep end-to-end semantics.
+
+use lasthop_sim::{run, FlowMetrics, RunOptions, RunResult, Scenario};
+
+fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
+    let mut v: toml::Value = toml::from_str(&text).unwrap();
+    set(&mut v, "flows.bulk.bytes", 1_000_000);
+    set(&mut v, "tcp.sack", true);
+    edit(&mut v);
+    Scenario::from_toml(v, "snoop.toml").map_err(|e| e.to_string())
+}
+
+fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
+    let mut cur = v;
+    let parts: Vec<&str> = path.split('.').collect();
+    for p in &parts[..parts.len() - 1] {
+        if cur.get(*p).is_none() {
+            cur.as_table_mut().unwrap().insert(p.to_string(), toml::Value::Table(Default::default()));
+        }
+        cur = cur.get_mut(*p).unwrap();
+    }
+    cur.as_table_mut().unwrap().insert(parts[parts.len() - 1].to_string(), value.into());
+}
+
+fn run_with(agent: &str, ber: f64, edit: impl FnOnce(&mut toml::Value)) -> RunResult {
+    let s = scenario(|v| {
+        set(v, "nodes.bs.agent", agent);
+        set(v, "links.wavelan.error.ber", ber);
+        edit(v);
+    })
+    .unwrap();
+    run(&s, &RunOptions::default()).unwrap()
+}
+
+fn flow(r: &RunResult) -> &FlowMetrics {
+    &r.flows[0]
+}
+
+fn bs(r: &RunResult, counter: &str) -> u64 {
+    r.agents
+        .get("bs")
+        .and_then(|c| c.get(counter))
+        .copied()
+        .unwrap_or_else(|| panic!("no counter {counter}: {:?}", r.agents))
+}
+
+#[test]
+fn every_scheme_delivers_every_byte_intact_under_bit_errors() {
+    for agent in ["none", "snoop", "split", "split-sack", "mtcp"] {
+        for ber in [0.0, 3.9e-6] {
+            let r = run_with(agent, ber, |_| {});
+            let f = flow(&r);
+            assert!(f.completed, "{agent} at {ber}: {f:?}");
+            assert_eq!((f.bytes_delivered, f.corrupt_bytes), (1_000_000, 0), "{agent} at {ber}");
+            assert_eq!(f.bytes_acked_not_delivered, 0, "{agent}: a completed transfer leaves nothing behind");
+            assert!(f.wired_goodput > 0.5 && f.wired_goodput <= 1.0, "{agent}: {f:?}");
+            if ber == 0.0 {
+                assert_eq!(f.wired_goodput, 1.0, "{agent}: nothing resent without errors");
+            }
+            let w = f.wireless_goodput.unwrap();
+            assert!(w > 0.5 && w < 1.0, "{agent}: wireless goodput {w} (headers count)");
+        }
+    }
+}
+
+#[test]
+fn the_split_relay_recovers_wireless_losses_without_the_fixed_sender() {
+    for agent in ["split", "split-sack"] {
+        let r = run_with(agent, 7.6e-6, |_| {});
+        let f = flow(&r);
+        assert!(f.completed);
+        assert_eq!(bs(&r, "split_relays_opened"), 1);
+        assert_eq!(bs(&r, "split_bytes_relayed"), 1_000_000);
+        assert!(bs(&r, "split_wireless_retransmitted") > 0, "{agent}: the relay resent on the wireless hop");
+        assert_eq!(f.segments_retransmitted, 0, "{agent}: the wired sender never saw a wireless loss: {f:?}");
+        assert!(bs(&r, "split_max_buffered") <= 65536 + 1);
+    }
+}
+
+#[test]
+fn mtcp_withholds_the_last_byte_and_keeps_the_transfer_whole() {
+    let r = run_with("mtcp", 3.9e-6, |_| {});
+    assert!(flow(&r).completed);
+    assert!(bs(&r, "acks_withheld") > 100, "{:?}", r.agents);
+}
+
+/// The base station fails 1.5 s into the transfer and restarts 1 s later with empty state.
+fn failure(agent: &str) -> RunResult {
+    run_with(agent, 0.0, |v| {
+        set(v, "time_limit_s", 60.0);
+        set(v, "failure.node", "bs");
+        set(v, "failure.at_s", 1.5);
+        set(v, "failure.restart_after_s", 1.0);
+    })
+}
+
+#[test]
+fn a_base_station_failure_loses_acknowledged_bytes_only_under_the_split_connection() {
+    for agent in ["none", "snoop", "mtcp"] {
+        let r = failure(agent);
+        let f = flow(&r);
+        assert!(f.completed, "{agent}: soft state, the transfer survives: {f:?}");
+        assert_eq!((f.bytes_delivered, f.corrupt_bytes, f.bytes_acked_not_delivered), (1_000_000, 0, 0), "{agent}");
+        assert!(bs(&r, "failure_packets_lost") > 0);
+    }
+    let r = failure("split");
+    let f = flow(&r);
+    assert!(!f.completed, "the relay's connection to the mobile died with it: {f:?}");
+    assert_eq!(f.corrupt_bytes, 0);
+    // What the relay had acknowledged and not yet delivered: at most its buffer (and the probe byte).
+    let lost = f.bytes_acked_not_delivered;
+    assert!(lost > 0 && lost <= 65536 + 1, "{lost}");
+    assert_eq!(bs(&r, "split_relays_lost"), 1);
+    assert!(bs(&r, "split_orphaned_packets") > 0, "the fixed sender's retransmissions find no relay");
+}
+
+#[test]
+fn impossible_combinations_are_refused_with_the_field_named() {
+    let e = scenario(|v| set(v, "nodes.bs.agent", "split+snoop")).unwrap_err();
+    assert!(e.contains("nodes.bs.agent") && e.contains("cannot be chained"), "{e}");
+    let e = scenario(|v| set(v, "split.buffer_bytes", 0)).unwrap_err();
+    assert!(e.contains("split.buffer_bytes"), "{e}");
+    let e = scenario(|v| {
+        set(v, "failure.node", "nowhere");
+        set(v, "failure.at_s", 1.0);
+    })
+    .unwrap_err();
+    assert!(e.contains("failure.node"), "{e}");
+    let e = scenario(|v| {
+        set(v, "failure.node", "bs");
+        set(v, "failure.at_s", -1.0);
+    })
+    .unwrap_err();
+    assert!(e.contains("failure.at_s"), "{e}");
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let a = run_with("split-sack", 7.6e-6, |_| {});
+    let b = run_with("split-sack", 7.6e-6, |_| {});
+    assert_eq!(a.flows, b.flows);
+    assert_eq!(a.agents, b.agents);
+}
+
+/// The four link-level schemes of the ToN'97 comparison, as `[links.wavelan.arq]` settings.
+const LL: [(&str, bool, bool); 4] = [
+    ("ll", false, false),
+    ("ll-tcp-aware", false, true),
+    ("ll-smart", true, false),
+    ("ll-smart-tcp-aware", true, true),
+];
+
+fn run_ll(selective: bool, tcp_aware: bool, ber: f64, edit: impl FnOnce(&mut toml::Value)) -> RunResult {
+    run_with("none", ber, |v| {
+        set(v, "links.wavelan.arq.selective_acks", selective);
+        set(v, "links.wavelan.arq.tcp_aware", tcp_aware);
+        edit(v);
+    })
+}
+
+#[test]
+fn link_level_arq_delivers_every_byte_intact() {
+    for (name, selective, tcp_aware) in LL {
+        for ber in [0.0, 7.6e-6] {
+            let r = run_ll(selective, tcp_aware, ber, |_| {});
+            let f = flow(&r);
+            assert!(f.completed, "{name} at {ber}: {f:?}");
+            assert_eq!((f.bytes_delivered, f.corrupt_bytes), (1_000_000, 0), "{name}");
+            let sent = bs(&r, "arq_frames_sent");
+            let acks = r.agents["mh"]["arq_acks_sent"];
+            assert!(
+                acks > 0 && acks <= sent,
+                "{name}: every data frame that arrives is acknowledged ({acks} of {sent})"
+            );
+            if ber == 0.0 {
+                assert_eq!(bs(&r, "arq_retransmissions"), 0, "{name}");
+            } else {
+                assert!(bs(&r, "arq_retransmissions") > 0, "{name}: the link recovered losses");
+                // A duplicate at the mobile is a retransmission whose first copy had arrived (its link ACK lost).
+                assert!(r.agents["mh"]["arq_duplicates"] <= bs(&r, "arq_retransmissions"), "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn selective_link_acks_resend_gaps_at_once_and_tcp_awareness_hides_dupacks() {
+    let plain = run_ll(false, false, 1.5e-5, |_| {});
+    let smart = run_ll(true, false, 1.5e-5, |_| {});
+    assert_eq!(bs(&plain, "arq_gap_retransmissions"), 0);
+    assert!(bs(&smart, "arq_gap_retransmissions") > 0);
+    // In-order delivery hides the link's recovery from TCP; out of order, the mobile sends DUPACKs for the
+    // frames the link is still resending, and a TCP-aware link drops them.
+    let ooo = |v: &mut toml::Value| set(v, "links.wavelan.arq.delivery", "out-of-order");
+    let plain = run_ll(false, false, 1.5e-5, ooo);
+    let aware = run_ll(false, true, 1.5e-5, ooo);
+    assert_eq!(bs(&plain, "arq_dupacks_suppressed"), 0);
+    assert!(bs(&aware, "arq_dupacks_suppressed") > 0, "{:?}", aware.agents);
+    assert!(
+        flow(&aware).fast_retransmits < flow(&plain).fast_retransmits,
+        "fewer spurious fast retransmits: {} against {}",
+        flow(&aware).fast_retransmits,
+        flow(&plain).fast_retransmits
+    );
+    assert!(flow(&aware).completed && flow(&aware).corrupt_bytes == 0);
+}
+
+#[test]
+fn out_of_order_link_delivery_makes_dupacks_and_a_tcp_unaware_link_lets_them_through() {
+    let r = run_ll(false, false, 1.5e-5, |v| set(v, "links.wavelan.arq.delivery", "out-of-order"));
+    let f = flow(&r);
+    assert!(f.completed && f.corrupt_bytes == 0);
+    assert!(f.fast_retransmits > 0, "reordering reaches TCP as DUPACKs: spurious fast retransmits {f:?}");
+}
+
+#[test]
+fn the_retry_limit_hands_persistent_losses_back_to_tcp() {
+    let r = run_ll(false, false, 3e-5, |v| set(v, "links.wavelan.arq.retry_limit", 0));
+    let f = flow(&r);
+    assert!(f.completed && f.corrupt_bytes == 0, "{f:?}");
+    assert!(bs(&r, "arq_frames_abandoned") > 0);
+    assert!(f.segments_retransmitted > 0, "TCP resent what the link gave up");
+}
+
+#[test]
+fn arq_combinations_that_cannot_work_are_refused() {
+    let e = scenario(|v| set(v, "links.ether.arq.window", 4)).unwrap_err();
+    assert!(e.contains("links.ether.arq") && e.contains("wireless"), "{e}");
+    let e = scenario(|v| {
+        set(v, "nodes.bs.agent", "snoop");
+        set(v, "links.wavelan.arq.window", 4);
+    })
+    .unwrap_err();
+    assert!(e.contains("nodes.bs.agent"), "{e}");
+    let e = scenario(|v| set(v, "links.wavelan.arq.window", 0)).unwrap_err();
+    assert!(e.contains("links.wavelan.arq.window"), "{e}");
+}
