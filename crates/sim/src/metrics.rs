@@ -28,12 +28,12 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub handoffs: Vec<HandoffMetrics>,
     /// Present with `[mobile_ip]`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mobile_ip: Option<MobileIpMetrics>,
 }
 
 /// What Mobile IP did in a run (seed 001).
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct MobileIpMetrics {
     /// One entry per handoff, in order.
     pub handoffs: Vec<MipHandoffMetrics>,
@@ -48,7 +48,7 @@ pub struct MobileIpMetrics {
 /// One Mobile IP handoff: when the mobile left its cell, the local protocol's and the registration's
 /// progress after it (seconds from leaving; `None` when it did not happen before the next handoff or the
 /// end), and what it cost.
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct MipHandoffMetrics {
     pub index: u32,
     /// Base stations (node names).

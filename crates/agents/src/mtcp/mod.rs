@@ -30,7 +30,7 @@ mod tests;
 use crate::eln::parse::{self, Segment};
 use crate::eln::table::LruTable;
 use crate::flow::FlowKey;
-use crate::{Action, Agent, Side, Time};
+use crate::{Action, Agent, PassCounters, Side, Time};
 use bytes::{Bytes, BytesMut};
 use lasthop_wire::{checksum, SeqNum, TcpRepr};
 
@@ -61,9 +61,8 @@ pub struct MtcpStats {
     pub resumes: u64,
     /// Zero-window probes (or data) from the sender answered with a zero window while frozen.
     pub probes_answered: u64,
-    pub malformed_dropped: u64,
-    pub not_tcp_forwarded: u64,
-    pub fragments_forwarded: u64,
+    /// What passed the supervisor by without a connection of its own (malformed, not TCP, fragments).
+    pub pass: PassCounters,
 }
 
 #[derive(Debug)]
@@ -250,7 +249,7 @@ fn with_ack(packet: &Bytes, tcp_at: usize, ack: SeqNum) -> Bytes {
 
 impl Agent for Mtcp {
     fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-        let count = passed_over!(self.stats);
+        let count = &mut self.stats.pass;
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         let packet = match side {
             Side::ToMobile => {
@@ -270,15 +269,14 @@ impl Agent for Mtcp {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
-        vec![
+        let mut c = vec![
             ("acks_withheld", s.acks_withheld),
             ("final_acks_released", s.final_acks_released),
             ("freezes", s.freezes),
             ("resumes", s.resumes),
             ("probes_answered", s.probes_answered),
-            ("malformed_dropped", s.malformed_dropped),
-            ("not_tcp_forwarded", s.not_tcp_forwarded),
-            ("fragments_forwarded", s.fragments_forwarded),
-        ]
+        ];
+        c.extend(s.pass.named());
+        c
     }
 }
