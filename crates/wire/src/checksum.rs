@@ -72,7 +72,7 @@ pub fn rewrite_incremental(data: &mut [u8], checksum_at: usize, at: usize, new: 
     let end = ((at + new.len() + 1) & !1).min(data.len());
     let csum = checksum_at..checksum_at + 2;
     let fits = at + new.len() <= data.len() && csum.end <= data.len();
-    if checksum_at % 2 != 0 || !fits || (start < csum.end && csum.start < end) {
+    if !checksum_at.is_multiple_of(2) || !fits || (start < csum.end && csum.start < end) {
         return false;
     }
     let old_sum = fold(sum(&data[start..end]));
