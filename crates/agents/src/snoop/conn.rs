@@ -994,14 +994,15 @@ impl Conn {
 }
 
 /// A copy of the IPv4/TCP packet `pkt` with its timestamps option's TSval set to `tsval` if that is newer
-/// (RFC 7323 modular order) than the one it carries, and the TCP checksum recomputed; `None` (use the
-/// packet as it is) when it has no timestamps option, already carries `tsval` or a newer one, or cannot be
-/// parsed.
+/// (RFC 7323 modular order) than the one it carries; `None` (use the packet as it is) when it has no
+/// timestamps option, already carries `tsval` or a newer one, or cannot be parsed. The TCP checksum is
+/// updated incrementally (RFC 1624), never recomputed: a segment corrupted on the wired path keeps its bad
+/// checksum and is discarded by the mobile, instead of being delivered as valid with corrupted bytes.
 pub(super) fn with_tsval(pkt: &Bytes, tsval: u32) -> Option<Bytes> {
     let ip = lasthop_wire::Ipv4Packet::new_checked(&pkt[..]).ok()?;
-    let ihl = ip.header_len();
-    let (src, dst) = (ip.src_addr(), ip.dst_addr());
-    let tcp = pkt.get(ihl..)?;
+    // The segment is what the IPv4 total length covers; bytes after it are not part of the checksum.
+    let seg_range = ip.payload_range();
+    let tcp = pkt.get(seg_range.clone())?;
     let hl = usize::from(tcp.get(12)? >> 4) * 4;
     let opts = tcp.get(20..hl)?;
     let mut i = 0;
@@ -1009,18 +1010,19 @@ pub(super) fn with_tsval(pkt: &Bytes, tsval: u32) -> Option<Bytes> {
         match *opts.get(i)? {
             0 => return None,
             1 => i += 1,
-            8 if opts.get(i + 1) == Some(&10) && i + 10 <= opts.len() => break ihl + 20 + i + 2,
+            8 if opts.get(i + 1) == Some(&10) && i + 10 <= opts.len() => break 20 + i + 2,
             _ => i += usize::from(*opts.get(i + 1)?).max(2),
         }
     };
-    let old = u32::from_be_bytes(pkt[at..at + 4].try_into().ok()?);
+    let old = u32::from_be_bytes(tcp[at..at + 4].try_into().ok()?);
     if tsval.wrapping_sub(old) as i32 <= 0 {
         return None;
     }
     let mut v = pkt.to_vec();
-    v[at..at + 4].copy_from_slice(&tsval.to_be_bytes());
-    lasthop_wire::tcp::TcpPacket::new_checked(&mut v[ihl..]).ok()?.fill_checksum(src, dst);
-    Some(Bytes::from(v))
+    const TCP_CHECKSUM_AT: usize = 16;
+    let rewritten =
+        lasthop_wire::checksum::rewrite_incremental(&mut v[seg_range], TCP_CHECKSUM_AT, at, &tsval.to_be_bytes());
+    rewritten.then(|| Bytes::from(v))
 }
 
 /// Passes a DUPACK on to the sender, whose own recovery needs it.

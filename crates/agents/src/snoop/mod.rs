@@ -23,7 +23,8 @@
 //! IPv4/TCP headers (bad IHL, bad data offset, bad option lengths) are dropped as
 //! [`DropReason::Malformed`] and counted, never panicking. Data from the mobile to the fixed host is not
 //! Snoop's business (§3.2 is a different agent): it is forwarded, and only its ACK field is read.
-//! Checksums are not verified (the end hosts do that; verifying would double the per-packet cost).
+//! Checksums are not verified (the end hosts do that; verifying would double the per-packet cost), and
+//! never recomputed: a rewrite updates the checksum incrementally, so a bad one stays bad.
 //!
 //! # Connection state
 //!
@@ -53,8 +54,8 @@
 //! - **DUPACK** = same ACK as the highest, no data/SYN/FIN, window not larger (a larger window is a window
 //!   update and must reach the sender), and data outstanding.
 //! - **Timestamps on local retransmissions** (RFC 7323, after the paper): a copy whose TSval is older
-//!   than the mobile's latest echo (TSecr) is resent with that echo as TSval, on a copy with the checksum
-//!   recomputed, so the receiver's PAWS check does not drop it as an old duplicate once a sender
+//!   than the mobile's latest echo (TSecr) is resent with that echo as TSval, on a copy whose checksum is
+//!   updated incrementally (RFC 1624: a segment corrupted on the wired path stays invalid), so the receiver's PAWS check does not drop it as an old duplicate once a sender
 //!   retransmission has advanced its `ts_recent` (`retransmit` in `conn.rs`; measured on the Linux testbed).
 //! - **Already acknowledged data** (§3.1.1 case 2 below the last ACK) means every byte of it is below the
 //!   last ACK; a segment straddling the last ACK is forwarded.
