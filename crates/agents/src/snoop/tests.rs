@@ -331,7 +331,9 @@ fn high_water_mark_caches_only_older_out_of_order_packets() {
 #[test]
 fn cache_memory_limit_is_a_hard_bound() {
     // seed 002 "Scaling behavior": cache memory per connection; past it packets go uncached.
-    let mut h = H::established(SnoopConfig { max_cache_bytes: 2 * MSS as usize, ..SnoopConfig::default() });
+    // Room for two data packets (40 bytes of headers each) and their entries.
+    let limit = 2 * (MSS as usize + 40 + std::mem::size_of::<CachedSeg>());
+    let mut h = H::established(SnoopConfig { max_cache_bytes: limit, ..SnoopConfig::default() });
     for i in 0..4 {
         assert_eq!(h.data(i), [Fwd(i)], "always forwarded");
     }
@@ -341,7 +343,38 @@ fn cache_memory_limit_is_a_hard_bound() {
     assert_eq!(h.cached(), [1]);
     h.data(4);
     assert_eq!(h.cached(), [1, 4]);
-    assert!(h.conn().cache_bytes() <= 2 * MSS as usize);
+    assert!(h.conn().cache_held() <= limit);
+}
+
+#[test]
+fn cache_memory_limit_counts_what_one_byte_segments_really_hold() {
+    // 1-byte segments: 1 byte of sequence space each, but a whole packet and a cache entry held. The
+    // limit bounds the memory held, not the sequence space, so only a few fit in 2000 bytes.
+    let limit = 2000;
+    let mut h = H::established(SnoopConfig { max_cache_bytes: limit, ..SnoopConfig::default() });
+    let one_byte = |i: u32| {
+        let repr = TcpRepr {
+            src_port: FP,
+            dst_port: MP,
+            seq: SeqNum(ISS + 1 + i),
+            ack: Some(SeqNum(MH_ISS + 1)),
+            window: 65535,
+            ..TcpRepr::default()
+        };
+        tcp(FH, MH, repr, 1)
+    };
+    for i in 0..2000 {
+        h.raw(Side::ToMobile, one_byte(i));
+        assert!(h.conn().cache_held() <= limit, "after {i}: {} held", h.conn().cache_held());
+    }
+    // Out-of-order resends are accepted past the high-water mark; they must respect the bound as well.
+    for i in (0..50).rev() {
+        h.raw(Side::ToMobile, one_byte(i));
+        assert!(h.conn().cache_held() <= limit);
+    }
+    let held: usize = h.conn().cache().iter().map(|c| c.pkt.len() + std::mem::size_of::<CachedSeg>()).sum();
+    assert_eq!(h.conn().cache_held(), held);
+    assert!(!h.conn().cache().is_empty() && h.conn().cache().len() < 2000 / 41);
 }
 
 // ---- snoop_ack(): seed 000 §3.1.2 ---------------------------------------------------------------------
