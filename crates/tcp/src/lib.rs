@@ -24,6 +24,6 @@ mod harness;
 #[cfg(test)]
 mod tests;
 
-pub use config::{ReceiverStats, SenderStats, TcpConfig, TimerStyle, Variant};
+pub use config::{ReceiverStats, SenderStats, TcpConfig, TimerStyle, Variant, MAX_TIME_MS};
 pub use receiver::Receiver;
 pub use sender::Sender;
