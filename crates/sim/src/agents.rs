@@ -15,7 +15,8 @@ use std::time::Duration;
 pub struct SnoopSettings {
     pub max_connections: Option<usize>,
     pub high_water_bytes: Option<usize>,
-    /// Hard per-connection cache memory limit, bytes of payload (seed 002 "Scaling behavior").
+    /// Hard per-connection cache memory limit, bytes the cache holds: packets whole (headers included)
+    /// plus their cache entries (seed 002 "Scaling behavior").
     pub max_cache_bytes: Option<usize>,
     pub max_local_rexmit: Option<u8>,
     pub min_rtx_timeout_ms: Option<f64>,
