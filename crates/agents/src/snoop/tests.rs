@@ -1322,17 +1322,7 @@ proptest! {
 
 /// FH -> MH data segment `i` carrying the timestamps option (TSval `tsval`, TSecr 7).
 fn data_ts(i: u32, tsval: u32) -> Bytes {
-    let repr = TcpRepr {
-        src_port: FP,
-        dst_port: MP,
-        seq: SeqNum(seq_of(i)),
-        ack: Some(SeqNum(MH_ISS + 1)),
-        flags: TcpFlags::PSH,
-        window: 65535,
-        timestamps: Some((tsval, 7)),
-        ..TcpRepr::default()
-    };
-    tcp(FH, MH, repr, MSS as usize)
+    data_ts_payload(i, tsval, &[0xab; MSS as usize])
 }
 
 /// The TSval and TSecr of a forwarded packet, after checking its TCP checksum.
