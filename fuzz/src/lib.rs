@@ -219,7 +219,8 @@ fn segment(i: &mut Input) -> (Side, Bytes) {
         if from_fh { (FH, MH, 5001, 40000, FH_ISS, MH_ISS) } else { (MH, FH, 40000, 5001, MH_ISS, FH_ISS) };
     // A few other connections too, so tables fill and evict.
     let sport = if sel & 0x40 != 0 { sport + u16::from(i.u8() % 8) } else { sport };
-    let flags = [TcpFlags::default(), TcpFlags::PSH, TcpFlags::SYN, TcpFlags::FIN, TcpFlags::RST][usize::from(i.u8() % 5)];
+    let flags =
+        [TcpFlags::default(), TcpFlags::PSH, TcpFlags::SYN, TcpFlags::FIN, TcpFlags::RST][usize::from(i.u8() % 5)];
     let seq = iss.wrapping_add(1).wrapping_add(u32::from(i.u8()) * MSS).wrapping_add(u32::from(i.u8() % 4));
     let ack = (sel & 2 != 0).then(|| SeqNum(peer_iss.wrapping_add(1).wrapping_add(u32::from(i.u8()) * MSS)));
     let payload_len = if sel & 4 != 0 { usize::from(i.u8() % 200) } else { 0 };
