@@ -135,6 +135,34 @@ impl Trace {
 }
 
 /// S/R in seconds for `packet_bytes`-byte packets at `rate_mbps`.
+/// Stream rates a trace may have, Mb/s: 1 bit/s to 1 Pb/s (as a simulated link's).
+pub const RATE_MBPS: std::ops::RangeInclusive<f64> = 1e-6..=1e9;
+/// Longest a trace may last, seconds (about 31 years): its run lengths become durations in integer
+/// nanoseconds, which must stay exact and far from `u64` overflow when a simulation adds them up.
+pub const MAX_TRACE_S: f64 = 1e9;
+
+/// Checks a stream's rate, packet size and length; the error names the field at fault.
+fn check_stream(rate_mbps: f64, packet_bytes: u32, packets: u64) -> Result<(), (&'static str, String)> {
+    if !RATE_MBPS.contains(&rate_mbps) {
+        let (lo, hi) = (RATE_MBPS.start(), RATE_MBPS.end());
+        return Err(("rate_mbps", format!("expected a rate from {lo:e} to {hi:e} Mb/s, got {rate_mbps}")));
+    }
+    if !(1..=65_535).contains(&packet_bytes) {
+        return Err(("packet_bytes", format!("expected a size from 1 to 65535 bytes, got {packet_bytes}")));
+    }
+    let lasts = packets as f64 * interval_s(rate_mbps, packet_bytes);
+    if lasts > MAX_TRACE_S {
+        return Err((
+            "rate_mbps",
+            format!(
+                "{packets} packets of {packet_bytes} bytes at {rate_mbps} Mb/s last {lasts:e} s; expected at most \
+                 {MAX_TRACE_S:e} s (a faster rate or fewer packets)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn interval_s(rate_mbps: f64, packet_bytes: u32) -> f64 {
     (u64::from(packet_bytes) * 8) as f64 / (rate_mbps * 1e6)
 }
@@ -153,6 +181,7 @@ pub fn parse_trace(text: &str, origin: &str) -> Result<Trace, FileError> {
         FileError::new(origin, Some(line), field.map(String::from), msg)
     };
     let (mut rate, mut bytes, mut source) = (None, None, None);
+    let mut line_of_key = std::collections::BTreeMap::new();
     let mut received = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = n + 1;
@@ -172,6 +201,7 @@ pub fn parse_trace(text: &str, origin: &str) -> Result<Trace, FileError> {
                     ));
                 };
                 let (key, value) = (key.trim(), value.trim());
+                line_of_key.insert(key.to_string(), line);
                 if !received.is_empty() {
                     return Err(err(line, Some(key), "expected `key = value` lines before the first packet".into()));
                 }
@@ -198,12 +228,15 @@ pub fn parse_trace(text: &str, origin: &str) -> Result<Trace, FileError> {
     }
     let missing =
         |key: &str| FileError::new(origin, None, Some(key.into()), "missing (needed for the send interval S/R)");
-    Ok(Trace {
+    let trace = Trace {
         rate_mbps: rate.ok_or_else(|| missing("rate_mbps"))?,
         packet_bytes: bytes.ok_or_else(|| missing("packet_bytes"))?,
         source: source.unwrap_or_default(),
         received,
-    })
+    };
+    check_stream(trace.rate_mbps, trace.packet_bytes, trace.packets())
+        .map_err(|(key, msg)| FileError::new(origin, line_of_key.get(key).copied(), Some(key.into()), msg))?;
+    Ok(trace)
 }
 
 /// Trace-file text for `trace` (format: module docs, "Trace files"). A line break in `source` becomes a
@@ -241,12 +274,7 @@ pub fn write_trace(trace: &Trace) -> String {
 /// fitted error fraction equal to the trace's loss rate (within one run), and with many runs their bias is
 /// negligible. Needs at least one received and one lost packet.
 pub fn fit(trace: &Trace) -> Result<Cdfs, String> {
-    if !(trace.rate_mbps.is_finite() && trace.rate_mbps > 0.0) {
-        return Err(format!("rate_mbps: expected a rate > 0, got {}", trace.rate_mbps));
-    }
-    if trace.packet_bytes == 0 {
-        return Err("packet_bytes: expected a size > 0".into());
-    }
+    check_stream(trace.rate_mbps, trace.packet_bytes, trace.packets()).map_err(|(k, m)| format!("{k}: {m}"))?;
     let runs = trace.runs();
     if runs.error.is_empty() || runs.error_free.is_empty() {
         return Err(format!(
@@ -307,12 +335,10 @@ pub fn trace(
     packets: u64,
     seed: u64,
 ) -> Result<Trace, String> {
-    if !(rate_mbps.is_finite() && rate_mbps > 0.0) {
-        return Err(format!("rate_mbps: expected a rate > 0, got {rate_mbps}"));
+    if packets == 0 {
+        return Err("packets: expected at least 1 packet".into());
     }
-    if packet_bytes == 0 {
-        return Err("packet_bytes: expected a size > 0".into());
-    }
+    check_stream(rate_mbps, packet_bytes, packets).map_err(|(k, m)| format!("{k}: {m}"))?;
     model.validate()?;
     let mut m = model.build(rng::stream(seed, "channel.trace", "error"));
     let interval_ns = interval_s(rate_mbps, packet_bytes) * 1e9;
@@ -415,6 +441,17 @@ mod tests {
         assert_eq!(e.to_string(), "t.trace: rate_mbps: missing (needed for the send interval S/R)");
         let e = read_trace(Path::new("/nonexistent.trace")).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent.trace: cannot read"));
+        // A rate so low that the fitted durations would be astronomical: named at its line.
+        let e = parse_trace("# c\nrate_mbps = 1e-300\npacket_bytes = 1000\n1\n0\n", "t.trace").unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("rate_mbps")));
+        assert!(e.message.starts_with("expected a rate from 1e-6"), "{e}");
+        let slow = format!("rate_mbps = 1e-6\npacket_bytes = 65535\n{}", "1\n0\n".repeat(1000));
+        let e = parse_trace(&slow, "t.trace").unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(1), Some("rate_mbps")));
+        assert!(e.message.contains("expected at most 1e9 s"), "{e}");
+        let t = Trace { rate_mbps: 1e-300, packet_bytes: 1000, source: String::new(), received: vec![true, false] };
+        assert!(fit(&t).unwrap_err().starts_with("rate_mbps: expected a rate"));
+        assert_eq!(trace(&REINAS_MODEL, 1.0, 1000, 0, 1).unwrap_err(), "packets: expected at least 1 packet");
     }
 
     #[test]

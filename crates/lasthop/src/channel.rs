@@ -19,7 +19,8 @@ pub enum ChannelCommand {
         rate_mbps: f64,
         #[arg(long, default_value_t = 1000)]
         packet_bytes: u32,
-        #[arg(long, default_value_t = 100_000)]
+        /// Packets to send, at least 1
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
         packets: u64,
         #[arg(long, default_value_t = 1)]
         seed: u64,

@@ -83,7 +83,7 @@ pub struct ReproduceArgs {
     pub quick: bool,
     /// Worker threads [default: available cores]; testbed runs (`runner = "testbed"`) always run one at a
     /// time, alone
-    #[arg(long, short)]
+    #[arg(long, short, value_parser = at_least_one)]
     pub jobs: Option<usize>,
     /// Output directory
     #[arg(long, default_value = "out")]
@@ -204,6 +204,14 @@ fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A count of at least 1 (`--jobs 0` would run nothing and wait forever).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("expected a whole number ≥ 1, got `{s}`")),
+    }
+}
+
 fn reproduce_cmd(a: ReproduceArgs, runner: &dyn Runner) -> Result<ExitCode> {
     if let Some(address) = &a.scheduler {
         return reproduce_on_dask(&a, address);
@@ -293,5 +301,21 @@ mod tests {
         assert_eq!(parse_set("a=10_000").unwrap(), ("a".into(), toml::Value::Integer(10_000)));
         assert!(parse_set("novalue").is_err());
         assert!(parse_set("=3").is_err());
+    }
+
+    #[test]
+    fn zero_counts_are_refused_with_the_flag() {
+        use clap::Parser;
+        for (flag, args) in [
+            ("--jobs", &["lasthop", "reproduce", "--jobs", "0"][..]),
+            (
+                "--packets",
+                &["lasthop", "channel", "trace", "--model", "{ model = \"none\" }", "--packets", "0", "--out", "x"],
+            ),
+        ] {
+            let e = Cli::try_parse_from(args).unwrap_err().to_string();
+            assert!(e.contains(flag), "{e}");
+        }
+        assert!(Cli::try_parse_from(["lasthop", "reproduce", "--jobs", "1"]).is_ok());
     }
 }

@@ -76,7 +76,7 @@ fn bench_sockets_runs_or_refuses_clearly() {
         Err(e) => {
             let e = format!("{e:#}");
             assert!(e.contains("must run as root") || e.contains("network namespaces are not available"), "{e}");
-            eprintln!("SKIPPED: {e}");
+            lasthop_net::testbed::skip_or_fail(e);
         }
     }
 }
@@ -354,7 +354,7 @@ fn run_real(args: &[&str]) -> Option<std::process::Output> {
     if !out.status.success()
         && (stderr.contains("must run as root") || stderr.contains("network namespaces are not available"))
     {
-        eprintln!("SKIPPED: {}", stderr.trim());
+        lasthop_net::testbed::skip_or_fail(stderr.trim());
         return None;
     }
     Some(out)

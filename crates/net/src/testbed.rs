@@ -878,3 +878,16 @@ mod tests {
         assert_eq!(proc_net_field("", "TcpExt:", "TCPTimeouts"), None);
     }
 }
+
+/// The environment variable that turns a skipped privileged test into a failure: `.ci/run` sets it, so
+/// that CI fails when a test that needs root, `ip` or namespaces (or tshark) could not run.
+pub const NO_SKIP_VAR: &str = "LASTHOP_NO_SKIP";
+
+/// Reports that a test cannot run on this machine (`why`): prints "SKIPPED" and returns, so the test
+/// passes, unless [`NO_SKIP_VAR`] is set to `1`, in which case it panics with the reason.
+pub fn skip_or_fail(why: impl std::fmt::Display) {
+    if std::env::var(NO_SKIP_VAR).is_ok_and(|v| v == "1") {
+        panic!("{NO_SKIP_VAR}=1, and this test cannot run here: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}

@@ -4,7 +4,7 @@
 
 use lasthop_net::forward::frames;
 use lasthop_net::sys::{if_mac, PacketSocket};
-use lasthop_net::testbed::{Node, TransferConfig, FH_IF, FH_IP};
+use lasthop_net::testbed::{skip_or_fail, Node, TransferConfig, FH_IF, FH_IP};
 use lasthop_net::{AgentKind, HopConfig, NetError, Testbed};
 use lasthop_wire::TcpFlags;
 use std::net::Ipv4Addr;
@@ -45,7 +45,7 @@ fn flood(tb: &Testbed, first: u32, n: u32) {
 fn syn_flood_keeps_the_connection_table_and_memory_bounded() {
     let tb = match Testbed::create() {
         Ok(tb) => tb,
-        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => return eprintln!("SKIPPED: {e}"),
+        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => return skip_or_fail(e),
         Err(e) => panic!("{e}"),
     };
     let bs = tb.start_bs(AgentKind::Snoop, HopConfig::default()).unwrap();

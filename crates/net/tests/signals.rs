@@ -3,7 +3,7 @@
 //! leaves no namespace behind.
 
 use lasthop_net::sys::{REPORT_REQUESTED, STOP_REQUESTED};
-use lasthop_net::testbed::{Node, BS_WIRED_IF, BS_WIRELESS_IF};
+use lasthop_net::testbed::{skip_or_fail, Node, BS_WIRED_IF, BS_WIRELESS_IF};
 use lasthop_net::{serve, AgentKind, BsConfig, HopConfig, NetError, Testbed, TestbedConfig};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ fn our_namespaces() -> Vec<String> {
 fn sigusr1_reports_sigterm_stops_sigint_tears_the_testbed_down() {
     let tb = match Testbed::create() {
         Ok(tb) => tb,
-        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => return eprintln!("SKIPPED: {e}"),
+        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => return skip_or_fail(e),
         Err(e) => panic!("{e}"),
     };
 

@@ -4,13 +4,14 @@
 //! that Snoop held the connection and cached the segments, and that the figures are finite and positive.
 
 use lasthop_net::bench_sockets::{SocketBench, SocketBenchConfig, SocketBenchSummary};
+use lasthop_net::testbed::skip_or_fail;
 use lasthop_net::{AgentKind, NetError};
 
 fn bench(cfg: SocketBenchConfig) -> Option<SocketBench> {
     match SocketBench::new(cfg) {
         Ok(b) => Some(b),
         Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
-            eprintln!("SKIPPED: {e}");
+            skip_or_fail(e);
             None
         }
         Err(e) => panic!("socket benchmark: {e}"),

@@ -7,7 +7,7 @@
 
 use lasthop_net::forward::frames;
 use lasthop_net::sys::PacketSocket;
-use lasthop_net::testbed::{Node, TransferConfig, FH_IF, FH_IP, MH_IP};
+use lasthop_net::testbed::{skip_or_fail, Node, TransferConfig, FH_IF, FH_IP, MH_IP};
 use lasthop_net::{AgentKind, HopConfig, NetError, Testbed, TestbedConfig};
 use lasthop_wire::TcpFlags;
 use std::sync::atomic::AtomicBool;
@@ -18,7 +18,7 @@ fn testbed() -> Option<Testbed> {
     match Testbed::create() {
         Ok(tb) => Some(tb),
         Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
-            eprintln!("SKIPPED: {e}");
+            skip_or_fail(e);
             None
         }
         Err(e) => panic!("testbed: {e}"),

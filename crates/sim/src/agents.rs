@@ -16,7 +16,8 @@ use std::time::Duration;
 pub struct SnoopSettings {
     pub max_connections: Option<usize>,
     pub high_water_bytes: Option<usize>,
-    /// Hard per-connection cache memory limit, bytes of payload (seed 002 "Scaling behavior").
+    /// Hard per-connection cache memory limit, bytes the cache holds: packets whole (headers included)
+    /// plus their cache entries (seed 002 "Scaling behavior").
     pub max_cache_bytes: Option<usize>,
     pub max_local_rexmit: Option<u8>,
     pub min_rtx_timeout_ms: Option<f64>,
@@ -38,8 +39,8 @@ impl SnoopSettings {
 
     pub fn validate(&self) -> Result<(), (String, String)> {
         for (field, v) in self.durations() {
-            if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
-                return Err((field.into(), "expected a positive number of milliseconds".into()));
+            if let Some(v) = v.filter(|&v| !(v.is_finite() && v > 0.0 && v <= lasthop_tcp::MAX_TIME_MS)) {
+                return Err((field.into(), format!("expected a positive number of milliseconds up to 1e12, got {v}")));
             }
         }
         if let (Some(lo), Some(hi)) = (self.min_rtx_timeout_ms, self.max_rtx_timeout_ms) {
@@ -111,8 +112,11 @@ impl ElnSettings {
 
 impl NackSettings {
     pub fn validate(&self) -> Result<(), (String, String)> {
-        if self.timeout_ms.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
-            return Err(("timeout_ms".into(), "expected a positive number of milliseconds".into()));
+        if let Some(t) = self.timeout_ms.filter(|&t| !(t.is_finite() && t > 0.0 && t <= lasthop_tcp::MAX_TIME_MS)) {
+            return Err((
+                "timeout_ms".into(),
+                format!("expected a positive number of milliseconds up to 1e12, got {t}"),
+            ));
         }
         if self.threshold_packets == Some(0) {
             return Err(("threshold_packets".into(), "expected at least 1".into()));

@@ -265,6 +265,21 @@ impl MobilityConfig {
                 return Err(("base_stations".into(), format!("no node named `{b}`")));
             }
         }
+        // Every time becomes integer nanoseconds: past `MAX_TIME_S` it would no longer be exact (inf, where
+        // `interval_s` allows it, means never and is not converted).
+        let max = crate::scenario::MAX_TIME_S;
+        for (f, v) in [
+            ("interval_s", self.interval_s),
+            ("first_s", self.first_s.unwrap_or(0.0)),
+            ("rendezvous_s", self.rendezvous_s),
+            ("jitter_s", self.jitter_s),
+            ("beacon_period_s", self.beacon_period_s),
+            ("motion_step_s", self.motion_step_s),
+        ] {
+            if v.is_finite() && v.abs() > max {
+                return Err((f.into(), format!("expected at most {max:e} s, got {v}")));
+            }
+        }
         if self.interval_s.is_nan() || self.interval_s <= 0.0 {
             return Err(("interval_s".into(), "expected a positive number of seconds (or inf)".into()));
         }

@@ -129,7 +129,14 @@ impl std::str::FromStr for AgentSpec {
                 })
             })
             .collect::<Result<Vec<_>, _>>()
-            .map(AgentSpec)
+            .and_then(|kinds| {
+                // One agent of a kind per node: a second would see the first one's output as its input
+                // (two Snoop caches of the same packets, two ELN marks), which no paper describes.
+                match kinds.iter().enumerate().find(|(i, k)| kinds[..*i].contains(k)) {
+                    Some(_) => Err(format!("`{s}` names an agent twice, expected each of snoop, eln, eln-filter, nack at most once")),
+                    None => Ok(AgentSpec(kinds)),
+                }
+            })
     }
 }
 
@@ -295,6 +302,15 @@ fn default_queue() -> usize {
     100
 }
 
+/// Longest time a scenario may give, in seconds (about 31 years, the limit of `lasthop_tcp::MAX_TIME_MS`):
+/// every time becomes integer nanoseconds (a `u64` lasts 584 years), and sums of a few must not overflow.
+pub const MAX_TIME_S: f64 = 1e9;
+/// Link rates, Mb/s: from 1 bit/s (a 64 KB frame then takes 6 days) to 1 Pb/s (a 40-byte frame still
+/// takes a whole nanosecond: a frame never takes zero time on the medium).
+pub const RATE_MBPS: std::ops::RangeInclusive<f64> = 1e-6..=1e9;
+/// Most packets a transmit queue may hold: far above any buffer the papers or real routers use.
+pub const MAX_QUEUE_PACKETS: usize = 1_000_000;
+
 /// A scenario that could not be read or does not make sense, with where and why.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{origin}: {message}")]
@@ -392,10 +408,14 @@ impl Scenario {
 
     /// Checks what serde cannot: references between tables, ranges. Errors are (field path, message).
     fn validate(&self) -> Result<(), (String, String)> {
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        let non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        // Times in seconds, bounded so that they stay exact as integer nanoseconds.
+        let positive = |v: f64| v.is_finite() && v > 0.0 && v <= MAX_TIME_S;
+        let non_negative = |v: f64| v.is_finite() && (0.0..=MAX_TIME_S).contains(&v);
         if !positive(self.time_limit_s) {
-            return Err(("time_limit_s".into(), "expected a positive number of seconds".into()));
+            return Err((
+                "time_limit_s".into(),
+                format!("expected a positive number of seconds up to {MAX_TIME_S:e}, got {}", self.time_limit_s),
+            ));
         }
         if self.nodes.is_empty() {
             return Err(("nodes".into(), "expected at least one node".into()));
@@ -416,17 +436,34 @@ impl Scenario {
             if l.ends[0] == l.ends[1] {
                 return Err((p("ends"), "expected two different nodes".into()));
             }
-            if !positive(l.rate_mbps) {
-                return Err((p("rate_mbps"), "expected a positive rate in Mb/s".into()));
+            if !RATE_MBPS.contains(&l.rate_mbps) {
+                return Err((
+                    p("rate_mbps"),
+                    format!(
+                        "expected a rate from {:e} Mb/s (1 bit/s) to {:e} Mb/s, got {}",
+                        RATE_MBPS.start(),
+                        RATE_MBPS.end(),
+                        l.rate_mbps
+                    ),
+                ));
             }
-            if !non_negative(l.delay_ms) {
-                return Err((p("delay_ms"), "expected a delay ≥ 0 ms".into()));
+            if !non_negative(l.delay_ms / 1e3) {
+                return Err((
+                    p("delay_ms"),
+                    format!("expected a delay from 0 to {:e} ms, got {}", MAX_TIME_S * 1e3, l.delay_ms),
+                ));
             }
-            if !non_negative(l.mac_overhead_us) {
-                return Err((p("mac_overhead_us"), "expected an overhead ≥ 0 µs".into()));
+            if !(l.mac_overhead_us.is_finite() && (0.0..=1e6).contains(&l.mac_overhead_us)) {
+                return Err((
+                    p("mac_overhead_us"),
+                    format!("expected an overhead from 0 to 1e6 µs, got {}", l.mac_overhead_us),
+                ));
             }
-            if l.queue_packets == 0 {
-                return Err((p("queue_packets"), "expected at least 1 packet".into()));
+            if !(1..=MAX_QUEUE_PACKETS).contains(&l.queue_packets) {
+                return Err((
+                    p("queue_packets"),
+                    format!("expected 1 to {MAX_QUEUE_PACKETS} packets, got {}", l.queue_packets),
+                ));
             }
             if let Some(m) = &l.medium {
                 if l.duplex() != Duplex::Half {
@@ -479,13 +516,13 @@ impl Scenario {
                 return Err((p("bytes"), "expected at least 1 byte".into()));
             }
             if !non_negative(f.start_s) {
-                return Err((p("start_s"), "expected a start time ≥ 0 s".into()));
+                return Err((
+                    p("start_s"),
+                    format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", f.start_s),
+                ));
             }
             let tcp = self.flow_tcp(name).map_err(|m| (p("tcp"), m))?;
-            if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
-                return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
-            }
-            tcp.check_behaviours().map_err(|(f, m)| (p(&format!("tcp.{f}")), m))?;
+            check_tcp(&tcp).map_err(|(k, m)| (tcp_path(&p("tcp"), &f.tcp, &k), m))?;
         }
         for (name, w) in &self.web {
             let p = |x: &str| format!("web.{name}.{x}");
@@ -501,10 +538,16 @@ impl Scenario {
                 return Err((p("connections"), "expected 1 to 4 parallel connections (seed 002)".into()));
             }
             if !non_negative(w.start_s) {
-                return Err((p("start_s"), "expected a start time ≥ 0 s".into()));
+                return Err((
+                    p("start_s"),
+                    format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", w.start_s),
+                ));
             }
             if !positive(w.duration_s) {
-                return Err((p("duration_s"), "expected a positive duration in seconds".into()));
+                return Err((
+                    p("duration_s"),
+                    format!("expected a positive duration up to {MAX_TIME_S:e} s, got {}", w.duration_s),
+                ));
             }
             if w.start_s + w.duration_s > self.time_limit_s {
                 return Err((
@@ -517,10 +560,7 @@ impl Scenario {
                 ));
             }
             let tcp = self.web_tcp(name).map_err(|m| (p("tcp"), m))?;
-            if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
-                return Err((p("tcp.mss"), "expected an MSS between 64 and 65000 bytes".into()));
-            }
-            tcp.check_behaviours().map_err(|(f, m)| (p(&format!("tcp.{f}")), m))?;
+            check_tcp(&tcp).map_err(|(k, m)| (tcp_path(&p("tcp"), &w.tcp, &k), m))?;
         }
         for (name, n) in &self.nodes {
             if n.agent.0.len() > 1 && n.agent.0.iter().any(|k| k.is_split()) {
@@ -597,16 +637,54 @@ impl Scenario {
     }
 }
 
-/// The 1-based line where the table or key named by a dotted `path` is written, if it can be found.
+/// Where TCP key `key` of a flow or workload is set: its own table (`own`, at `own_path`) if it sets it,
+/// else the scenario's `[tcp]`.
+fn tcp_path(own_path: &str, own: &toml::Table, key: &str) -> String {
+    if own.contains_key(key) {
+        format!("{own_path}.{key}")
+    } else {
+        format!("tcp.{key}")
+    }
+}
+
+/// The TCP ranges of a flow or workload: the MSS here, the rest in `TcpConfig::validate` and
+/// `TcpConfig::check_behaviours`.
+fn check_tcp(tcp: &TcpConfig) -> Result<(), (String, String)> {
+    if tcp.mss < 64 || usize::from(tcp.mss) > 65_000 {
+        return Err(("mss".into(), "expected an MSS between 64 and 65000 bytes".into()));
+    }
+    tcp.validate().map_err(|(f, m)| (f.to_string(), m))?;
+    tcp.check_behaviours().map_err(|(f, m)| (f.to_string(), m))
+}
+
+/// The 1-based line where the key or table named by a dotted `path` is written, if it can be found: the
+/// key's own line when it is written in the innermost table found (or at the top of the file), else the
+/// table's header.
 fn line_of(text: &str, path: &str) -> Option<usize> {
-    let mut parts: Vec<&str> = path.split('.').collect();
-    while !parts.is_empty() {
-        let table = parts.join(".");
-        let header = format!("[{table}]");
-        if let Some(i) = text.lines().position(|l| l.trim_start().starts_with(&header)) {
-            return Some(i + 1);
+    let parts: Vec<&str> = path.split('.').collect();
+    let lines: Vec<&str> = text.lines().map(str::trim_start).collect();
+    for n in (0..=parts.len()).rev() {
+        let start = if n == 0 {
+            0
+        } else {
+            let header = format!("[{}]", parts[..n].join("."));
+            match lines.iter().position(|l| l.starts_with(&header)) {
+                Some(i) => i + 1,
+                None => continue,
+            }
+        };
+        if let Some(key) = parts.get(n) {
+            let written_here = lines[start..]
+                .iter()
+                .take_while(|l| !l.starts_with('['))
+                .position(|l| l.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('=')));
+            if let Some(j) = written_here {
+                return Some(start + j + 1);
+            }
         }
-        parts.pop();
+        if n > 0 {
+            return Some(start);
+        }
     }
     None
 }
@@ -697,6 +775,46 @@ mod tests {
         let text = example().replace("start_s = 0.0\n", "start_s = 0.0\ntcp = { quick_acks = 100000 }\n");
         let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
         assert!(e.contains("flows.bulk.tcp.quick_acks") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn absurd_values_are_rejected_with_field_and_line() {
+        // Each becomes integer time, a size or a count; each is named with the line it is written on.
+        for (from, to, field, line) in [
+            ("delay_ms = 1.0", "delay_ms = 1e300", "links.ether.delay_ms", "delay_ms = 1e300"),
+            ("rate_mbps = 2.0", "rate_mbps = 1e-300", "links.wavelan.rate_mbps", "rate_mbps = 1e-300"),
+            (
+                "queue_packets = 100\n\n[links.wavelan]",
+                "queue_packets = 9_000_000_000_000_000_000\n\n[links.wavelan]",
+                "links.ether.queue_packets",
+                "queue_packets = 9_000",
+            ),
+            ("time_limit_s = 600", "time_limit_s = 1e300", "time_limit_s", "time_limit_s = 1e300"),
+            ("max_window = 65535", "max_window = 0", "tcp.max_window", "max_window = 0"),
+            ("agent = \"snoop\"", "agent = \"snoop+snoop\"", "snoop+snoop", "agent = \"snoop+snoop\""),
+            ("start_s = 0.0", "start_s = 1e300", "flows.bulk.start_s", "start_s = 1e300"),
+        ] {
+            let text = example().replacen(from, to, 1);
+            assert_ne!(text, example(), "{from}");
+            let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+            let n = text.lines().position(|l| l.trim_start().starts_with(line)).unwrap() + 1;
+            assert!(e.starts_with("x.toml: "), "{e}");
+            assert!(e.contains(field) && e.contains("expected"), "{to}: {e}");
+            if field.contains('.') || field == "time_limit_s" {
+                assert!(e.contains(&format!("(line {n})")), "{to}: {e} (line {n})");
+            }
+        }
+        let tcp_fields =
+            [("initial_cwnd", "0"), ("dupack_threshold", "0"), ("ack_every", "0"), ("min_rto_ms", "100000.0")];
+        for (field, v) in tcp_fields {
+            let text = example()
+                .lines()
+                .map(|l| if l.starts_with("[tcp]") { format!("{l}\n{field} = {v}") } else { l.to_string() })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+            assert!(e.contains(&format!("`tcp.{field}` (line ")) && e.contains("expected"), "{field} = {v}: {e}");
+        }
     }
 
     #[test]

@@ -359,6 +359,41 @@ impl Default for TcpConfig {
     }
 }
 
+/// Longest time a configuration may give, in ms: about 31 years. Every time becomes integer nanoseconds
+/// (a `u64` lasts 584 years), and sums of a few such times must not overflow.
+pub const MAX_TIME_MS: f64 = 1e12;
+
+impl TcpConfig {
+    /// Checks the ranges serde cannot: every value that becomes a count, a size or integer time. Errors
+    /// are (field, what was expected), for the caller to place in its file.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let positive =
+            |v: u32, f: &'static str, what: &str| if v == 0 { Err((f, format!("expected {what}"))) } else { Ok(()) };
+        positive(self.max_window, "max_window", "a window of at least 1 byte (0 never lets a byte through)")?;
+        positive(self.initial_cwnd, "initial_cwnd", "at least 1 segment")?;
+        positive(self.dupack_threshold, "dupack_threshold", "at least 1 duplicate ACK")?;
+        positive(self.ack_every, "ack_every", "at least 1 segment")?;
+        for (f, v) in [
+            ("tick_ms", self.tick_ms),
+            ("min_rto_ms", self.min_rto_ms),
+            ("max_rto_ms", self.max_rto_ms),
+            ("initial_rto_ms", self.initial_rto_ms),
+            ("delayed_ack_ms", self.delayed_ack_ms),
+        ] {
+            if !(v.is_finite() && (0.0..=MAX_TIME_MS).contains(&v)) {
+                return Err((f, format!("expected a time from 0 to {MAX_TIME_MS:e} ms, got {v}")));
+            }
+        }
+        if self.min_rto_ms > self.max_rto_ms {
+            return Err((
+                "min_rto_ms",
+                format!("expected at most `max_rto_ms` = {} ms, got {} ms", self.max_rto_ms, self.min_rto_ms),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Milliseconds as configured to whole nanoseconds; negative and NaN become zero.
 pub(crate) fn ms(ms: f64) -> Duration {
     let ns = (ms * 1e6).round();
@@ -451,5 +486,30 @@ mod tests {
         assert_eq!(ms(0.25), Duration::from_micros(250));
         assert_eq!(ms(-1.0), Duration::ZERO);
         assert_eq!(ms(f64::NAN), Duration::ZERO);
+    }
+}
+
+#[cfg(test)]
+mod validate_tests {
+    use super::*;
+
+    #[test]
+    fn absurd_values_are_named() {
+        assert_eq!(TcpConfig::default().validate(), Ok(()));
+        let cases: [(&str, fn(&mut TcpConfig)); 8] = [
+            ("max_window", |c| c.max_window = 0),
+            ("initial_cwnd", |c| c.initial_cwnd = 0),
+            ("dupack_threshold", |c| c.dupack_threshold = 0),
+            ("ack_every", |c| c.ack_every = 0),
+            ("min_rto_ms", |c| c.min_rto_ms = c.max_rto_ms + 1.0),
+            ("max_rto_ms", |c| c.max_rto_ms = 1e300),
+            ("tick_ms", |c| c.tick_ms = f64::NAN),
+            ("delayed_ack_ms", |c| c.delayed_ack_ms = -1.0),
+        ];
+        for (field, break_it) in cases {
+            let mut c = TcpConfig::default();
+            break_it(&mut c);
+            assert_eq!(c.validate().map_err(|(f, _)| f), Err(field));
+        }
     }
 }

@@ -30,7 +30,7 @@ mod tests;
 
 pub use config::{
     BackoffReset, Behaviours, Profile, ReceiverStats, RecoverGuard, RtoRestart, SenderStats, SsthreshFrom, TcpConfig,
-    TimerStyle, Variant,
+    TimerStyle, Variant, MAX_TIME_MS,
 };
 pub use receiver::Receiver;
 pub use sender::Sender;

@@ -1,7 +1,9 @@
 //! The Internet checksum (RFC 1071) and the TCP/UDP pseudo-header sum.
 
-/// One's-complement sum of `data` as big-endian 16-bit words, not yet folded or inverted.
-/// Summing eight bytes at a time into a u64 keeps this off the profile for 1500-byte packets.
+/// One's-complement sum of `data` as big-endian 16-bit words, not yet folded to 16 bits or inverted.
+/// Summing eight bytes at a time into a u64 keeps this off the profile for 1500-byte packets. The result
+/// is folded to at most 2^32 (RFC 1071 §2(C), deferred carries), so a caller may add a handful of such
+/// sums and pseudo-header sums in a `u64` without overflow; [`add`] adds any two with end-around carry.
 pub fn sum(data: &[u8]) -> u64 {
     let mut acc: u64 = 0;
     let mut chunks = data.chunks_exact(8);
@@ -15,7 +17,21 @@ pub fn sum(data: &[u8]) -> u64 {
     tail[..rest.len()].copy_from_slice(rest);
     let w = u64::from_be_bytes(tail);
     let (s, carry) = acc.overflowing_add(w);
-    s + carry as u64
+    fold32(s + carry as u64)
+}
+
+/// Folds a 64-bit one's-complement sum to at most 2^32: 2^32 is congruent to 1 modulo 2^16 - 1, so the
+/// high half is added into the low half without changing the checksum.
+fn fold32(acc: u64) -> u64 {
+    let acc = (acc & 0xffff_ffff) + (acc >> 32);
+    (acc & 0xffff_ffff) + (acc >> 32)
+}
+
+/// One's-complement addition of two running sums: the carry out of bit 63 comes back in at bit 0
+/// (RFC 1071 §2(A)), so no sum overflows whatever its operands.
+pub fn add(a: u64, b: u64) -> u64 {
+    let (s, carry) = a.overflowing_add(b);
+    s + u64::from(carry)
 }
 
 /// Folds a running sum to 16 bits (without inverting).
@@ -42,6 +58,32 @@ pub fn pseudo_header(src: [u8; 4], dst: [u8; 4], protocol: u8, length: u16) -> u
     acc
 }
 
+/// Writes `new` over `data[at..]` and updates the 16-bit checksum stored at `data[checksum_at..+2]`
+/// *incrementally* (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m')), never recomputing it from the data. An
+/// incremental update keeps a bad checksum exactly as bad and a good one good: recomputing would make a
+/// segment corrupted on the way valid again, and the end host would accept the corrupted bytes.
+///
+/// Offsets are from the start of the checksummed data, whose 16-bit word boundaries they must respect
+/// through their parity; `at` may be odd (the words it touches are updated whole). Returns `false`, and
+/// changes nothing, when the rewritten words would overlap the checksum field or fall outside `data`.
+pub fn rewrite_incremental(data: &mut [u8], checksum_at: usize, at: usize, new: &[u8]) -> bool {
+    let start = at & !1;
+    // A rewrite that ends the data on an odd byte touches a word whose missing half counts as zero.
+    let end = ((at + new.len() + 1) & !1).min(data.len());
+    let csum = checksum_at..checksum_at + 2;
+    let fits = at + new.len() <= data.len() && csum.end <= data.len();
+    if !checksum_at.is_multiple_of(2) || !fits || (start < csum.end && csum.start < end) {
+        return false;
+    }
+    let old_sum = fold(sum(&data[start..end]));
+    data[at..at + new.len()].copy_from_slice(new);
+    let new_sum = fold(sum(&data[start..end]));
+    let hc = u16::from_be_bytes([data[csum.start], data[csum.start + 1]]);
+    let hc2 = !fold(u64::from(!hc) + u64::from(!old_sum) + u64::from(new_sum));
+    data[csum].copy_from_slice(&hc2.to_be_bytes());
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,7 +101,48 @@ mod tests {
         assert_eq!(fold(sum(&[0x12, 0x34, 0x56])), 0x1234 + 0x5600);
     }
 
+    #[test]
+    fn all_ones_never_overflows_the_accumulator() {
+        // Eight 0xffff_ffff_ffff_ffff words: the wide sum is "negative zero", and adding a pseudo-header
+        // to it must carry around rather than overflow.
+        let data = [0xffu8; 64];
+        assert_eq!(fold(add(sum(&data), 0x1234)), 0x1234);
+        assert_eq!(
+            fold(sum(&data) + pseudo_header([255; 4], [255; 4], 255, 0xffff)),
+            fold(add(sum(&data), pseudo_header([255; 4], [255; 4], 255, 0xffff)))
+        );
+    }
+
+    /// The plain RFC 1071 sum, 16 bits at a time with the carries folded at every step.
+    fn reference(data: &[u8]) -> u16 {
+        let mut acc: u32 = 0;
+        for c in data.chunks(2) {
+            acc += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        acc as u16
+    }
+
     proptest::proptest! {
+        /// A rewrite keeps the checksum's verdict: good stays good, bad stays exactly as far off.
+        #[test]
+        fn incremental_rewrite_keeps_the_verdict(
+            mut data in proptest::collection::vec(proptest::prelude::any::<u8>(), 8..120),
+            at in 4usize..100, new in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..9), bad: u16,
+        ) {
+            let at = 4 + at % (data.len() - 4);
+            let new = &new[..new.len().min(data.len() - at)];
+            data[0..2].copy_from_slice(&[0, 0]);
+            let good = !reference(&data);
+            data[0..2].copy_from_slice(&good.wrapping_add(bad).to_be_bytes());
+            let before = reference(&data);
+            proptest::prop_assert!(rewrite_incremental(&mut data, 0, at, new));
+            proptest::prop_assert_eq!(&data[at..at + new.len()], new);
+            // Sums equal as one's-complement numbers (0 and 0xffff both mean zero).
+            let after = reference(&data);
+            proptest::prop_assert_eq!(before % 0xffff, after % 0xffff);
+        }
+
         #[test]
         fn wide_sum_equals_naive_sum(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
             let mut naive: u32 = 0;

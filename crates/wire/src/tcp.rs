@@ -286,8 +286,10 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
     pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
         let data = self.buffer.as_ref();
-        let acc =
-            checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16) + checksum::sum(data);
+        let acc = checksum::add(
+            checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16),
+            checksum::sum(data),
+        );
         checksum::fold(acc) == 0xffff
     }
 }
@@ -310,8 +312,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
         let data = self.buffer.as_mut();
         data[field::CHECKSUM].copy_from_slice(&[0, 0]);
-        let acc =
-            checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16) + checksum::sum(data);
+        let acc = checksum::add(
+            checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16),
+            checksum::sum(data),
+        );
         let c = !checksum::fold(acc);
         data[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
     }
@@ -599,6 +603,55 @@ mod tests {
         bad_opt[21] = 0x03;
         let p = TcpPacket::new_checked(&bad_opt[..]).unwrap();
         assert!(TcpRepr::parse(&p).is_err());
+    }
+
+    /// RFC 1071 verification done the plain way, 16 bits at a time with every carry folded at once.
+    fn reference_verifies(segment: &[u8], src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        let mut words: Vec<u16> =
+            segment.chunks(2).map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
+        let (s, d) = (src.octets(), dst.octets());
+        words.extend([[s[0], s[1]], [s[2], s[3]], [d[0], d[1]], [d[2], d[3]]].map(u16::from_be_bytes));
+        words.extend([u16::from(PROTO_TCP), segment.len() as u16]);
+        let mut acc: u32 = 0;
+        for w in words {
+            acc += u32::from(w);
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        acc == 0xffff
+    }
+
+    #[test]
+    fn all_ones_segment_verifies_as_rfc_1071_says() {
+        // 64 bytes of 0xff (data offset 15 words): the wide sum is all ones, and adding the pseudo-header
+        // overflowed the accumulator. With 0.0.0.0 -> 255.255.255.185 the true sum is 0xffff (valid).
+        let seg = [0xffu8; 64];
+        let p = TcpPacket::new_checked(&seg[..]).unwrap();
+        for (src, dst) in [(Ipv4Addr::new(0, 0, 0, 0), Ipv4Addr::new(255, 255, 255, 185)), (SRC, DST)] {
+            assert_eq!(p.verify_checksum(src, dst), reference_verifies(&seg, src, dst), "{src} -> {dst}");
+        }
+        assert!(p.verify_checksum(Ipv4Addr::new(0, 0, 0, 0), Ipv4Addr::new(255, 255, 255, 185)));
+    }
+
+    #[test]
+    fn emit_is_right_when_the_wide_sum_reaches_all_ones() {
+        // A 20-byte header and 44 payload bytes are eight 64-bit words; the last one is chosen so that the
+        // end-around-carry sum of the eight is exactly u64::MAX.
+        let repr =
+            TcpRepr { src_port: 1, dst_port: 2, seq: SeqNum(3), ack: Some(SeqNum(4)), window: 5, ..TcpRepr::default() };
+        let mut payload = [0x77u8; 44];
+        let mut seg = vec![0u8; 64];
+        repr.emit(&mut seg, SRC, DST, &payload);
+        seg[16..18].copy_from_slice(&[0, 0]);
+        let mut acc: u64 = 0;
+        for c in seg[..56].chunks_exact(8) {
+            let (s, carry) = acc.overflowing_add(u64::from_be_bytes(c.try_into().unwrap()));
+            acc = s + u64::from(carry);
+        }
+        payload[36..44].copy_from_slice(&(u64::MAX - acc).to_be_bytes());
+        let ip = repr.emit_ipv4(SRC, DST, 1, 64, &payload);
+        let tcp = &ip[crate::ipv4::HEADER_LEN..];
+        assert!(reference_verifies(tcp, SRC, DST));
+        assert!(TcpPacket::new_checked(tcp).unwrap().verify_checksum(SRC, DST));
     }
 
     proptest::proptest! {

@@ -2,7 +2,7 @@
 //! nothing downstream can panic on untrusted bytes) and copy out the fields the state machines read, the
 //! mobile's piggybacked queue occupancy among them. Also the one in-place edit they make: the ELN bit.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use lasthop_wire::checksum;
 use lasthop_wire::queue_option::QueueOccupancy;
 use lasthop_wire::tcp::ELN_MASK;
@@ -66,21 +66,13 @@ pub(crate) fn classify(bytes: &[u8]) -> Class<Segment> {
 /// the way, turning a packet the end host would discard into one it trusts; the incremental update keeps
 /// a bad checksum bad and a good one good.
 pub(crate) fn with_eln(packet: &Bytes, seg: &Segment, on: bool) -> Bytes {
-    let mut buf = BytesMut::from(&packet[..]);
-    let t = seg.tcp_at;
-    // The ELN bit lives in byte 12 of the TCP header, the high byte of the 16-bit word at offset 12.
-    let old = u16::from_be_bytes([buf[t + 12], buf[t + 13]]);
-    if on {
-        buf[t + 12] |= ELN_MASK;
-    } else {
-        buf[t + 12] &= !ELN_MASK;
-    }
-    let new = u16::from_be_bytes([buf[t + 12], buf[t + 13]]);
-    let hc = u16::from_be_bytes([buf[t + 16], buf[t + 17]]);
-    let sum = u64::from(!hc) + u64::from(!old) + u64::from(new);
-    let hc2 = !checksum::fold(sum);
-    buf[t + 16..t + 18].copy_from_slice(&hc2.to_be_bytes());
-    buf.freeze()
+    let mut buf = packet.to_vec();
+    let tcp = &mut buf[seg.tcp_at..];
+    // The ELN bit lives in byte 12 of the TCP header; the checksum is at bytes 16–17.
+    let byte = if on { tcp[12] | ELN_MASK } else { tcp[12] & !ELN_MASK };
+    let rewritten = checksum::rewrite_incremental(tcp, 16, 12, &[byte]);
+    debug_assert!(rewritten, "classify() checked the TCP header length");
+    Bytes::from(buf)
 }
 
 #[cfg(test)]

@@ -318,7 +318,10 @@ proptest! {
                 p[at] = byte;
             }
             let side = if is_ack == filter_role { Side::ToWired } else { Side::ToMobile };
+            out.clear();
             e.on_packet(Time::ZERO, side, Bytes::from(p), &mut out);
+            // One disposition per packet, as for arbitrary bytes.
+            prop_assert_eq!(out.len(), 1);
         }
     }
 

@@ -26,8 +26,15 @@ pub enum Role {
 pub struct BsConfig {
     /// This base station's address (tunnel endpoint, control messages).
     pub addr: Ipv4Addr,
-    /// Where Join / Leave go.
+    /// Where Join / Leave go; tunnelled packets are accepted from it.
     pub home_agent: Ipv4Addr,
+    /// The mobiles this base station may serve. Control messages about any other mobile, and tunnelled
+    /// packets for one, are dropped and counted, so that spoofed traffic cannot grow the per-mobile table:
+    /// it holds at most one entry per mobile named here. [`BaseStation::set_role`] names its mobile.
+    pub mobiles: Vec<Ipv4Addr>,
+    /// The other base stations: the only sources of Notify / NotifyAck (seed 004) and, besides the home
+    /// agent, of tunnelled packets (the plain scheme's re-tunnelling).
+    pub peers: Vec<Ipv4Addr>,
     /// Packets the handoff buffer keeps (seed 000 §6: 12, "between 24 and 72 ms of transfer time").
     pub buffer_packets: usize,
     /// Packets the Snoop mirror keeps, freed first in first out since a buffering BS sees no ACKs (seed 000
@@ -47,7 +54,16 @@ pub struct BsConfig {
 
 impl BsConfig {
     pub fn new(addr: Ipv4Addr, home_agent: Ipv4Addr) -> BsConfig {
-        BsConfig { addr, home_agent, buffer_packets: 12, mirror_packets: 48, snoop: None, transmit_reports: true }
+        BsConfig {
+            addr,
+            home_agent,
+            mobiles: Vec::new(),
+            peers: Vec::new(),
+            buffer_packets: 12,
+            mirror_packets: 48,
+            snoop: None,
+            transmit_reports: true,
+        }
     }
 }
 
@@ -70,6 +86,12 @@ pub struct BsStats {
     pub control_received: u64,
     /// Control messages older than one already applied (reordered or duplicated).
     pub control_stale: u64,
+    /// Control messages refused: about a mobile the configuration does not name, from a source that may
+    /// not send that kind (a mobile speaks only for itself; Notify comes from a named peer), or of a kind a
+    /// base station does not take.
+    pub control_refused: u64,
+    /// Tunnelled packets refused: from neither the home agent nor a peer, or for a mobile not named.
+    pub tunnel_refused: u64,
 }
 
 struct Mobile {
@@ -107,8 +129,12 @@ impl BaseStation {
         BaseStation { cfg, mobiles: BTreeMap::new(), stats: BsStats::default(), retired: BTreeMap::new(), ident: 0 }
     }
 
-    /// Sets the role at start-up, without control messages (the run begins with the routes in place).
+    /// Sets the role at start-up, without control messages (the run begins with the routes in place), and
+    /// names `mobile` as one this base station may serve.
     pub fn set_role(&mut self, mobile: Ipv4Addr, role: Role) {
+        if !self.cfg.mobiles.contains(&mobile) {
+            self.cfg.mobiles.push(mobile);
+        }
         let (snoop, transmit_reports) = (self.cfg.snoop.clone(), self.cfg.transmit_reports);
         let m = self.mobile(mobile);
         m.role = role;
@@ -122,6 +148,25 @@ impl BaseStation {
 
     pub fn stats(&self) -> &BsStats {
         &self.stats
+    }
+
+    /// Mobiles with state here: never more than the configuration names.
+    pub fn mobiles_tracked(&self) -> usize {
+        self.mobiles.len()
+    }
+
+    /// Whether the configuration lets `src` send control message `c` (seed 000 §4, seed 004): a mobile
+    /// speaks only for itself, Notify and NotifyAck come from a named base station, and either way the
+    /// mobile must be one this base station may serve. Kinds a base station only sends are refused.
+    fn authorised(&self, src: Ipv4Addr, c: &Control) -> bool {
+        let named = self.cfg.mobiles.contains(&c.mobile);
+        named
+            && match c.kind {
+                Kind::Forward | Kind::Buffer | Kind::Stop | Kind::Greeting => src == c.mobile,
+                // Either is sent by the base station it names as `peer`.
+                Kind::Notify | Kind::NotifyAck => self.cfg.peers.contains(&src) && c.peer == src,
+                Kind::Beacon | Kind::Ack | Kind::GreetingAck | Kind::Complete | Kind::Join | Kind::Leave => false,
+            }
     }
 
     /// IP IDs in the handoff buffer for `mobile`, oldest first (tests, traces).
@@ -237,7 +282,8 @@ impl BaseStation {
                 let ack = self.control(&Control::new(Kind::GreetingAck, c.seq, c.mobile, me), c.mobile);
                 out.push(Action::Inject(Side::ToMobile, ack));
                 let notify = Control::new(Kind::Notify, c.seq, c.mobile, me);
-                if c.peer != me && !c.peer.is_unspecified() {
+                // Only to a named base station: a Greeting must not make this one send to any address.
+                if c.peer != me && self.cfg.peers.contains(&c.peer) {
                     let p = self.control(&notify, c.peer);
                     out.push(Action::Inject(Side::ToWired, p));
                 }
@@ -258,7 +304,7 @@ impl BaseStation {
                 out.push(Action::Inject(Side::ToWired, ack));
             }
             Kind::NotifyAck => {
-                let m = self.mobile(c.mobile);
+                let Some(m) = self.mobiles.get_mut(&c.mobile) else { return };
                 if m.awaiting_notify_ack == Some(c.seq) {
                     m.awaiting_notify_ack = None;
                     let done = self.control(&Control::new(Kind::Complete, c.seq, c.mobile, me), c.mobile);
@@ -319,9 +365,19 @@ impl BaseStation {
             out.push(Action::Drop(DropReason::Malformed));
             return;
         };
-        self.stats.tunnelled_in += 1;
-        let ip = Ipv4Packet::new_unchecked(&inner[..]);
+        let Ok(ip) = Ipv4Packet::new_checked(&inner[..]) else {
+            out.push(Action::Drop(DropReason::Malformed));
+            return;
+        };
         let (mobile, id) = (ip.dst_addr(), ip.ident());
+        let from = Ipv4Packet::new_unchecked(&outer[..]).src_addr();
+        let trusted = from == self.cfg.home_agent || self.cfg.peers.contains(&from);
+        if !trusted || !self.cfg.mobiles.contains(&mobile) {
+            self.stats.tunnel_refused += 1;
+            out.push(Action::Drop(DropReason::Consumed));
+            return;
+        }
+        self.stats.tunnelled_in += 1;
         let (mirror, me) = (self.cfg.mirror_packets, self.cfg.addr);
         let m = self.mobile(mobile);
         if let Some(next) = m.forward_to {
@@ -373,6 +429,10 @@ impl Agent for BaseStation {
                 PROTO_IPIP => return self.on_tunnelled(now, packet, out),
                 PROTO_HANDOFF => {
                     match Control::parse(&packet) {
+                        Some(c) if !self.authorised(ip.src_addr(), &c) => {
+                            self.stats.control_refused += 1;
+                            out.push(Action::Drop(DropReason::Consumed));
+                        }
                         Some(c) => {
                             out.push(Action::Drop(DropReason::Consumed));
                             self.on_control(now, c, out);
@@ -435,6 +495,8 @@ impl Agent for BaseStation {
             ("dropped_not_serving", s.dropped_not_serving),
             ("control_received", s.control_received),
             ("control_stale", s.control_stale),
+            ("control_refused", s.control_refused),
+            ("tunnel_refused", s.tunnel_refused),
         ];
         v.extend(snoop);
         v

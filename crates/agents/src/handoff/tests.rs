@@ -78,6 +78,8 @@ fn controls(out: &[Action]) -> Vec<(Kind, Ipv4Addr)> {
 
 fn bs(addr: Ipv4Addr, snoop: bool) -> BaseStation {
     let mut cfg = BsConfig::new(addr, HA);
+    cfg.mobiles = vec![MH];
+    cfg.peers = [BS1, BS2, BS3].into_iter().filter(|&b| b != addr).collect();
     if snoop {
         cfg.snoop = Some(SnoopConfig::default());
     }
@@ -393,4 +395,52 @@ proptest! {
         prop_assert!(primaries <= 1, "{} primaries", primaries);
         prop_assert_eq!(stations[targets[n - 1]].role(MH), Role::Primary);
     }
+}
+
+#[test]
+fn spoofed_control_and_tunnelled_traffic_cannot_grow_the_tables() {
+    // An attacker on the wired side sends every kind of control message about 5000 invented mobiles, from
+    // invented sources and from the mobile's own address, and tunnels packets to invented mobiles. The
+    // table holds the one mobile the configuration names; nothing else is applied or answered.
+    let mut b = bs(BS2, true);
+    b.set_role(MH, Role::Primary);
+    let spoof = |i: u32| Ipv4Addr::from(0x0a80_0000 + i);
+    let kinds = [
+        Kind::Forward,
+        Kind::Buffer,
+        Kind::Stop,
+        Kind::Greeting,
+        Kind::Notify,
+        Kind::NotifyAck,
+        Kind::Join,
+        Kind::Leave,
+        Kind::Ack,
+    ];
+    for i in 0..5000u32 {
+        let kind = kinds[i as usize % kinds.len()];
+        let mobile = spoof(i);
+        let out = feed(&mut b, Control::new(kind, i as u16, mobile, spoof(i + 1)).emit(mobile, BS2, 1));
+        assert_eq!(out, [Action::Drop(crate::DropReason::Consumed)], "{kind:?} about {mobile}");
+        let inner = TcpRepr { src_port: 1, dst_port: 2, ..TcpRepr::default() }.emit_ipv4(FH, mobile, 1, 64, &[]);
+        let out = feed(&mut b, ipip::encapsulate(&inner, HA, BS2, 1, 64));
+        assert_eq!(out, [Action::Drop(crate::DropReason::Consumed)]);
+    }
+    assert_eq!(b.mobiles_tracked(), 1);
+    // About the named mobile, but from someone else: a mobile speaks only for itself, Notify comes only
+    // from a named base station that names itself as the peer, and tunnels only from the HA or a peer.
+    let mut stop = Control::new(Kind::Stop, 9, MH, Ipv4Addr::UNSPECIFIED).emit(spoof(1), BS2, 1);
+    assert_eq!(feed(&mut b, stop.clone()), [Action::Drop(crate::DropReason::Consumed)]);
+    let notify_forged = Control::new(Kind::Notify, 9, MH, spoof(7)).emit(BS1, BS2, 1);
+    feed(&mut b, notify_forged);
+    let notify_stranger = Control::new(Kind::Notify, 9, MH, spoof(7)).emit(spoof(7), BS2, 1);
+    feed(&mut b, notify_stranger);
+    feed(&mut b, ipip::encapsulate(&data(0), spoof(3), BS2, 1, 64));
+    assert_eq!(b.role(MH), Role::Primary, "nothing refused was applied");
+    assert_eq!(b.stats().control_refused, 5000 + 3);
+    assert_eq!(b.stats().tunnel_refused, 5000 + 1);
+    assert_eq!(b.stats().control_received, 0);
+    // The mobile itself is still obeyed.
+    stop = Control::new(Kind::Stop, 9, MH, Ipv4Addr::UNSPECIFIED).emit(MH, BS2, 1);
+    feed(&mut b, stop);
+    assert_eq!(b.role(MH), Role::Idle);
 }

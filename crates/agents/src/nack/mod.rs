@@ -201,7 +201,17 @@ impl Nack {
         self.table.get(key).map(|c| c.seen.as_slice().iter().map(|r| (r.start, r.end)).collect())
     }
 
+    /// Timer entries held: at most one per connection (the fuzz targets check it after every step).
+    pub fn timers_pending(&self) -> usize {
+        self.timers.len()
+    }
+
     fn create(&mut self, key: FlowKey) -> bool {
+        // A SYN that re-creates a connection replaces its state: its timer goes with it, or the entry would
+        // stay behind (one per re-creation) and fire on the new connection.
+        if let Some(d) = self.table.get(&key).and_then(|c| c.deadline) {
+            self.timers.remove(&(d, key));
+        }
         match self.table.insert(key, Conn::default()) {
             Ok(evicted) => {
                 self.stats.pass.connections_created += 1;

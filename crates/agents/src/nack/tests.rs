@@ -148,6 +148,28 @@ fn nack_on_timeout_once_per_silence() {
 }
 
 #[test]
+fn a_syn_that_recreates_a_connection_takes_its_timer_with_it() {
+    // Connection churn on one key: each round arms the timer (a packet past a gap), then a SYN re-creates
+    // the connection. The old timer entry must go with the old state: none may pile up, and none may fire
+    // on the new connection.
+    let mut h = h();
+    for round in 0..100u64 {
+        h.now = ms(round);
+        h.data(&[0]);
+        h.ack(1);
+        h.data(&[2]);
+        assert_eq!(h.n.timers_pending(), 1);
+        let syn =
+            TcpRepr { src_port: MP, dst_port: FP, seq: seg(0) + u32::MAX, flags: TcpFlags::SYN, ..TcpRepr::default() };
+        assert!(h.go(Side::ToWired, syn.emit_ipv4(MH, FH, 0, 64, &[])).is_empty());
+        assert_eq!(h.n.connections(), 1);
+        assert_eq!(h.n.timers_pending(), 0, "round {round}");
+        assert_eq!(h.n.poll_timeout(), None);
+    }
+    assert!(h.timeout(ms(10_000)).is_empty());
+}
+
+#[test]
 fn never_acknowledges_more_than_the_fh() {
     let mut h = h();
     h.data(&[0, 1, 2]);

@@ -80,6 +80,11 @@ impl SegTx {
 }
 
 impl CachedSeg {
+    /// Memory this entry holds: the packet as buffered plus the entry itself. With 1-byte segments the
+    /// entry and headers are most of it, which counting sequence space alone would miss.
+    pub fn held(&self) -> usize {
+        self.pkt.len() + std::mem::size_of::<CachedSeg>()
+    }
     pub fn end(&self) -> SeqNum {
         self.seq + self.len
     }
@@ -144,7 +149,11 @@ pub(super) struct Conn {
     pub key: FlowKey,
     /// Unacknowledged segments in sequence order, non-overlapping.
     cache: VecDeque<CachedSeg>,
+    /// Sequence space the cache covers: what the high-water mark of §6 counts.
     cache_bytes: usize,
+    /// Memory the cache holds: every cached packet as buffered, headers included, plus its entry
+    /// ([`CachedSeg::held`]); what `SnoopConfig::max_cache_bytes` bounds.
+    cache_held: usize,
     /// One past the highest sequence number seen from the sender ("last sequence number seen", §3.1.1).
     last_seq_seen: SeqNum,
     /// Highest cumulative ACK seen from the mobile; `None` until one is seen (state picked up from data).
@@ -220,6 +229,7 @@ impl Conn {
             key,
             cache: VecDeque::new(),
             cache_bytes: 0,
+            cache_held: 0,
             last_seq_seen: SeqNum(0),
             last_ack: None,
             mh_window: 0,
@@ -508,8 +518,15 @@ impl Conn {
 
     fn cache_insert_at(&mut self, idx: usize, s: CachedSeg, stats: &mut SnoopStats) {
         self.cache_bytes += s.len as usize;
+        self.cache_held += s.held();
         self.cache.insert(idx, s);
         stats.packets_cached += 1;
+    }
+
+    /// Accounts for a segment that has left the cache.
+    fn uncount(&mut self, s: &CachedSeg) {
+        self.cache_bytes -= s.len as usize;
+        self.cache_held -= s.held();
     }
 
     /// Data (payload or FIN) from the fixed host toward the mobile.
@@ -538,20 +555,21 @@ impl Conn {
             self.last_seq_seen = end;
             let tx_idx = self.tx_count;
             self.tx_count += 1;
-            if self.cache_bytes + len as usize <= cfg.new_packet_limit {
-                self.cache_bytes += len as usize;
+            let s = CachedSeg {
+                seq: seg.seq,
+                len,
+                pkt: pkt.clone(),
+                local_rexmits: 0,
+                flags: fin_flag,
+                sent_at: now,
+                tx_idx,
+                tx: SegTx::queued(),
+            };
+            let under_high_water = self.cache_bytes + len as usize <= cfg.high_water;
+            if under_high_water && self.cache_held + s.held() <= cfg.max_held {
+                let at = self.cache.len();
+                self.cache_insert_at(at, s, stats);
                 stats.cache_bytes_peak = stats.cache_bytes_peak.max(self.cache_bytes as u64);
-                self.cache.push_back(CachedSeg {
-                    seq: seg.seq,
-                    len,
-                    pkt: pkt.clone(),
-                    local_rexmits: 0,
-                    flags: fin_flag,
-                    sent_at: now,
-                    tx_idx,
-                    tx: SegTx::queued(),
-                });
-                stats.packets_cached += 1;
             } else {
                 stats.packets_uncached_high_water += 1;
             }
@@ -613,6 +631,7 @@ impl Conn {
         }
         for c in self.cache.drain(lo..hi) {
             self.cache_bytes -= c.len as usize;
+            self.cache_held -= c.held();
         }
         let s = CachedSeg {
             seq: seg.seq,
@@ -627,9 +646,9 @@ impl Conn {
         self.cache_insert_at(lo, s, stats);
         // Hard bound: twice the high-water mark (or the memory limit). Older packets matter more (§6: they
         // "cause sender timeouts earlier"), so the newest are dropped from the cache to make room.
-        while self.cache_bytes > cfg.hard_limit {
+        while self.cache_bytes > cfg.hard_limit || self.cache_held > cfg.max_held {
             let Some(c) = self.cache.pop_back() else { break };
-            self.cache_bytes -= c.len as usize;
+            self.uncount(&c);
             stats.cache_evictions += 1;
         }
         stats.cache_bytes_peak = stats.cache_bytes_peak.max(self.cache_bytes as u64);
@@ -771,8 +790,9 @@ impl Conn {
                         hop_sample = Some(hop_sample.map_or(rtt, |x| x.min(rtt)));
                     }
                 }
-                self.cache_bytes -= h.len as usize;
-                self.cache.pop_front();
+                if let Some(h) = self.cache.pop_front() {
+                    self.uncount(&h);
+                }
             } else {
                 break;
             }
@@ -959,6 +979,9 @@ impl Conn {
     pub fn cache_bytes(&self) -> usize {
         self.cache_bytes
     }
+    pub fn cache_held(&self) -> usize {
+        self.cache_held
+    }
     pub fn srtt(&self) -> Option<u64> {
         self.srtt
     }
@@ -994,14 +1017,15 @@ impl Conn {
 }
 
 /// A copy of the IPv4/TCP packet `pkt` with its timestamps option's TSval set to `tsval` if that is newer
-/// (RFC 7323 modular order) than the one it carries, and the TCP checksum recomputed; `None` (use the
-/// packet as it is) when it has no timestamps option, already carries `tsval` or a newer one, or cannot be
-/// parsed.
+/// (RFC 7323 modular order) than the one it carries; `None` (use the packet as it is) when it has no
+/// timestamps option, already carries `tsval` or a newer one, or cannot be parsed. The TCP checksum is
+/// updated incrementally (RFC 1624), never recomputed: a segment corrupted on the wired path keeps its bad
+/// checksum and is discarded by the mobile, instead of being delivered as valid with corrupted bytes.
 pub(super) fn with_tsval(pkt: &Bytes, tsval: u32) -> Option<Bytes> {
     let ip = lasthop_wire::Ipv4Packet::new_checked(&pkt[..]).ok()?;
-    let ihl = ip.header_len();
-    let (src, dst) = (ip.src_addr(), ip.dst_addr());
-    let tcp = pkt.get(ihl..)?;
+    // The segment is what the IPv4 total length covers; bytes after it are not part of the checksum.
+    let seg_range = ip.payload_range();
+    let tcp = pkt.get(seg_range.clone())?;
     let hl = usize::from(tcp.get(12)? >> 4) * 4;
     let opts = tcp.get(20..hl)?;
     let mut i = 0;
@@ -1009,18 +1033,19 @@ pub(super) fn with_tsval(pkt: &Bytes, tsval: u32) -> Option<Bytes> {
         match *opts.get(i)? {
             0 => return None,
             1 => i += 1,
-            8 if opts.get(i + 1) == Some(&10) && i + 10 <= opts.len() => break ihl + 20 + i + 2,
+            8 if opts.get(i + 1) == Some(&10) && i + 10 <= opts.len() => break 20 + i + 2,
             _ => i += usize::from(*opts.get(i + 1)?).max(2),
         }
     };
-    let old = u32::from_be_bytes(pkt[at..at + 4].try_into().ok()?);
+    let old = u32::from_be_bytes(tcp[at..at + 4].try_into().ok()?);
     if tsval.wrapping_sub(old) as i32 <= 0 {
         return None;
     }
     let mut v = pkt.to_vec();
-    v[at..at + 4].copy_from_slice(&tsval.to_be_bytes());
-    lasthop_wire::tcp::TcpPacket::new_checked(&mut v[ihl..]).ok()?.fill_checksum(src, dst);
-    Some(Bytes::from(v))
+    const TCP_CHECKSUM_AT: usize = 16;
+    let rewritten =
+        lasthop_wire::checksum::rewrite_incremental(&mut v[seg_range], TCP_CHECKSUM_AT, at, &tsval.to_be_bytes());
+    rewritten.then(|| Bytes::from(v))
 }
 
 /// Passes a DUPACK on to the sender, whose own recovery needs it.

@@ -23,7 +23,8 @@
 //! IPv4/TCP headers (bad IHL, bad data offset, bad option lengths) are dropped as
 //! [`DropReason::Malformed`] and counted, never panicking. Data from the mobile to the fixed host is not
 //! Snoop's business (§3.2 is a different agent): it is forwarded, and only its ACK field is read.
-//! Checksums are not verified (the end hosts do that; verifying would double the per-packet cost).
+//! Checksums are not verified (the end hosts do that; verifying would double the per-packet cost), and
+//! never recomputed: a rewrite updates the checksum incrementally, so a bad one stays bad.
 //!
 //! # Connection state
 //!
@@ -53,8 +54,8 @@
 //! - **DUPACK** = same ACK as the highest, no data/SYN/FIN, window not larger (a larger window is a window
 //!   update and must reach the sender), and data outstanding.
 //! - **Timestamps on local retransmissions** (RFC 7323, after the paper): a copy whose TSval is older
-//!   than the mobile's latest echo (TSecr) is resent with that echo as TSval, on a copy with the checksum
-//!   recomputed, so the receiver's PAWS check does not drop it as an old duplicate once a sender
+//!   than the mobile's latest echo (TSecr) is resent with that echo as TSval, on a copy whose checksum is
+//!   updated incrementally (RFC 1624: a segment corrupted on the wired path stays invalid), so the receiver's PAWS check does not drop it as an old duplicate once a sender
 //!   retransmission has advanced its `ts_recent` (`retransmit` in `conn.rs`; measured on the Linux testbed).
 //! - **Already acknowledged data** (§3.1.1 case 2 below the last ACK) means every byte of it is below the
 //!   last ACK; a segment straddling the last ACK is forwarded.
@@ -148,9 +149,11 @@ pub struct SnoopConfig {
     /// The cache never exceeds twice this (older packets push the newest out). Default 64 KiB, the largest
     /// unscaled TCP window.
     pub high_water_bytes: usize,
-    /// Hard per-connection limit on cached payload bytes, below the high-water mark's own bound: the
-    /// "cache memory per connection" of seed 002 ("Scaling behavior"). Packets that do not fit are forwarded
-    /// uncached (their losses fall back to end-to-end recovery). Default unlimited (`usize::MAX`).
+    /// Hard per-connection limit on the memory the cache holds, below the high-water mark's own bound: the
+    /// "cache memory per connection" of seed 002 ("Scaling behavior"). Counted as held: each cached packet
+    /// whole (IPv4 and TCP headers included) plus the cache entry describing it, so that 1-byte segments
+    /// cannot hold many times the limit. Packets that do not fit are forwarded uncached (their losses fall
+    /// back to end-to-end recovery). Default unlimited (`usize::MAX`).
     pub max_cache_bytes: usize,
     /// Local retransmissions of one packet (DUPACK- and timer-driven together) after which Snoop gives up on
     /// it and forwards its DUPACKs, so that the sender recovers end to end. The count resets when the sender
@@ -207,10 +210,13 @@ impl Default for SnoopConfig {
 /// that a timer can never fire in a loop.
 #[derive(Debug, Clone)]
 pub(crate) struct Cfg {
-    /// New in-sequence packets are cached while the cache holds at most this (the high-water mark, §6).
-    new_packet_limit: usize,
-    /// The cache never holds more than this (twice the high-water mark, or the memory limit).
+    /// New in-sequence packets are cached while the cache covers at most this much sequence space (the
+    /// high-water mark, §6).
+    high_water: usize,
+    /// The cache never covers more sequence space than this (twice the high-water mark).
     hard_limit: usize,
+    /// The cache never holds more memory than this (`SnoopConfig::max_cache_bytes`).
+    max_held: usize,
     max_local_rexmit: u8,
     min_rtx_timeout: u64,
     min_tx_rtx_timeout: u64,
@@ -229,8 +235,9 @@ impl Cfg {
     fn from(c: &SnoopConfig) -> Cfg {
         let min_rtx = nanos(c.min_rtx_timeout).max(1);
         Cfg {
-            new_packet_limit: c.high_water_bytes.min(c.max_cache_bytes),
-            hard_limit: c.high_water_bytes.saturating_mul(2).min(c.max_cache_bytes),
+            high_water: c.high_water_bytes,
+            hard_limit: c.high_water_bytes.saturating_mul(2),
+            max_held: c.max_cache_bytes,
             max_local_rexmit: c.max_local_rexmit,
             min_rtx_timeout: min_rtx,
             min_tx_rtx_timeout: nanos(c.min_tx_rtx_timeout).max(1).min(nanos(c.max_rtx_timeout).max(min_rtx)),
@@ -327,6 +334,11 @@ impl Snoop {
     /// Bytes of sequence space cached for a connection (FH→MH key), if it has state.
     pub fn cached_bytes(&self, key: &FlowKey) -> Option<usize> {
         self.table.lookup(key).map(|s| self.table.conn(s).cache_bytes())
+    }
+
+    /// Memory a connection's cache holds (packets whole plus their entries; what `max_cache_bytes` bounds).
+    pub fn cached_memory(&self, key: &FlowKey) -> Option<usize> {
+        self.table.lookup(key).map(|s| self.table.conn(s).cache_held())
     }
 
     /// The smoothed wireless RTT of a connection, once measured.

@@ -331,7 +331,9 @@ fn high_water_mark_caches_only_older_out_of_order_packets() {
 #[test]
 fn cache_memory_limit_is_a_hard_bound() {
     // seed 002 "Scaling behavior": cache memory per connection; past it packets go uncached.
-    let mut h = H::established(SnoopConfig { max_cache_bytes: 2 * MSS as usize, ..SnoopConfig::default() });
+    // Room for two data packets (40 bytes of headers each) and their entries.
+    let limit = 2 * (MSS as usize + 40 + std::mem::size_of::<CachedSeg>());
+    let mut h = H::established(SnoopConfig { max_cache_bytes: limit, ..SnoopConfig::default() });
     for i in 0..4 {
         assert_eq!(h.data(i), [Fwd(i)], "always forwarded");
     }
@@ -341,7 +343,38 @@ fn cache_memory_limit_is_a_hard_bound() {
     assert_eq!(h.cached(), [1]);
     h.data(4);
     assert_eq!(h.cached(), [1, 4]);
-    assert!(h.conn().cache_bytes() <= 2 * MSS as usize);
+    assert!(h.conn().cache_held() <= limit);
+}
+
+#[test]
+fn cache_memory_limit_counts_what_one_byte_segments_really_hold() {
+    // 1-byte segments: 1 byte of sequence space each, but a whole packet and a cache entry held. The
+    // limit bounds the memory held, not the sequence space, so only a few fit in 2000 bytes.
+    let limit = 2000;
+    let mut h = H::established(SnoopConfig { max_cache_bytes: limit, ..SnoopConfig::default() });
+    let one_byte = |i: u32| {
+        let repr = TcpRepr {
+            src_port: FP,
+            dst_port: MP,
+            seq: SeqNum(ISS + 1 + i),
+            ack: Some(SeqNum(MH_ISS + 1)),
+            window: 65535,
+            ..TcpRepr::default()
+        };
+        tcp(FH, MH, repr, 1)
+    };
+    for i in 0..2000 {
+        h.raw(Side::ToMobile, one_byte(i));
+        assert!(h.conn().cache_held() <= limit, "after {i}: {} held", h.conn().cache_held());
+    }
+    // Out-of-order resends are accepted past the high-water mark; they must respect the bound as well.
+    for i in (0..50).rev() {
+        h.raw(Side::ToMobile, one_byte(i));
+        assert!(h.conn().cache_held() <= limit);
+    }
+    let held: usize = h.conn().cache().iter().map(|c| c.pkt.len() + std::mem::size_of::<CachedSeg>()).sum();
+    assert_eq!(h.conn().cache_held(), held);
+    assert!(!h.conn().cache().is_empty() && h.conn().cache().len() < 2000 / 41);
 }
 
 // ---- snoop_ack(): seed 000 §3.1.2 ---------------------------------------------------------------------
@@ -1289,17 +1322,7 @@ proptest! {
 
 /// FH -> MH data segment `i` carrying the timestamps option (TSval `tsval`, TSecr 7).
 fn data_ts(i: u32, tsval: u32) -> Bytes {
-    let repr = TcpRepr {
-        src_port: FP,
-        dst_port: MP,
-        seq: SeqNum(seq_of(i)),
-        ack: Some(SeqNum(MH_ISS + 1)),
-        flags: TcpFlags::PSH,
-        window: 65535,
-        timestamps: Some((tsval, 7)),
-        ..TcpRepr::default()
-    };
-    tcp(FH, MH, repr, MSS as usize)
+    data_ts_payload(i, tsval, &[0xab; MSS as usize])
 }
 
 /// The TSval and TSecr of a forwarded packet, after checking its TCP checksum.
@@ -1378,4 +1401,83 @@ fn local_retransmission_is_the_cached_buffer_when_its_timestamp_is_acceptable() 
     assert!(conn::with_tsval(&Bytes::from_static(&[0x45, 0, 0]), 9).is_none());
     assert!(conn::with_tsval(&data_on(ISS, FP, MP, 0, TcpFlags::PSH), 9).is_none());
     assert!(conn::with_tsval(&data_ts(0, 100), 100).is_none(), "already carries it");
+}
+
+// ---- checksums across the timestamp rewrite (RFC 1624) ---------------------------------------------------
+
+/// RFC 1071 verification of the TCP segment in an IPv4 packet, done the plain way (16 bits at a time,
+/// carries folded at every step), independent of `lasthop_wire`'s wide sum.
+fn tcp_checksum_verifies(pkt: &[u8]) -> bool {
+    let ip = Ipv4Packet::new_checked(pkt).unwrap();
+    let seg = ip.payload();
+    let (s, d) = (ip.src_addr().octets(), ip.dst_addr().octets());
+    let pseudo = [[s[0], s[1]], [s[2], s[3]], [d[0], d[1]], [d[2], d[3]], [0, 6], (seg.len() as u16).to_be_bytes()];
+    let words = seg.chunks(2).map(|c| [c[0], *c.get(1).unwrap_or(&0)]).chain(pseudo);
+    let mut acc: u32 = 0;
+    for w in words {
+        acc += u32::from(u16::from_be_bytes(w));
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc == 0xffff
+}
+
+/// FH -> MH segment `i` with TSval `tsval` and `payload`.
+fn data_ts_payload(i: u32, tsval: u32, payload: &[u8]) -> Bytes {
+    let repr = TcpRepr {
+        src_port: FP,
+        dst_port: MP,
+        seq: SeqNum(seq_of(i)),
+        ack: Some(SeqNum(MH_ISS + 1)),
+        flags: TcpFlags::PSH,
+        window: 65535,
+        timestamps: Some((tsval, 7)),
+        ..TcpRepr::default()
+    };
+    repr.emit_ipv4(FH, MH, 1, 64, payload)
+}
+
+#[test]
+fn a_segment_corrupted_on_the_wired_path_keeps_its_bad_checksum_when_resent() {
+    // Segment 1 (TSval 5) arrives with its last payload byte flipped after the checksum was computed. The
+    // mobile acknowledges segment 0 echoing TSval 9, and the timer resends segment 1 with TSval 9: the copy
+    // must still fail its checksum, so that the mobile discards it rather than accept the corrupted byte.
+    let mut h = established();
+    h.raw(Side::ToMobile, data_ts(0, 4));
+    let mut bad = data_ts(1, 5).to_vec();
+    *bad.last_mut().unwrap() ^= 0x01;
+    assert!(!tcp_checksum_verifies(&bad));
+    h.raw(Side::ToMobile, Bytes::from(bad.clone()));
+    assert_eq!(h.raw(Side::ToWired, ack_ts(1, 9)), [FwdAck(1)]);
+    let out = h.timeout_at(1_000);
+    let copy = local_rexmit(&h.out);
+    assert_eq!(out, [Prio(1)]);
+    let ip = Ipv4Packet::new_checked(&copy[..]).unwrap();
+    let t = TcpPacket::new_checked(ip.payload()).unwrap();
+    assert_eq!(TcpRepr::parse(&t).unwrap().timestamps, Some((9, 7)), "the TSval was rewritten");
+    assert_eq!(t.payload(), &bad[bad.len() - MSS as usize..], "the corrupted payload is resent as it came");
+    assert!(!tcp_checksum_verifies(&copy), "a corrupted segment must not be made valid");
+    assert!(!t.verify_checksum(ip.src_addr(), ip.dst_addr()));
+}
+
+#[test]
+fn a_large_segment_keeps_its_good_checksum_when_its_timestamp_is_rewritten() {
+    // 4458-byte IPv4 packets whose wide sum is all ones or near it, and packets whose buffer runs past
+    // the IPv4 total length (link padding, or bytes a hostile sender appends): every input copy verifies
+    // over the bytes the total length covers, and so must every rewritten copy.
+    for (payload_len, trailer) in [(4406usize, 0usize), (4400, 6), (4000, 406), (101, 1)] {
+        for fill in [0xffu8, 0x00, 0xab, 0xfe] {
+            for (old, new) in [(5u32, 9u32), (0, u32::MAX / 2), (u32::MAX, 3), (0xffff_0000, 0xffff_ffff)] {
+                let mut payload = vec![fill; payload_len];
+                payload[..4].copy_from_slice(&old.to_be_bytes());
+                let mut pkt = data_ts_payload(0, old, &payload).to_vec();
+                pkt.extend(std::iter::repeat_n(0x5a, trailer));
+                let pkt = Bytes::from(pkt);
+                assert!(tcp_checksum_verifies(&pkt));
+                let copy = conn::with_tsval(&pkt, new).expect("a newer TSval is written");
+                let what = format!("{} bytes, trailer {trailer}, fill {fill:#x}, TSval {old} -> {new}", pkt.len());
+                assert!(tcp_checksum_verifies(&copy), "{what}");
+                assert_eq!(copy.len(), pkt.len(), "{what}");
+            }
+        }
+    }
 }

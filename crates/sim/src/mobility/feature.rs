@@ -97,6 +97,7 @@ impl Mobility {
         world.nodes[ha].agent = Some(Box::new(home));
         for (i, &b) in bss.iter().enumerate() {
             let mut c = BsConfig::new(addr(b), addr(ha));
+            c.peers = bss.iter().map(|&o| addr(o)).filter(|&o| o != addr(b)).collect();
             c.buffer_packets = cfg.buffer_packets;
             c.mirror_packets = cfg.mirror_packets;
             c.transmit_reports = cfg.snoop_transmit_reports;
