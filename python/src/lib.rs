@@ -499,6 +499,9 @@ fn reproduce<'py>(
             c.set_item("text", text)?;
             c.set_item("paper", paper)?;
             c.set_item("holds", o.holds)?;
+            c.set_item("expected", if o.expect.holds() { "holds" } else { "fails" })?;
+            c.set_item("why", o.expect.why())?;
+            c.set_item("as_recorded", o.as_expected())?;
             c.set_item("ours", &o.ours)?;
             c.set_item("required", &o.required)?;
             claims.append(c)?;

@@ -43,8 +43,10 @@ def test_error_names_field_and_line(tmp_path):
     f.write_text(text)
     with pytest.raises(lasthop.ScenarioError) as e:
         lasthop.Scenario.from_toml(f)
-    # as the CLI says it: the line of the field's table
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if l.startswith("[links.wavelan]"))
+    # as the CLI says it: the line the field is written on, in its table
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines, 1) if l.startswith("[links.wavelan]"))
+    line = next(i for i, l in enumerate(lines, 1) if i > start and l.strip().startswith("rate_mbps"))
     assert e.value.field == "links.wavelan.rate_mbps"
     assert e.value.line == line
     assert e.value.origin == str(f)
