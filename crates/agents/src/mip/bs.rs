@@ -4,7 +4,7 @@
 //! per-mobile buffer of §2.2 and §4 that the *forward* message empties toward the old FA.
 
 use super::buffer::{Cleanup, HandoffBuffer};
-use super::{is_mip_control, TcpFields};
+use super::{drop_malformed, is_mip_control, TcpFields};
 use crate::{Action, Agent, DropReason, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::ipv4::Ipv4Packet;
@@ -224,8 +224,7 @@ impl BaseStation {
 impl Agent for BaseStation {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
-            self.stats.malformed_dropped += 1;
-            out.push(Action::Drop(DropReason::Malformed));
+            drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
         };
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
@@ -238,8 +237,7 @@ impl Agent for BaseStation {
                 return;
             }
             Err(_) => {
-                self.stats.malformed_dropped += 1;
-                out.push(Action::Drop(DropReason::Malformed));
+                drop_malformed(&mut self.stats.malformed_dropped, out);
                 return;
             }
             Ok(None) => {}

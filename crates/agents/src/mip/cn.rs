@@ -3,7 +3,7 @@
 //! mobile straight to the mobile's care-of address instead of through the HA. Under base Mobile IP the
 //! correspondent runs no agent at all (the cache stays empty and packets go to the home address).
 
-use super::{encapsulate, Ident};
+use super::{drop_malformed, encapsulate, Ident};
 use crate::{Action, Agent, DropReason, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::ipv4::Ipv4Packet;
@@ -66,8 +66,7 @@ impl Correspondent {
 impl Agent for Correspondent {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
-            self.stats.malformed_dropped += 1;
-            out.push(Action::Drop(DropReason::Malformed));
+            drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
         };
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
@@ -103,8 +102,7 @@ impl Agent for Correspondent {
                 }
                 Ok(_) => out.push(Action::Forward(side, packet)),
                 Err(_) => {
-                    self.stats.malformed_dropped += 1;
-                    out.push(Action::Drop(DropReason::Malformed));
+                    drop_malformed(&mut self.stats.malformed_dropped, out);
                 }
             },
             Side::ToWired => match self.binding(now, dst) {

@@ -5,7 +5,7 @@
 //! re-tunnelled to their new FA (smooth handoff, §2.1), warns the HA, and asks the old BS to *forward* its
 //! buffer (§2.2), detouring later arrivals through that BS when the re-ordering rule of §4.2 is on.
 
-use super::{encapsulate, Ident};
+use super::{drop_malformed, encapsulate, Ident};
 use crate::{Action, Agent, DropReason, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::ipip;
@@ -322,8 +322,7 @@ impl ForeignAgent {
 impl Agent for ForeignAgent {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
-            self.stats.malformed_dropped += 1;
-            out.push(Action::Drop(DropReason::Malformed));
+            drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
         };
         let (src, dst, proto) = (ip.src_addr(), ip.dst_addr(), ip.protocol());
@@ -350,16 +349,14 @@ impl Agent for ForeignAgent {
                     return;
                 }
                 (Err(_), _) | (_, Err(_)) => {
-                    self.stats.malformed_dropped += 1;
-                    out.push(Action::Drop(DropReason::Malformed));
+                    drop_malformed(&mut self.stats.malformed_dropped, out);
                     return;
                 }
                 (Ok(None), Ok(None)) => {}
             }
             if proto == PROTO_IPIP {
                 let Ok(inner) = ipip::decapsulate(&packet) else {
-                    self.stats.malformed_dropped += 1;
-                    out.push(Action::Drop(DropReason::Malformed));
+                    drop_malformed(&mut self.stats.malformed_dropped, out);
                     return;
                 };
                 let home = Ipv4Packet::new_checked(&inner[..]).map(|i| i.dst_addr()).expect("decapsulate checked it");

@@ -3,7 +3,7 @@
 //! relayed by FAs; with route optimisation, answers a binding warning with a binding update to the
 //! correspondent named in it.
 
-use super::{encapsulate, Ident};
+use super::{drop_malformed, encapsulate, Ident};
 use crate::{Action, Agent, DropReason, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::ipv4::Ipv4Packet;
@@ -149,8 +149,7 @@ impl HomeAgent {
 impl Agent for HomeAgent {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
-            self.stats.malformed_dropped += 1;
-            out.push(Action::Drop(DropReason::Malformed));
+            drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
         };
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
@@ -162,8 +161,7 @@ impl Agent for HomeAgent {
                 }
                 Ok(None) => out.push(Action::Drop(DropReason::Consumed)),
                 Err(_) => {
-                    self.stats.malformed_dropped += 1;
-                    out.push(Action::Drop(DropReason::Malformed));
+                    drop_malformed(&mut self.stats.malformed_dropped, out);
                 }
             }
             return;

@@ -4,7 +4,7 @@
 //! data packets, re-sent once the handoff is over (§4.2: "a buffer enough to store one or two data packets on
 //! the mobile host").
 
-use super::{Ident, TcpFields};
+use super::{drop_malformed, Ident, TcpFields};
 use crate::flow::FlowKey;
 use crate::{Action, Agent, DropReason, Side, Time};
 use bytes::Bytes;
@@ -190,8 +190,7 @@ impl MobileNode {
 impl Agent for MobileNode {
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
-            self.stats.malformed_dropped += 1;
-            out.push(Action::Drop(DropReason::Malformed));
+            drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
         };
         match side {
@@ -217,8 +216,7 @@ impl Agent for MobileNode {
                         return;
                     }
                     Err(_) => {
-                        self.stats.malformed_dropped += 1;
-                        out.push(Action::Drop(DropReason::Malformed));
+                        drop_malformed(&mut self.stats.malformed_dropped, out);
                         return;
                     }
                     Ok(None) => {}
@@ -248,8 +246,7 @@ impl Agent for MobileNode {
                             return;
                         }
                         Err(_) => {
-                            self.stats.malformed_dropped += 1;
-                            out.push(Action::Drop(DropReason::Malformed));
+                            drop_malformed(&mut self.stats.malformed_dropped, out);
                             return;
                         }
                         Ok(None) => {}

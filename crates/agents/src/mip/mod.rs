@@ -48,6 +48,12 @@ use lasthop_wire::mip::{PORT, PROTO_ICMP, PROTO_MIP_LOCAL};
 use lasthop_wire::{SeqNum, TcpPacket};
 use std::net::Ipv4Addr;
 
+/// What every entity does with a packet it cannot parse: drop it and count it.
+fn drop_malformed(count: &mut u64, out: &mut Vec<crate::Action>) {
+    *count += 1;
+    out.push(crate::Action::Drop(crate::DropReason::Malformed));
+}
+
 /// IPv4 identification numbers of the packets an entity makes (tunnels, messages).
 #[derive(Debug, Default)]
 struct Ident(u16);
