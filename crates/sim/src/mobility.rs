@@ -92,6 +92,14 @@ pub struct MobilityConfig {
     /// channel they are the duplicates of what the new primary re-sends from its buffer (handoff-rate).
     #[serde(default = "yes")]
     pub old_bs_drains: bool,
+    /// Milliseconds a host spends on a handoff control message before acting on it: the mobile between its
+    /// decision and sending its request, a base station between a request's arrival and its answer (default
+    /// 0: not modelled). Seed 000 §6 runs the beacon analyser and routing daemons at user level on i486 base
+    /// stations and ThinkPads and measures 5-10 ms idle handoffs (§7, Fig. 10), but gives no per-message
+    /// time; Seshan's Daedalus measurements give whole handoffs (5-15 ms), not their parts. So no default can
+    /// be sourced: the field is there to ask what a given processing time does (`handoff-latency` shows it).
+    #[serde(default)]
+    pub host_processing_ms: f64,
     /// Packets a buffering BS's Snoop mirror keeps, freed FIFO (default 48, about one 64 KB window).
     #[serde(default = "forty_eight")]
     pub mirror_packets: usize,
@@ -296,6 +304,9 @@ impl MobilityConfig {
                     format!("unknown case `{c}` (expected still, overlapping, rendezvous-0s, rendezvous-1s)"),
                 ));
             }
+        }
+        if !(self.host_processing_ms.is_finite() && (0.0..=max * 1e3).contains(&self.host_processing_ms)) {
+            return Err(("host_processing_ms".into(), format!("expected a time from 0 to {:e} ms", max * 1e3)));
         }
         if !(self.jitter_s.is_finite() && self.jitter_s >= 0.0) {
             return Err(("jitter_s".into(), "expected a jitter ≥ 0 s".into()));
@@ -524,6 +535,8 @@ pub(crate) struct MobState {
     pub old_bs_drains: bool,
     pub cells: Cells,
     pub rendezvous: lasthop_wire::Time,
+    /// `MobilityConfig::host_processing_ms`.
+    pub processing: lasthop_wire::Time,
     pub interval_s: f64,
     pub first_s: f64,
     /// Crossing `k` is delayed by a uniform draw in (0, jitter_s] from the stream ("mobility", "crossing.k").

@@ -245,3 +245,30 @@ fn an_old_bs_that_discards_its_queue_sends_no_duplicates_of_the_buffer() {
         sum(&drains, |h| h.duplicates)
     );
 }
+
+#[test]
+fn host_processing_time_delays_the_request_and_the_answer() {
+    // `host_processing_ms`: the mobile waits before sending its request and the new BS before acting on it, so
+    // an idle handoff's latency (decision to the new BS's acceptance) grows by both; every byte still arrives.
+    let idle = |ms: f64| {
+        let mut s = scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 20_000, false);
+        s.mobility.as_mut().unwrap().host_processing_ms = ms;
+        s.flows.get_mut("bulk").unwrap().start_s = 4.1; // after three idle handoffs
+        let r = check_intact(&s);
+        let first = &r.handoffs[0];
+        (first.completion_s.expect("accepted"), first.request_at_new_bs_s.expect("request arrived"))
+    };
+    let (none, request0) = idle(0.0);
+    let (four, request4) = idle(4.0);
+    // Both hosts' 4 ms are on the path, and processing adds no more than itself (at 0 ms the new BS's answer can
+    // wait behind the mobile's second message on the shared channel, which 4 ms of processing hides).
+    assert!(four >= 0.008 && four <= none + 0.008 + 1e-9, "{none} s without processing, {four} s with 4 ms");
+    assert!(request4 >= request0 + 0.004 + 0.004 - 1e-9, "the new BS notes the request once processed");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml")).unwrap();
+    for value in [-1.0, f64::NAN, 1e300] {
+        let mut v: toml::Value = toml::from_str(&text).unwrap();
+        v["mobility"].as_table_mut().unwrap().insert("host_processing_ms".into(), value.into());
+        let e = Scenario::from_toml(v, "handoff.toml").unwrap_err().to_string();
+        assert!(e.contains("host_processing_ms") && e.contains("handoff.toml"), "{e}");
+    }
+}

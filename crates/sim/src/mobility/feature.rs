@@ -25,6 +25,10 @@ pub(crate) enum MobilityEvent {
     Beacon { bs: usize },
     /// Beacon motion: the mobile's position is updated and cells come into or go out of range.
     Walk,
+    /// The mobile has processed its handoff decision (`host_processing_ms`): its control messages go out.
+    SendControl(Vec<Bytes>),
+    /// Base station `node` has processed a handoff control message addressed to it and acts on it.
+    ControlProcessed { node: usize, packet: Bytes },
 }
 
 /// Cells, motion and handoff of the scenario's one mobile host.
@@ -134,6 +138,7 @@ impl Mobility {
             old_bs_drains: cfg.old_bs_drains,
             cells,
             rendezvous: secs(rendezvous_s),
+            processing: secs(cfg.host_processing_ms / 1e3),
             interval_s,
             first_s: cfg.first_s.unwrap_or(interval_s),
             jitter_s: cfg.jitter_s,
@@ -322,11 +327,51 @@ impl Mobility {
                 series.handoffs.push(now.as_secs_f64());
             }
         }
+        if self.m.processing == Time(0) {
+            self.send_control(world, now, msgs);
+        } else {
+            schedule(world, self.id, Time(now.0 + self.m.processing.0), MobilityEvent::SendControl(msgs));
+        }
+    }
+
+    /// The mobile sends its handoff control messages through its (new) default gateway.
+    fn send_control(&mut self, world: &mut World, now: Time, msgs: Vec<Bytes>) {
         let mh = self.m.mh;
         for p in msgs {
             let dst = Ipv4Packet::new_unchecked(&p[..]).dst_addr();
             world.route(now, mh, dst, p, false);
         }
+    }
+
+    /// A base station acts on a handoff control message addressed to it (after its processing time): the
+    /// handoff's timeline is noted, `old_bs_drains = false` purges the old BS's queue, and its agent takes it.
+    fn on_control_at_bs(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) {
+        let m = &mut self.m;
+        let mh_addr = world.nodes[m.mh].addr;
+        if let (Some(c), Some(h)) = (Control::parse(packet), m.handoffs.last_mut()) {
+            if c.seq == m.controller.seq() {
+                let at = Some(now.saturating_since(Time((h.decided_s * 1e9).round() as u64)).as_secs_f64());
+                match c.kind {
+                    Kind::Forward | Kind::Greeting if h.request_at_new_bs_s.is_none() => h.request_at_new_bs_s = at,
+                    Kind::Buffer | Kind::Stop | Kind::Notify if h.old_bs_told_s.is_none() => h.old_bs_told_s = at,
+                    _ => {}
+                }
+                if !m.old_bs_drains && matches!(c.kind, Kind::Buffer | Kind::Stop | Kind::Notify) && c.mobile == mh_addr
+                {
+                    // `mobility.old_bs_drains = false`: the old BS discards what it queued for the mobile.
+                    if let Some(i) = m.bss.iter().position(|&b| b == node) {
+                        let link = &mut world.links[m.bs_link[i]];
+                        let dir = link.dir_from(node);
+                        let to_mobile = |p: &[u8]| {
+                            Ipv4Packet::new_checked(p)
+                                .is_ok_and(|ip| ip.dst_addr() == mh_addr && ip.protocol() != handoff::PROTO_HANDOFF)
+                        };
+                        h.purged_at_old_bs += link.purge(dir, to_mobile);
+                    }
+                }
+            }
+        }
+        world.hand_to_agent(now, node, lasthop_agents::Side::ToMobile, packet.clone());
     }
 
     /// A crossing begins (the mobile leaves its cell, or decides in overlapping cells): each flow through the
@@ -425,6 +470,8 @@ impl Feature for Mobility {
             MobilityEvent::Move { k, phase } => self.on_move(world, now, k, phase),
             MobilityEvent::Beacon { bs } => self.on_beacon(world, now, bs),
             MobilityEvent::Walk => self.on_walk(world, now),
+            MobilityEvent::SendControl(msgs) => self.send_control(world, now, msgs),
+            MobilityEvent::ControlProcessed { node, packet } => self.on_control_at_bs(world, now, node, &packet),
         }
     }
 
@@ -470,32 +517,13 @@ impl Feature for Mobility {
         let is_bs = m.bss.contains(&node);
         let mine = dst == world.nodes[node].addr;
         if is_bs && mine && proto == handoff::PROTO_HANDOFF {
-            let mh_addr = world.nodes[m.mh].addr;
-            if let (Some(c), Some(h)) = (Control::parse(packet), m.handoffs.last_mut()) {
-                if c.seq == m.controller.seq() {
-                    let at = Some(now.saturating_since(Time((h.decided_s * 1e9).round() as u64)).as_secs_f64());
-                    match c.kind {
-                        Kind::Forward | Kind::Greeting if h.request_at_new_bs_s.is_none() => h.request_at_new_bs_s = at,
-                        Kind::Buffer | Kind::Stop | Kind::Notify if h.old_bs_told_s.is_none() => h.old_bs_told_s = at,
-                        _ => {}
-                    }
-                    if !m.old_bs_drains
-                        && matches!(c.kind, Kind::Buffer | Kind::Stop | Kind::Notify)
-                        && c.mobile == mh_addr
-                    {
-                        // `mobility.old_bs_drains = false`: the old BS discards what it queued for the mobile.
-                        if let Some(i) = m.bss.iter().position(|&b| b == node) {
-                            let link = &mut world.links[m.bs_link[i]];
-                            let dir = link.dir_from(node);
-                            let to_mobile = |p: &[u8]| {
-                                Ipv4Packet::new_checked(p)
-                                    .is_ok_and(|ip| ip.dst_addr() == mh_addr && ip.protocol() != handoff::PROTO_HANDOFF)
-                            };
-                            h.purged_at_old_bs += link.purge(dir, to_mobile);
-                        }
-                    }
-                }
+            if m.processing != Time(0) {
+                let event = MobilityEvent::ControlProcessed { node, packet: packet.clone() };
+                schedule(world, self.id, Time(now.0 + m.processing.0), event);
+            } else {
+                self.on_control_at_bs(world, now, node, packet);
             }
+            return true;
         }
         let home_agent_takes = node == m.ha && (mine || world.nodes[m.mh].addr == dst);
         if (is_bs && mine) || home_agent_takes {
