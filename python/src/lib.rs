@@ -399,8 +399,7 @@ fn plan(ids: Vec<String>, quick: bool, experiments: Option<PathBuf>) -> PyResult
             let text = toml::to_string(&point.scenario).map_err(|e| PyValueError::new_err(e.to_string()))?;
             let origin = format!("{} [{}]", exp.file.display(), exp.point_label(point));
             for seed in exp.seed_list(quick) {
-                // the same rule as `reproduce`: sequence figures trace seed 1
-                let trace = exp.figure.needs_trace() && seed == 1;
+                let trace = exp.figure.traces(seed);
                 jobs.push(((text.clone(), origin.clone(), base_dir.clone(), seed), trace));
             }
         }

@@ -256,9 +256,9 @@ pub struct Figure {
 }
 
 impl Figure {
-    /// Whether runs need traces (sequence figures trace the seed-1 run of every grid point).
-    pub fn needs_trace(&self) -> bool {
-        matches!(self.kind, FigureKind::Sequence)
+    /// Whether the run of `seed` records traces: sequence figures trace the seed-1 run of every grid point.
+    pub fn traces(&self, seed: u64) -> bool {
+        matches!(self.kind, FigureKind::Sequence) && seed == 1
     }
 }
 

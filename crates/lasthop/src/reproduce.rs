@@ -156,7 +156,7 @@ fn plan(chosen: Vec<Experiment>, quick: bool) -> Result<(Vec<Planned>, Vec<Job>)
                     exp: i,
                     point: p,
                     seed,
-                    trace: exp.figure.needs_trace() && seed == 1,
+                    trace: exp.figure.traces(seed),
                     origin: format!("{} [{}]", exp.file.display(), exp.point_label(point)),
                 });
             }
