@@ -193,9 +193,15 @@ pub const RUN_COLUMNS: &[&str] = &[
 /// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (seed 001), summed over the
 /// run's handoffs ([`lasthop_sim::MipHandoffMetrics`]): `packets_dropped` (frames lost in the air),
 /// `t_loss_ms` (mean over the handoffs that lost a segment's first copy), `erroneous_fast_retransmits`,
-/// `duplicates_delivered`, `sent_from_buffer`.
-pub const MIP_COLUMNS: &[&str] =
-    &["packets_dropped", "t_loss_ms", "erroneous_fast_retransmits", "duplicates_delivered", "sent_from_buffer"];
+/// `duplicates_delivered`, `sent_from_buffer`, `mip_handoffs` (how many; `handoffs` counts `[mobility]`'s).
+pub const MIP_COLUMNS: &[&str] = &[
+    "packets_dropped",
+    "t_loss_ms",
+    "erroneous_fast_retransmits",
+    "duplicates_delivered",
+    "sent_from_buffer",
+    "mip_handoffs",
+];
 
 /// Flow and web columns a grid axis may take the name of, because they report what the axis sets (`tcp`: the
 /// TCP variant, `tcp.variant`): the row then carries the grid value once, in the grid's place, and the run's
@@ -517,6 +523,7 @@ fn push_mip_cells(row: &mut Vec<Cell>, result: &RunResult) {
     row.push(Cell::Int(m.erroneous_fast_retransmits as i64));
     row.push(Cell::Int(m.duplicates_delivered as i64));
     row.push(sum(|h| h.sent_from_buffer));
+    row.push(Cell::Int(m.handoffs.len() as i64));
 }
 
 /// The median of sorted values (the mean of the middle two for an even count).
