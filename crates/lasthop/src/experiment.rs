@@ -1740,6 +1740,29 @@ value = 0.9
     }
 
     #[test]
+    fn only_a_sequence_figure_marks_erroneous_fast_retransmits() {
+        bad(
+            "series = \"agent\"\n",
+            "series = \"agent\"\nmark_erroneous_fast_retransmits = true\n",
+            "figure.mark_erroneous_fast_retransmits",
+            "mark_erroneous",
+            "only a sequence figure",
+        );
+        let seq = |mark: &str| {
+            GOOD.replacen(
+                "kind = \"line\"\nx = \"ber\"\nx_scale = \"log2\"\ny = \"goodput_mbps\"\n",
+                &format!("kind = \"sequence\"\n{mark}"),
+                1,
+            )
+        };
+        let marked = load(&seq("mark_erroneous_fast_retransmits = true\n")).unwrap();
+        assert_eq!(marked.figure.kind, FigureKind::Sequence { erroneous_fast_retransmits: true });
+        assert!(marked.figure.needs_trace());
+        let plain = load(&seq("")).unwrap();
+        assert_eq!(plain.figure.kind, FigureKind::Sequence { erroneous_fast_retransmits: false });
+    }
+
+    #[test]
     fn claims_referring_to_unknown_columns() {
         bad(
             "metric = \"goodput_mbps\"\nwhere = { ber = 1e-6 }",
