@@ -51,6 +51,8 @@ use toml::Spanned;
 ///                                   # handoff instants marked; "cdf": the distribution of a per-handoff time
 ///                                   # over every handoff of every run (one curve per `series` value); the
 ///                                   # handoffs are also written to handoffs.csv
+/// mark_erroneous_fast_retransmits = true   # sequence: mark the sender's erroneous fast retransmits
+///                                   # (seed 001 §3.2) as crosses; traces get `erroneous_fast_retransmit` rows
 /// x = "ber"                         # line: a grid column; cdf: a per-handoff time in ms, one of
 ///                                   # [`HANDOFF_TIMES`] (`completion_ms`, `latency_ms`, `accepted_ms`, …)
 /// y = "goodput_mbps"                # line: a metric (see below)
@@ -217,7 +219,10 @@ pub enum FigureKind {
         x_scale: Scale,
         x_ticks: Ticks,
     },
-    Sequence,
+    Sequence {
+        /// Mark the sender's erroneous fast retransmits (seed 001 §3.2, Fig. 7 and 10) on the plot.
+        erroneous_fast_retransmits: bool,
+    },
     /// The empirical distribution of a per-handoff time (one of [`HANDOFF_TIMES`]).
     Cdf {
         x: String,
@@ -258,7 +263,7 @@ pub struct Figure {
 impl Figure {
     /// Whether the run of `seed` records traces: sequence figures trace the seed-1 run of every grid point.
     pub fn traces(&self, seed: u64) -> bool {
-        matches!(self.kind, FigureKind::Sequence) && seed == 1
+        matches!(self.kind, FigureKind::Sequence { .. }) && seed == 1
     }
 }
 
@@ -373,6 +378,8 @@ struct RawFigure {
     y_label: Option<String>,
     #[serde(default, rename = "where")]
     filter: RawFilter,
+    #[serde(default)]
+    mark_erroneous_fast_retransmits: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize, PartialEq)]
@@ -569,18 +576,21 @@ fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, grid_columns:
     }
 }
 
-/// Names a grid axis may not take: every results column of a simulator experiment (flow or web rows), or a
-/// testbed experiment's own columns but agent/cc/sack/ber, which a testbed grid may take over.
+/// Names a grid axis may not take: every results column of a simulator experiment (flow or web rows) but
+/// `tcp` ([`table::CONFIG_COLUMNS`]), or a testbed experiment's own columns but agent/cc/sack/ber: a grid may
+/// take those over.
 fn reserved_columns(runner: RunnerKind, web: bool, mobile_ip: bool) -> Vec<String> {
-    let mut reserved: Vec<String> = results_columns(runner, web, mobile_ip, &[])
-        .into_iter()
-        .filter(|c| runner == RunnerKind::Sim || !table::TESTBED_CONFIG_COLUMNS.contains(&c.as_str()))
-        .collect();
+    let taken_over = match runner {
+        RunnerKind::Sim => table::CONFIG_COLUMNS,
+        RunnerKind::Testbed => table::TESTBED_CONFIG_COLUMNS,
+    };
+    let mut reserved = results_columns(runner, web, mobile_ip, &[]);
     if runner == RunnerKind::Sim {
         reserved.extend(table::columns(&[]));
         reserved.extend(table::web_columns(&[]));
         reserved.extend(table::mobile_ip_columns(&[]));
     }
+    reserved.retain(|c| !taken_over.contains(&c.as_str()));
     reserved
 }
 
@@ -854,13 +864,18 @@ fn parse_figure(
                     ));
                 }
             }
-            FigureKind::Sequence
+            FigureKind::Sequence {
+                erroneous_fast_retransmits: rf.mark_erroneous_fast_retransmits.as_ref().is_some_and(|m| *m.get_ref()),
+            }
         }
         RawFigureKind::Cdf if runner == RunnerKind::Testbed => {
             return Err(cx.err(raw.span(), "figure.kind", "a testbed experiment has no handoffs; use \"line\""));
         }
         RawFigureKind::Cdf => cdf_figure(cx, raw)?,
     };
+    if let (Some(m), false) = (&rf.mark_erroneous_fast_retransmits, matches!(kind, FigureKind::Sequence { .. })) {
+        return Err(cx.err(m.span(), "figure.mark_erroneous_fast_retransmits", "only a sequence figure has them"));
+    }
     let mut filter = Vec::new();
     for (k, v) in &rf.filter {
         let field = format!("figure.where.{}", k.get_ref());
@@ -1725,6 +1740,29 @@ value = 0.9
     }
 
     #[test]
+    fn only_a_sequence_figure_marks_erroneous_fast_retransmits() {
+        bad(
+            "series = \"agent\"\n",
+            "series = \"agent\"\nmark_erroneous_fast_retransmits = true\n",
+            "figure.mark_erroneous_fast_retransmits",
+            "mark_erroneous",
+            "only a sequence figure",
+        );
+        let seq = |mark: &str| {
+            GOOD.replacen(
+                "kind = \"line\"\nx = \"ber\"\nx_scale = \"log2\"\ny = \"goodput_mbps\"\n",
+                &format!("kind = \"sequence\"\n{mark}"),
+                1,
+            )
+        };
+        let marked = load(&seq("mark_erroneous_fast_retransmits = true\n")).unwrap();
+        assert_eq!(marked.figure.kind, FigureKind::Sequence { erroneous_fast_retransmits: true });
+        assert!(marked.figure.traces(1));
+        let plain = load(&seq("")).unwrap();
+        assert_eq!(plain.figure.kind, FigureKind::Sequence { erroneous_fast_retransmits: false });
+    }
+
+    #[test]
     fn claims_referring_to_unknown_columns() {
         bad(
             "metric = \"goodput_mbps\"\nwhere = { ber = 1e-6 }",
@@ -1875,6 +1913,10 @@ value = 0.9
         let sim = reserved_columns(RunnerKind::Sim, false, false);
         for c in ["goodput_mbps", "seed", "downloads", "flow"] {
             assert!(sim.iter().any(|r| r == c), "{c}: {sim:?}");
+        }
+        // `tcp` reports the variant a grid sets (seed 001's column contract); so do Mobile IP's experiments
+        for mobile_ip in [false, true] {
+            assert!(!reserved_columns(RunnerKind::Sim, false, mobile_ip).iter().any(|r| r == "tcp"));
         }
         let testbed = reserved_columns(RunnerKind::Testbed, false, false);
         assert!(testbed.iter().any(|r| r == "goodput_mbps"), "{testbed:?}");

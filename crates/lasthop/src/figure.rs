@@ -42,10 +42,13 @@ pub enum Plot {
         x_label: String,
         y_label: String,
     },
-    /// (label, (time s, offset MB) points); `marks`: times (s) drawn as vertical dashed lines (handoffs).
+    /// (label, (time s, offset MB) points); `marks`: times (s) drawn as vertical dashed lines (handoffs);
+    /// `events`: (label, (time s, offset MB) points) drawn as large crosses over the curves (e.g. seed 001's
+    /// erroneous fast retransmits), one colour per label.
     Sequence {
         curves: Vec<(String, Vec<(f64, f64)>)>,
         marks: Vec<f64>,
+        events: Vec<(String, Vec<(f64, f64)>)>,
         x_label: String,
         y_label: String,
     },
@@ -307,7 +310,7 @@ where
             }
             draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }
-        Plot::Sequence { curves, marks, x_label, y_label } => {
+        Plot::Sequence { curves, marks, events, x_label, y_label } => {
             let all = curves.iter().flat_map(|c| c.1.iter());
             let (x1, y1) = all.fold((0.0f64, 0.0f64), |(a, b), p| (a.max(p.0), b.max(p.1)));
             let x1 = if x1 > 0.0 { x1 * 1.03 } else { 1.0 };
@@ -346,6 +349,16 @@ where
                     .map_err(e)?
                     .label(label.as_str())
                     .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+            }
+            // Events over the curves, in colours the curves do not use (black first).
+            let event_colours = [BLACK, RGBColor(0xe3, 0x77, 0xc2), RGBColor(0x17, 0xbe, 0xcf)];
+            for (i, (label, pts)) in events.iter().enumerate().filter(|(_, (_, pts))| !pts.is_empty()) {
+                let color = event_colours[i % event_colours.len()];
+                chart
+                    .draw_series(pts.iter().map(|&(x, y)| Cross::new((x, y), 7, color.stroke_width(2))))
+                    .map_err(e)?
+                    .label(label.as_str())
+                    .legend(move |(x, y)| Cross::new((x + 10, y), 5, color.stroke_width(2)));
             }
             draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         }
@@ -435,6 +448,7 @@ mod tests {
                 ("Reno + Snoop".into(), (0..400).map(|i| (i as f64 * 0.05, i as f64 * 0.006)).collect()),
             ],
             marks: vec![5.0, 15.0],
+            events: vec![("erroneous fast retransmit".into(), vec![(12.0, 0.4)]), ("nothing to show".into(), vec![])],
             x_label: "time (s)".into(),
             y_label: "received offset (MB)".into(),
         };
@@ -442,6 +456,8 @@ mod tests {
         write(&seq, "Sequence", d2.path()).unwrap();
         let svg = std::fs::read_to_string(d2.path().join("figure.svg")).unwrap();
         assert!(svg.contains("handoff"), "handoff marks have a legend entry");
+        assert!(svg.contains("erroneous fast retransmit"), "events have a legend entry");
+        assert!(!svg.contains("nothing to show"), "an event series with no points has none");
         let cdf = Plot::Cdf {
             curves: vec![("idle".into(), vec![2.0, 3.0, 2.5]), ("transfer".into(), vec![20.0, 40.0])],
             x_label: "handoff latency (ms)".into(),

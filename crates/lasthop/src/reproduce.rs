@@ -439,9 +439,10 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
     // traces and the figure
     let plot = match &exp.figure.kind {
         FigureKind::Line { .. } => figure::line_curves(exp, &table)?,
-        FigureKind::Sequence => {
+        FigureKind::Sequence { erroneous_fast_retransmits } => {
             let mut curves = Vec::new();
             let mut marks: Vec<f64> = Vec::new();
+            let mut events = Vec::new();
             for (p, point) in plan.points.iter().enumerate() {
                 let Some(j) = plan.seeds.iter().position(|&s| s == 1) else { continue };
                 let Some(Ok(RunOutput::Sim(r))) = results.get(p * plan.seeds.len() + j) else { continue };
@@ -450,14 +451,22 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
                     continue;
                 };
                 let name = series_name(point);
-                write_file(&dir.join(format!("series-{name}.csv")), series_csv(series))?;
                 let label = series_label(exp, point);
+                let mut csv = series_csv(series);
+                if *erroneous_fast_retransmits {
+                    let wrong = erroneous_fast_retransmits_of(series);
+                    csv.push_str(&erroneous_csv_rows(&wrong));
+                    let pts = wrong.iter().map(|&(t, off)| (t, off as f64 / 1e6)).collect();
+                    events.push((format!("erroneous fast retransmit ({label})"), pts));
+                }
+                write_file(&dir.join(format!("series-{name}.csv")), csv)?;
                 curves.push((label, series.received.iter().map(|&(t, off)| (t, off as f64 / 1e6)).collect()));
                 marks.extend(series.handoffs.iter().copied());
             }
             marks.sort_by(f64::total_cmp);
             marks.dedup();
-            Plot::Sequence { curves, marks, x_label: "time (s)".into(), y_label: "received stream offset (MB)".into() }
+            let (x_label, y_label) = ("time (s)".into(), "received stream offset (MB)".into());
+            Plot::Sequence { curves, marks, events, x_label, y_label }
         }
         FigureKind::Cdf { x } => {
             write_file(&dir.join("handoffs.csv"), handoffs_csv(exp, &plan.points, &plan.seeds, results))?;
@@ -533,6 +542,20 @@ fn handoff_rows_csv<'a>(
 }
 
 /// File-name part for a grid point's trace: the values joined by `-` (e.g. `snoop`, `snoop-3.81e-6`).
+/// Seed 001's erroneous fast retransmits (§3.2) in a traced flow: (time s, stream offset), by
+/// `lasthop_sim::mobile_ip::erroneous` from what the sender sent, the ACKs it got and what the receiver got.
+fn erroneous_fast_retransmits_of(s: &lasthop_sim::FlowSeries) -> Vec<(f64, u64)> {
+    use lasthop_sim::mobile_ip::erroneous;
+    erroneous::erroneous(&erroneous::fast_retransmits(&s.sent, &s.acked), &s.sent, &s.received)
+}
+
+/// `erroneous_fast_retransmit,time_s,offset` rows for a series CSV (after [`series_csv`]'s).
+fn erroneous_csv_rows(wrong: &[(f64, u64)]) -> String {
+    let rows =
+        wrong.iter().map(|(t, off)| ["erroneous_fast_retransmit".to_string(), format!("{t:?}"), off.to_string()]);
+    table::csv_text(rows)
+}
+
 fn series_name(p: &Point) -> String {
     let raw = if p.values.is_empty() {
         "run".to_string()

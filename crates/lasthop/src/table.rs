@@ -193,9 +193,25 @@ pub const RUN_COLUMNS: &[&str] = &[
 /// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (seed 001), summed over the
 /// run's handoffs ([`lasthop_sim::MipHandoffMetrics`]): `packets_dropped` (frames lost in the air),
 /// `t_loss_ms` (mean over the handoffs that lost a segment's first copy), `erroneous_fast_retransmits`,
-/// `duplicates_delivered`, `sent_from_buffer`.
-pub const MIP_COLUMNS: &[&str] =
-    &["packets_dropped", "t_loss_ms", "erroneous_fast_retransmits", "duplicates_delivered", "sent_from_buffer"];
+/// `duplicates_delivered`, `sent_from_buffer`, `mip_handoffs` (how many; `handoffs` counts `[mobility]`'s).
+pub const MIP_COLUMNS: &[&str] = &[
+    "packets_dropped",
+    "t_loss_ms",
+    "erroneous_fast_retransmits",
+    "duplicates_delivered",
+    "sent_from_buffer",
+    "mip_handoffs",
+];
+
+/// Flow and web columns a grid axis may take the name of, because they report what the axis sets (`tcp`: the
+/// TCP variant, `tcp.variant`): the row then carries the grid value once, in the grid's place, and the run's
+/// own value must equal it (seed 001's column contract names the variant `tcp`, as the flow does).
+pub const CONFIG_COLUMNS: &[&str] = &["tcp"];
+
+/// `names` less those that are grid columns.
+fn not_in_grid<'a>(names: &'a [&'a str], grid_columns: &'a [String]) -> impl Iterator<Item = String> + 'a {
+    names.iter().filter(|c| !grid_columns.iter().any(|g| g == *c)).map(|s| s.to_string())
+}
 
 /// [`columns`] followed by [`MIP_COLUMNS`].
 pub fn mobile_ip_columns(grid_columns: &[String]) -> Vec<String> {
@@ -208,7 +224,7 @@ pub fn mobile_ip_columns(grid_columns: &[String]) -> Vec<String> {
 pub fn columns(grid_columns: &[String]) -> Vec<String> {
     let mut cols: Vec<String> = grid_columns.to_vec();
     cols.push("seed".into());
-    cols.extend(FLOW_COLUMNS.iter().map(|s| s.to_string()));
+    cols.extend(not_in_grid(FLOW_COLUMNS, grid_columns));
     cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
     cols
 }
@@ -236,7 +252,7 @@ pub const WEB_COLUMNS: &[&str] = &[
 pub fn web_columns(grid_columns: &[String]) -> Vec<String> {
     let mut cols: Vec<String> = grid_columns.to_vec();
     cols.push("seed".into());
-    cols.extend(WEB_COLUMNS.iter().map(|s| s.to_string()));
+    cols.extend(not_in_grid(WEB_COLUMNS, grid_columns));
     cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
     cols
 }
@@ -309,7 +325,11 @@ impl Table {
         row.push(Cell::Int(seed as i64));
         for c in FLOW_COLUMNS {
             let key = if *c == "flow" { "name" } else { c };
-            row.push(obj.get(key).map(Cell::from_json).unwrap_or(Cell::Empty));
+            let cell = obj.get(key).map(Cell::from_json).unwrap_or(Cell::Empty);
+            match self.grid_cell(grid, c) {
+                Some(g) => check_config_column(c, g, &cell, &fm.name)?,
+                None => row.push(cell),
+            }
         }
         let ideal_ratio = match fm.ideal_goodput_mbps {
             Some(ideal) if ideal > 0.0 => Cell::Float(fm.goodput_mbps / ideal),
@@ -339,9 +359,14 @@ impl Table {
         let mut row: Vec<Cell> = grid.to_vec();
         row.push(Cell::Int(seed as i64));
         let int = |x: u64| Cell::Int(x as i64);
+        let tcp = Cell::Str(w.tcp.clone());
+        let in_grid = self.grid_cell(grid, "tcp");
+        if let Some(g) = in_grid {
+            check_config_column("tcp", g, &tcp, &w.name)?;
+        }
+        row.push(Cell::Str(w.name.clone()));
+        row.extend(in_grid.is_none().then_some(tcp));
         row.extend([
-            Cell::Str(w.name.clone()),
-            Cell::Str(w.tcp.clone()),
             int(w.downloads_completed),
             int(w.pages_completed),
             int(w.objects_requested),
@@ -406,12 +431,29 @@ impl Table {
         Ok(())
     }
 
+    /// The value of grid column `name` among a row's `grid` values (the table's first columns).
+    fn grid_cell<'a>(&self, grid: &'a [Cell], name: &str) -> Option<&'a Cell> {
+        self.columns[..grid.len().min(self.columns.len())].iter().position(|c| c == name).map(|i| &grid[i])
+    }
+
     /// CSV text: a header line, then one line per row; fields with commas, quotes or newlines are quoted.
     pub fn to_csv(&self) -> String {
         csv_text(
             std::iter::once(self.columns.clone())
                 .chain(self.rows.iter().map(|r| r.iter().map(Cell::to_string).collect())),
         )
+    }
+}
+
+/// A grid axis named like one of [`CONFIG_COLUMNS`] must set what the run reports there.
+fn check_config_column(column: &str, grid: &Cell, run: &Cell, flow: &str) -> Result<(), String> {
+    if grid.matches(run) {
+        Ok(())
+    } else {
+        Err(format!(
+            "grid column `{column}` is {grid} but `{flow}` ran {run}: an axis named like the results column \
+             `{column}` must set what it reports"
+        ))
     }
 }
 
@@ -481,6 +523,7 @@ fn push_mip_cells(row: &mut Vec<Cell>, result: &RunResult) {
     row.push(Cell::Int(m.erroneous_fast_retransmits as i64));
     row.push(Cell::Int(m.duplicates_delivered as i64));
     row.push(sum(|h| h.sent_from_buffer));
+    row.push(Cell::Int(m.handoffs.len() as i64));
 }
 
 /// The median of sorted values (the mean of the middle two for an even count).
@@ -601,6 +644,28 @@ mod tests {
         t.push_testbed(&values, 1, &unlimited, &result(&unlimited)).unwrap();
         assert_eq!(cell(&t, 1, "ideal_goodput_mbps"), Cell::Empty);
         assert_eq!(ratio.eval(&t, &t.rows[1]), None);
+    }
+
+    #[test]
+    fn a_grid_axis_named_tcp_takes_the_flow_column_over_and_must_match_the_run() {
+        let grid = vec!["scheme".to_string(), "tcp".to_string()];
+        let cols = columns(&grid);
+        assert_eq!(cols.iter().filter(|c| *c == "tcp").count(), 1);
+        assert_eq!(&cols[..4], ["scheme", "tcp", "seed", "flow"]);
+        assert_eq!(columns(&[]).iter().filter(|c| *c == "tcp").count(), 1, "the flow's own column otherwise");
+        assert_eq!(web_columns(&grid).iter().filter(|c| *c == "tcp").count(), 1);
+        let result = |variant: &str| RunResult {
+            flows: vec![FlowMetrics { name: "file".into(), tcp: variant.into(), ..FlowMetrics::default() }],
+            ..RunResult::default()
+        };
+        let mut t = Table::new(cols.clone());
+        let values = [Cell::Str("ro".into()), Cell::Str("tahoe".into())];
+        t.push_run(&values, 1, None, &result("tahoe")).unwrap();
+        assert_eq!(t.rows[0].len(), cols.len());
+        assert_eq!(t.get(&t.rows[0], "tcp"), &Cell::Str("tahoe".into()));
+        assert_eq!(t.get(&t.rows[0], "flow"), &Cell::Str("file".into()));
+        let e = t.push_run(&values, 1, None, &result("reno")).unwrap_err();
+        assert!(e.contains("grid column `tcp` is tahoe but `file` ran reno"), "{e}");
     }
 
     #[test]

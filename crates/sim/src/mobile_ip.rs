@@ -4,10 +4,9 @@
 //! the per-mobile buffer, correspondent, mobile) and their messages (`lasthop_wire::mip`); their placement on
 //! a scenario's nodes, scheduled handoffs and per-handoff measurements ([`feature`], configured by
 //! [`config`]); the erroneous-fast-retransmit detector ([`erroneous`]) and Eq. (1)–(3) ([`analysis`]); the
-//! `mip-smooth` experiment.
+//! `mip-smooth`, `mip-seq`, `mip-buffer`, `mip-buffer-size` and `mip-handoff-rate` experiments.
 //!
-//! What does not yet: the `mip-seq`, `mip-buffer`, `mip-buffer-size`, `mip-handoff-rate` and `mip-analysis`
-//! experiments; the mobile's own one-or-two-packet buffer in a run (the core hands a host's own packets to
+//! What does not yet: the `mip-analysis` experiment; the mobile's own one-or-two-packet buffer in a run (the core hands a host's own packets to
 //! no agent, so `MobileNode` never sees what the mobile sends); NewReno/SACK and Snoop at the BSs.
 
 pub mod analysis;

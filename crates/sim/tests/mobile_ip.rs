@@ -128,6 +128,10 @@ fn bad_combinations_are_refused_with_the_field_named() {
         ("mobile_ip.advertisement_interval_s", 0.5.into(), "mobile_ip.advertisement_interval_s"),
         ("mobile_ip.home_agent", "nowhere".into(), "mobile_ip.home_agent"),
         ("mobile_ip.gap_ms", (-1.0).into(), "mobile_ip.gap_ms"),
+        ("mobile_ip.handoff_every_s", 0.0.into(), "mobile_ip.handoff_every_s"),
+        ("mobile_ip.handoff_every_s", 1e-4.into(), "mobile_ip.handoff_every_s"),
+        ("mobile_ip.handoff_every_s", 1e300.into(), "mobile_ip.handoff_every_s"),
+        ("mobile_ip.handoff_every_s", f64::NAN.into(), "mobile_ip.handoff_every_s"),
     ];
     for (field, value, named) in cases {
         let e = bad(field, value);
@@ -155,6 +159,63 @@ fn bad_combinations_are_refused_with_the_field_named() {
     m.insert("buffer_cleanup".into(), "link-ack".into());
     let e = Scenario::from_toml(v, "x").unwrap_err().to_string();
     assert!(e.contains("`mobile_ip.buffer_cleanup`") && e.contains("buffer_packets ≥ 1"), "{e}");
+}
+
+#[test]
+fn periodic_handoffs_bounce_between_the_cells_and_each_one_registers() {
+    // seed 001 Fig. 16's case: one handoff a second (the first at 1.3 s), a 3 MB file, route optimisation with
+    // the buffer holding each handoff's drops (link-layer ACK cleanup, Fig. 17's order).
+    let s = scenario("buffer-link-ack", "reno", 50.0, 1.3, 1.0, 3_000_000, 1);
+    let r = check_intact(&s);
+    let m = r.mobile_ip.as_ref().unwrap();
+    let f = &r.flows[0];
+    // One handoff at 1.3 s, then one every second until the transfer ends.
+    let expected = ((f.duration_s - 1.3) / 1.0).floor() as usize + 1;
+    assert!(m.handoffs.len().abs_diff(expected) <= 1, "{} handoffs in {} s", m.handoffs.len(), f.duration_s);
+    assert!(m.handoffs.len() >= 10);
+    for (k, h) in m.handoffs.iter().enumerate() {
+        assert_eq!(h.index as usize, k);
+        assert!((h.left_s - (1.3 + k as f64)).abs() < 1e-9, "{h:?}");
+        let (from, to) = if k % 2 == 0 { ("bs1", "bs2") } else { ("bs2", "bs1") };
+        assert_eq!((h.from.as_str(), h.to.as_str()), (from, to), "{h:?}");
+        // The mobile hears the new cell's beacon (50 ms) and registers through it before the next handoff
+        // (the transfer may end before the last registration's reply).
+        assert!(h.handoff_request_s.is_some_and(|t| t <= 0.051), "{h:?}");
+        let last = k + 1 == m.handoffs.len();
+        assert!(h.registered_s.map_or(last, |t| t < 1.0), "{h:?}");
+        // The buffer gives back exactly what the handoff dropped (§2.2; the link layer's ACKs freed the rest).
+        assert_eq!(h.sent_from_buffer, h.packets_lost, "{h:?}");
+    }
+    let a = &m.agents;
+    let n = m.handoffs.len() as u64;
+    assert!(a["ha"]["registrations_accepted"] >= n - 1);
+    assert_eq!(a["bs1"]["forward_messages"] + a["bs2"]["forward_messages"], n);
+    // Transparent (§5): no duplicate, no fast retransmit, no timeout.
+    assert_eq!((m.duplicates_delivered, f.fast_retransmits, f.sender_timeouts), (0, 0, 0), "{f:?}");
+}
+
+#[test]
+fn duplicates_delivered_are_the_buffered_packets_the_mobile_already_had() {
+    // A handoff at 3.3 s in a full window at HA–FA 50 ms drops 16 packets (mip-buffer-size). A plain FIFO of
+    // B ≥ 16 packets (§3.3, no cleanup) holds the last B packets the old BS passed: the 16 the handoff
+    // dropped and, before them, B − 16 the mobile had received. So the mobile gets exactly B − 16 again.
+    for (b, dups) in [(16u64, 0u64), (17, 1), (18, 2)] {
+        let mut s = scenario("buffer", "tahoe", 50.0, 3.3, f64::INFINITY, 1_000_000, 1);
+        s.mobile_ip.as_mut().unwrap().buffer_packets = b as usize;
+        let r = run(&s, &RunOptions { trace: true, ..RunOptions::default() }).unwrap();
+        let m = r.mobile_ip.as_ref().unwrap();
+        let [h] = &m.handoffs[..] else { panic!("{:?}", m.handoffs) };
+        assert_eq!((h.packets_lost, h.sent_from_buffer), (16, b), "B = {b}: {h:?}");
+        assert_eq!(h.duplicates_delivered, dups, "B = {b}: {h:?}");
+        assert_eq!(m.duplicates_delivered, dups, "B = {b}");
+        // The same count from the receiver's trace: offsets that arrived more than once.
+        let series = &r.series.as_ref().unwrap()[0];
+        let mut seen = std::collections::BTreeSet::new();
+        let again = series.received.iter().filter(|(_, off)| !seen.insert(*off)).count() as u64;
+        assert_eq!(again, dups, "B = {b}");
+        // Two duplicates or fewer raise too few duplicate ACKs for a fast retransmit (§4.1's condition 2).
+        assert_eq!(r.flows[0].fast_retransmits, 0, "B = {b}");
+    }
 }
 
 proptest! {

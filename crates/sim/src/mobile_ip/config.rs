@@ -68,7 +68,8 @@ pub struct MobileIpConfig {
     /// Time of the first handoff, s (default `inf`: none).
     #[serde(default = "inf")]
     pub first_handoff_s: f64,
-    /// Time between handoffs after the first, s (default `inf`: one handoff).
+    /// Time between handoffs after the first, s (default `inf`: one handoff); 0.001 to 1e6. The mobile visits
+    /// the cells in order, cyclically (with two cells it bounces between them, seed 001 Fig. 16).
     #[serde(default = "inf")]
     pub handoff_every_s: f64,
     /// Time between leaving a cell and entering the next, ms (default 0; the cells do not overlap).
@@ -184,8 +185,13 @@ impl MobileIpConfig {
         {
             return err("first_handoff_s", "expected a time between 0 and 1e6 s (or inf)".into());
         }
-        if self.handoff_every_s.is_nan() || self.handoff_every_s <= 0.0 {
-            return err("handoff_every_s", "expected a positive number of seconds (or inf)".into());
+        // Periodic handoffs (seed 001 Fig. 16: up to one a second, "a mobile host roams around the boundary of
+        // two adjacent wireless cells"): a millisecond is far below any handoff the local protocol can finish.
+        if self.handoff_every_s.is_nan()
+            || self.handoff_every_s < 0.001
+            || self.handoff_every_s > 1e6 && self.handoff_every_s.is_finite()
+        {
+            return err("handoff_every_s", "expected a period between 0.001 and 1e6 s (or inf)".into());
         }
         if !(self.gap_ms.is_finite() && self.gap_ms >= 0.0) || self.gap_ms >= self.handoff_every_s * 1000.0 {
             return err("gap_ms", "expected a gap ≥ 0 ms, shorter than handoff_every_s".into());
