@@ -35,6 +35,7 @@ pub mod counters;
 pub mod forward;
 pub mod hop;
 pub mod pool;
+pub mod split;
 pub mod sys;
 pub mod testbed;
 
