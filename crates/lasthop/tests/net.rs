@@ -165,6 +165,7 @@ fn fake_result(cfg: &TestbedConfig, goodput: f64) -> TestbedResult {
         agent: cfg.agent,
         counters: Counters::default(),
         sender: Default::default(),
+        split: None,
     }
 }
 

@@ -253,6 +253,13 @@ pub struct SplitCounters {
     pub sndbuf_bytes: u64,
     /// What the proxy held when it was killed (zero when it was stopped normally).
     pub held_at_kill: Held,
+    /// Segments the base station's kernel retransmitted (`Tcp: RetransSegs` of its namespace): its local
+    /// recovery over the wireless hop, since the fixed-side connections send no data.
+    #[serde(default)]
+    pub kernel_retrans_segs: u64,
+    /// Its retransmission timeouts (`TcpExt: TCPTimeouts`).
+    #[serde(default)]
+    pub kernel_timeouts: u64,
 }
 
 const RUN: u8 = 0;
@@ -501,6 +508,9 @@ fn serve(cfg: &SplitConfig, listener: TcpListener, mode: &AtomicU8) -> Result<Sp
                     account(&mut c, &conn);
                     conn.reset();
                 }
+                // This thread is in the base station's namespace: its kernel's counters are the proxy's.
+                let k = crate::testbed::SenderStats::read_own_namespace();
+                (c.kernel_retrans_segs, c.kernel_timeouts) = (k.retrans_segs, k.timeouts);
                 return Ok(c);
             }
         }
