@@ -415,6 +415,13 @@ impl Conn {
 
     /// Moves bytes as the poll results allow; returns false on a socket error.
     fn step(&mut self, fixed_ev: i16, mobile_ev: i16) -> bool {
+        // poll reports errors whatever was asked: a reset on either side ends the splice.
+        if (fixed_ev | mobile_ev) & libc::POLLERR != 0 {
+            let failed = |s: &TcpStream| !matches!(socket2::SockRef::from(s).take_error(), Ok(None));
+            if failed(&self.fixed) || failed(&self.mobile) {
+                return false;
+            }
+        }
         if !self.splice.mobile_connected {
             if mobile_ev == 0 {
                 return true;
@@ -426,12 +433,6 @@ impl Conn {
                 }
                 _ => false,
             };
-        }
-        if (fixed_ev | mobile_ev) & libc::POLLERR != 0 {
-            let failed = |s: &TcpStream| !matches!(socket2::SockRef::from(s).take_error(), Ok(None));
-            if failed(&self.fixed) || failed(&self.mobile) {
-                return false;
-            }
         }
         let readable = |ev: i16| ev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
         let writable = |ev: i16| ev & (libc::POLLOUT | libc::POLLERR) != 0;
@@ -570,10 +571,8 @@ fn account(c: &mut SplitCounters, conn: &Conn) {
 
 fn accept_all(cfg: &SplitConfig, listener: &TcpListener, conns: &mut Vec<Conn>, c: &mut SplitCounters) {
     loop {
-        let (fixed, peer) = match listener.accept() {
-            Ok(x) => x,
-            Err(_) => return,
-        };
+        // WouldBlock ends the batch; anything else (out of descriptors, say) is retried on the next poll.
+        let Ok((fixed, peer)) = listener.accept() else { return };
         c.connections += 1;
         // The accepted socket's local address is the one the fixed host asked for: the mobile's.
         let (Ok(SocketAddr::V4(mobile)), SocketAddr::V4(fixed_addr)) = (fixed.local_addr(), peer) else {
