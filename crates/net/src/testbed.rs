@@ -6,6 +6,9 @@
 //!                          (no addresses, ip_forward = 0; the base station bridges in userspace)
 //! ```
 //!
+//! With `agent = "split"` the base station's own kernel sits in the middle instead, with two more veth
+//! pairs inside its namespace and a forwarding loop on each side ([`Testbed::prepare_split`]).
+//!
 //! The base station runs in-process, on a thread that has entered the BS namespace (`setns` moves only
 //! the calling thread), so a test can stop and restart it mid-transfer. The bulk transfer is built in:
 //! a sender thread in FH and a receiver thread in MH using ordinary std sockets, with the congestion
