@@ -1145,3 +1145,16 @@ pub fn skip_or_fail(why: impl std::fmt::Display) {
     }
     eprintln!("SKIPPED: {why}");
 }
+
+/// A testbed for a test, or None where this machine cannot make one (not root, no namespaces): then the
+/// reason is reported by [`skip_or_fail`]. Any other failure panics.
+pub fn testbed_or_skip() -> Option<Testbed> {
+    match Testbed::create() {
+        Ok(tb) => Some(tb),
+        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
+            skip_or_fail(e);
+            None
+        }
+        Err(e) => panic!("testbed: {e}"),
+    }
+}

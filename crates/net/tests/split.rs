@@ -5,26 +5,15 @@
 //! running, unless `LASTHOP_NO_SKIP=1`.
 
 use lasthop_net::split::Held;
-use lasthop_net::testbed::{skip_or_fail, TransferProgress, FH_IP};
-use lasthop_net::{AgentKind, NetError, Testbed, TestbedConfig};
+use lasthop_net::testbed::{testbed_or_skip, TransferProgress, FH_IP};
+use lasthop_net::{AgentKind, TestbedConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn testbed() -> Option<Testbed> {
-    match Testbed::create() {
-        Ok(tb) => Some(tb),
-        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
-            skip_or_fail(e);
-            None
-        }
-        Err(e) => panic!("testbed: {e}"),
-    }
-}
-
 /// One split transfer; checks the hash, the proxy's counts and that the mobile saw the fixed host.
 fn split_transfer(cfg: TestbedConfig) -> Option<f64> {
-    let tb = testbed()?;
+    let tb = testbed_or_skip()?;
     tb.set_sack(cfg.sack).unwrap();
     let bs = tb.start_station(&cfg).unwrap();
     let t = tb.transfer(&cfg.transfer(), &AtomicBool::new(false)).unwrap();
@@ -99,7 +88,7 @@ impl Failure {
 /// Starts a 4 MB transfer through `agent`'s base station, kills the base station once the mobile has
 /// 256 KB, lets both ends see that nothing more comes, then ends the transfer.
 fn kill_mid_transfer(agent: AgentKind) -> Option<Failure> {
-    let tb = testbed()?;
+    let tb = testbed_or_skip()?;
     tb.set_sack(false).unwrap();
     let cfg = TestbedConfig { agent, bytes: 4 << 20, timeout_s: 300.0, ..TestbedConfig::default() };
     let bs = tb.start_station(&cfg).unwrap();
@@ -160,7 +149,7 @@ fn a_complete_transfer_counts_every_byte_acknowledged() {
     // The accounting the failure test relies on: with nothing lost, what the sender saw acknowledged is
     // exactly what it wrote, under split as end to end.
     for agent in [AgentKind::None, AgentKind::Split] {
-        let Some(tb) = testbed() else { return };
+        let Some(tb) = testbed_or_skip() else { return };
         let cfg = TestbedConfig { agent, bytes: 300_000, rate_mbps: 8.0, ..TestbedConfig::default() };
         let bs = tb.start_station(&cfg).unwrap();
         let progress = Arc::new(TransferProgress::default());
