@@ -5,7 +5,8 @@
 //! # How the connections are intercepted
 //!
 //! As transparent proxies such as PEPsal do, with policy routing and `IP_TRANSPARENT` sockets, and no
-//! netfilter (this kernel has neither `nft` nor `iptables` tooling, and routing needs no modules): in the
+//! netfilter (the project's machines have neither `nft` nor `iptables` installed, and routing needs no
+//! netfilter modules, so nothing can be missing): in the
 //! base station's namespace `ip rule iif <wired> ipproto tcp lookup 100` and the same for the wireless
 //! side send every TCP packet arriving from either host to table 100, whose only route is
 //! `local 0.0.0.0/0 dev lo`, so the kernel delivers it locally whatever its destination address
