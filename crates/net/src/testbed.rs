@@ -1068,6 +1068,32 @@ pub fn set_congestion_control(s: &TcpStream, cc: &str) -> Result<String, NetErro
     Ok(String::from_utf8_lossy(used).trim_end_matches('\0').to_string())
 }
 
+/// The environment variable that turns a skipped privileged test into a failure: `.ci/run` sets it, so
+/// that CI fails when a test that needs root, `ip` or namespaces (or tshark) could not run.
+pub const NO_SKIP_VAR: &str = "LASTHOP_NO_SKIP";
+
+/// Reports that a test cannot run on this machine (`why`): prints "SKIPPED" and returns, so the test
+/// passes, unless [`NO_SKIP_VAR`] is set to `1`, in which case it panics with the reason.
+pub fn skip_or_fail(why: impl std::fmt::Display) {
+    if std::env::var(NO_SKIP_VAR).is_ok_and(|v| v == "1") {
+        panic!("{NO_SKIP_VAR}=1, and this test cannot run here: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+/// A testbed for a test, or None where this machine cannot make one (not root, no namespaces): then the
+/// reason is reported by [`skip_or_fail`]. Any other failure panics.
+pub fn testbed_or_skip() -> Option<Testbed> {
+    match Testbed::create() {
+        Ok(tb) => Some(tb),
+        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
+            skip_or_fail(e);
+            None
+        }
+        Err(e) => panic!("testbed: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1130,31 +1156,5 @@ mod tests {
         let netstat = "TcpExt: SyncookiesSent TCPTimeouts\nTcpExt: 0 4\nIpExt: InNoRoutes\nIpExt: 0\n";
         assert_eq!(proc_net_field(netstat, "TcpExt:", "TCPTimeouts"), Some(4));
         assert_eq!(proc_net_field("", "TcpExt:", "TCPTimeouts"), None);
-    }
-}
-
-/// The environment variable that turns a skipped privileged test into a failure: `.ci/run` sets it, so
-/// that CI fails when a test that needs root, `ip` or namespaces (or tshark) could not run.
-pub const NO_SKIP_VAR: &str = "LASTHOP_NO_SKIP";
-
-/// Reports that a test cannot run on this machine (`why`): prints "SKIPPED" and returns, so the test
-/// passes, unless [`NO_SKIP_VAR`] is set to `1`, in which case it panics with the reason.
-pub fn skip_or_fail(why: impl std::fmt::Display) {
-    if std::env::var(NO_SKIP_VAR).is_ok_and(|v| v == "1") {
-        panic!("{NO_SKIP_VAR}=1, and this test cannot run here: {why}");
-    }
-    eprintln!("SKIPPED: {why}");
-}
-
-/// A testbed for a test, or None where this machine cannot make one (not root, no namespaces): then the
-/// reason is reported by [`skip_or_fail`]. Any other failure panics.
-pub fn testbed_or_skip() -> Option<Testbed> {
-    match Testbed::create() {
-        Ok(tb) => Some(tb),
-        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
-            skip_or_fail(e);
-            None
-        }
-        Err(e) => panic!("testbed: {e}"),
     }
 }
