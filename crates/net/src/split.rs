@@ -242,7 +242,8 @@ impl Held {
 pub struct SplitCounters {
     /// Connections accepted from the fixed side.
     pub connections: u64,
-    /// Connections to the mobile that could not be opened (the fixed side was then reset).
+    /// Connections to the mobile that could not be opened (refused, unreachable): the fixed side was then
+    /// reset, as the mobile's own refusal would have reset it end to end.
     pub connect_failures: u64,
     /// Connections that ended with a socket error (both sides reset).
     pub resets: u64,
@@ -549,7 +550,9 @@ fn serve(cfg: &SplitConfig, listener: TcpListener, mode: &AtomicU8) -> Result<Sp
             }
             if conn.splice.done() {
                 let conn = conns.remove(i);
-                if conn.splice.failed {
+                if conn.splice.failed && !conn.splice.mobile_connected {
+                    c.connect_failures += 1;
+                } else if conn.splice.failed {
                     c.resets += 1;
                 }
                 account(&mut c, &conn);

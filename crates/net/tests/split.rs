@@ -5,8 +5,10 @@
 //! running, unless `LASTHOP_NO_SKIP=1`.
 
 use lasthop_net::split::Held;
-use lasthop_net::testbed::{testbed_or_skip, TransferProgress, FH_IP};
+use lasthop_net::testbed::{testbed_or_skip, Node, TransferProgress, FH_IP, MH_IP, TRANSFER_PORT};
 use lasthop_net::{AgentKind, TestbedConfig};
+use std::io::Read;
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -161,4 +163,30 @@ fn a_complete_transfer_counts_every_byte_acknowledged() {
         assert_eq!(progress.received.load(Ordering::Relaxed), cfg.bytes);
         assert_eq!(t.sender.bytes_acked, cfg.bytes);
     }
+}
+
+#[test]
+fn a_connection_the_mobile_refuses_is_reset_at_the_fixed_host() {
+    // Transparency includes failure: with no listener at the mobile, the fixed host must not be left
+    // with a connection the base station accepted for nobody.
+    let Some(tb) = testbed_or_skip() else { return };
+    let cfg = TestbedConfig { agent: AgentKind::Split, ..TestbedConfig::default() };
+    let bs = tb.start_station(&cfg).unwrap();
+    let outcome = tb
+        .run_in(Node::Fh, || -> std::io::Result<usize> {
+            let addr = std::net::SocketAddr::from((MH_IP, TRANSFER_PORT));
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
+            // Generous under load; the reset comes after one round trip over the hop.
+            s.set_read_timeout(Some(Duration::from_secs(30)))?;
+            let mut b = [0u8; 16];
+            s.read(&mut b)
+        })
+        .unwrap();
+    let (_, split) = bs.stop().unwrap();
+    let split = split.unwrap();
+    match outcome {
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+        Ok(n) => panic!("the fixed host read {n} bytes from a connection the mobile refused"),
+    }
+    assert_eq!((split.connections, split.connect_failures, split.resets), (1, 1, 0), "{split:?}");
 }
