@@ -26,6 +26,27 @@ impl From<AgentArg> for AgentKind {
     }
 }
 
+/// `lasthop testbed --agent`: the bridging base station's agents, or the split connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemeArg {
+    /// plain forwarding
+    None,
+    /// Berkeley Snoop
+    Snoop,
+    /// I-TCP's split connection: a transparent proxy in the base station's kernel
+    Split,
+}
+
+impl From<SchemeArg> for AgentKind {
+    fn from(a: SchemeArg) -> AgentKind {
+        match a {
+            SchemeArg::None => AgentKind::None,
+            SchemeArg::Snoop => AgentKind::Snoop,
+            SchemeArg::Split => AgentKind::Split,
+        }
+    }
+}
+
 /// `--sack`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnOff {
@@ -130,9 +151,9 @@ pub struct BsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct TestbedArgs {
-    /// Agent at the base station
+    /// Agent at the base station, or the split connection
     #[arg(long, value_enum, default_value = "none")]
-    pub agent: AgentArg,
+    pub agent: SchemeArg,
     /// Congestion control of the sender (kernel TCP)
     #[arg(long, default_value = "reno", value_parser = ["reno", "cubic", "bbr"])]
     pub cc: String,
@@ -150,6 +171,10 @@ pub struct TestbedArgs {
     /// Give up after this many seconds
     #[arg(long, value_name = "S")]
     pub timeout_s: Option<f64>,
+    /// --agent split: the socket buffer at the base station, bytes (SO_RCVBUF toward the fixed host,
+    /// SO_SNDBUF toward the mobile) [default: 65536, I-TCP's, seed 000 §2]
+    #[arg(long, value_name = "BYTES")]
+    pub split_buffer_bytes: Option<u32>,
     /// Write wired.pcap and wireless.pcap of the base station's interfaces into this directory
     #[arg(long, value_name = "DIR")]
     pub pcap_dir: Option<PathBuf>,
@@ -285,6 +310,7 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         report_transmissions: a.hop.report_transmissions.map_or(d.report_transmissions, |o| o == OnOff::On),
         timeout_s: a.timeout_s.unwrap_or(d.timeout_s),
         pcap_dir: a.pcap_dir.clone(),
+        split_buffer_bytes: a.split_buffer_bytes.unwrap_or(d.split_buffer_bytes),
     }
 }
 
@@ -307,6 +333,12 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
             "sender: {} segments retransmitted, {} fast retransmits, {} timeouts",
             r.sender.retrans_segs, r.sender.fast_retrans, r.sender.timeouts
         );
+        if let Some(s) = &r.split {
+            println!(
+                "split proxy: {} connection(s), {} B to the mobile, buffers {} B in / {} B out (as the kernel counts them), base station kernel: {} segments retransmitted, {} timeouts",
+                s.connections, s.bytes_down, s.rcvbuf_bytes, s.sndbuf_bytes, s.kernel_retrans_segs, s.kernel_timeouts
+            );
+        }
         print!("{}", r.counters);
     }
     if !r.hash_ok {
@@ -343,7 +375,7 @@ pub fn describe(c: &TestbedConfig) -> String {
         if c.report_transmissions { "on" } else { "off" },
         c.bytes,
         c.seed
-    )
+    ) + &if c.agent == AgentKind::Split { format!(", split buffers {} B", c.split_buffer_bytes) } else { String::new() }
 }
 
 /// `goodput 1.613 Mb/s (2097152 of 2097152 B in 10.40 s, cc reno), hash ok`

@@ -263,7 +263,7 @@ pub const TESTBED_CONFIG_COLUMNS: &[&str] = &["agent", "cc", "sack", "ber"];
 /// What a testbed run measured: goodput at the receiver, the bound C·(1 − PER) no base-station scheme can
 /// beat on this hop (`TestbedConfig::ideal_goodput_mbps`, from the configuration), whether the received bytes hash like the sent ones,
 /// bytes received, transfer time, the congestion control the sender's socket really used, Snoop's local
-/// retransmissions and suppressed DUPACKs, frames the emulated hop lost to errors and dropped from full
+/// retransmissions (under split: the base station kernel's retransmitted segments) and suppressed DUPACKs, frames the emulated hop lost to errors and dropped from full
 /// queues (both directions), the CPU seconds of the base station's loop, and the fixed host's kernel TCP
 /// counters (segments retransmitted, fast retransmits, timeouts).
 pub const TESTBED_COLUMNS: &[&str] = &[
@@ -414,7 +414,10 @@ impl Table {
                     "bytes_delivered" => Cell::Int(r.bytes as i64),
                     "duration_s" => Cell::Float(r.duration_s),
                     "cc_used" => Cell::Str(r.cc.clone()),
-                    "local_retransmissions" => Cell::Int(c.agent_counter("local_retransmissions") as i64),
+                    // under split, the base station's own kernel TCP retransmits over the hop
+                    "local_retransmissions" => Cell::Int(
+                        r.split.map_or(c.agent_counter("local_retransmissions"), |s| s.kernel_retrans_segs) as i64,
+                    ),
                     "dupacks_suppressed" => Cell::Int(c.agent_counter("dupacks_suppressed") as i64),
                     "hop_frames_lost" => Cell::Int((c.hop_down.frames_lost + c.hop_up.frames_lost) as i64),
                     "hop_queue_drops" => Cell::Int((c.hop_down.queue_drops + c.hop_up.queue_drops) as i64),
@@ -626,6 +629,7 @@ mod tests {
             agent: cfg.agent,
             counters: Default::default(),
             sender: Default::default(),
+            split: None,
         };
         let cell = |t: &Table, i: usize, c: &str| t.get(&t.rows[i], c).clone();
         let lossy = TestbedConfig { ber: 1.6e-5, wired_delay_ms: 20.0, ..TestbedConfig::default() };

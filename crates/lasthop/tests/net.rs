@@ -61,6 +61,8 @@ fn argument_errors() {
     assert!(e.contains("ber"), "{e}");
     let e = err(&["testbed", "--rate-mbps=-1"]);
     assert!(e.contains("rate_mbps"), "{e}");
+    let e = err(&["testbed", "--agent", "split", "--split-buffer-bytes", "100"]);
+    assert!(e.contains("split buffer_bytes must be in 2048..=67108864, got 100"), "{e}");
     // checked before any namespace is made, root or not
     let e = err(&["bench", "sockets", "--window", "1000"]);
     assert!(e.contains("window must be between 1460 B"), "{e}");
@@ -97,9 +99,13 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
         assert!(cols.iter().any(|k| k == c), "no column {c} in {cols:?}");
     }
     let full = e.points(false).unwrap();
-    assert_eq!(full.len(), 2 * 3 * 2 * 2 * 3);
+    assert_eq!(full.len(), 3 * 3 * 2 * 2 * 3);
     let quick = e.points(true).unwrap();
-    assert_eq!(quick.len(), 2 * 2 * 3, "quick: reno only, SACK off, both wired paths");
+    assert_eq!(quick.len(), 3 * 2 * 3, "quick: reno only, SACK off, both wired paths");
+    let agents: Vec<AgentKind> = quick.iter().map(|p| testbed_config(p, 1).unwrap().agent).collect();
+    for a in [AgentKind::None, AgentKind::Snoop, AgentKind::Split] {
+        assert!(agents.contains(&a), "quick runs {a} too: {agents:?}");
+    }
     assert!(e.seed_list(true).len() <= 2);
     for p in &quick {
         let c = testbed_config(p, 7).unwrap();
@@ -114,7 +120,7 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
     let c = testbed_config(&full[full.len() - 1], 1).unwrap();
     assert_eq!(
         (c.agent, c.cc.as_str(), c.sack, c.wired_delay_ms, c.ber, c.bytes),
-        (AgentKind::Snoop, "bbr", true, 20.0, 1.6e-5, 1_048_576)
+        (AgentKind::Split, "bbr", true, 20.0, 1.6e-5, 1_048_576)
     );
     assert!(e.claims.len() >= 2);
 }
@@ -165,6 +171,7 @@ fn fake_result(cfg: &TestbedConfig, goodput: f64) -> TestbedResult {
         agent: cfg.agent,
         counters: Counters::default(),
         sender: Default::default(),
+        split: None,
     }
 }
 
@@ -424,4 +431,33 @@ fn a_one_point_testbed_experiment_end_to_end() {
     assert_eq!(get("bytes_delivered"), "300000");
     assert!(get("goodput_mbps").parse::<f64>().unwrap() > 0.05, "{csv}");
     assert!(outdir.join("tiny-tb/figure.svg").is_file());
+}
+
+#[test]
+fn lasthop_testbed_split_end_to_end() {
+    let Some(out) = run_real(&[
+        "testbed",
+        "--agent",
+        "split",
+        "--ber",
+        "3.9e-6",
+        "--bytes",
+        "200000",
+        "--split-buffer-bytes",
+        "32768",
+        "--json",
+    ]) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["agent"], "split", "{v}");
+    assert_eq!(v["result"]["hash_ok"], true, "{v}");
+    assert_eq!(v["result"]["bytes"], 200000, "{v}");
+    let split = &v["result"]["split"];
+    assert_eq!(split["connections"], 1, "{v}");
+    assert_eq!(split["bytes_down"], 200000, "{v}");
+    // the kernel reports twice the buffer it was given
+    assert_eq!(split["rcvbuf_bytes"], 65536, "{v}");
+    assert_eq!(v["result"]["sender"]["bytes_acked"], 200000, "{v}");
 }

@@ -17,6 +17,10 @@ pub enum AgentKind {
     None,
     /// Berkeley Snoop (seed 000).
     Snoop,
+    /// I-TCP's split connection (seed 000 §2): not a per-packet agent but a transparent proxy in the base
+    /// station's kernel ([`crate::split`]); the namespace testbed sets it up. Its forwarding loop carries
+    /// the emulated hop with no agent.
+    Split,
 }
 
 impl FromStr for AgentKind {
@@ -25,7 +29,8 @@ impl FromStr for AgentKind {
         match s.to_ascii_lowercase().as_str() {
             "none" | "plain" => Ok(AgentKind::None),
             "snoop" => Ok(AgentKind::Snoop),
-            other => Err(format!("unknown agent {other:?}: expected \"none\" or \"snoop\"")),
+            "split" => Ok(AgentKind::Split),
+            other => Err(format!("unknown agent {other:?}: expected \"none\", \"snoop\" or \"split\"")),
         }
     }
 }
@@ -35,14 +40,16 @@ impl std::fmt::Display for AgentKind {
         f.write_str(match self {
             AgentKind::None => "none",
             AgentKind::Snoop => "snoop",
+            AgentKind::Split => "split",
         })
     }
 }
 
-/// The agent chain for `kind`, in the order packets pass through it (empty: plain forwarding).
+/// The agent chain for `kind`, in the order packets pass through it (empty: plain forwarding; the split
+/// connection has no per-packet agent).
 pub fn build_chain(kind: AgentKind) -> Vec<Box<dyn Agent + Send>> {
     match kind {
-        AgentKind::None => Vec::new(),
+        AgentKind::None | AgentKind::Split => Vec::new(),
         AgentKind::Snoop => vec![build_snoop()],
     }
 }

@@ -94,6 +94,13 @@ impl BsConfig {
         if self.wired_if == self.wireless_if {
             return Err(NetError::Config(format!("wired and wireless interface are both {:?}", self.wired_if)));
         }
+        if self.agent == AgentKind::Split {
+            return Err(NetError::Config(
+                "agent split is not a forwarding agent: the split connection is a proxy in the base station's \
+                 kernel, which the namespace testbed sets up (`lasthop testbed --agent split`)"
+                    .into(),
+            ));
+        }
         self.hop.validate().map_err(NetError::Config)
     }
 }

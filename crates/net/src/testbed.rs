@@ -6,6 +6,9 @@
 //!                          (no addresses, ip_forward = 0; the base station bridges in userspace)
 //! ```
 //!
+//! With `agent = "split"` the base station's own kernel sits in the middle instead, with two more veth
+//! pairs inside its namespace and a forwarding loop on each side ([`Testbed::prepare_split`]).
+//!
 //! The base station runs in-process, on a thread that has entered the BS namespace (`setns` moves only
 //! the calling thread), so a test can stop and restart it mid-transfer. The bulk transfer is built in:
 //! a sender thread in FH and a receiver thread in MH using ordinary std sockets, with the congestion
@@ -23,6 +26,7 @@ use crate::bs::{run_bs_with, BsConfig};
 use crate::channel::ErrorModelConfig;
 use crate::counters::Counters;
 use crate::hop::{Access, Duplex, HopConfig};
+use crate::split::{SplitConfig, SplitCounters, SplitProxy};
 use crate::sys::{self, Offload};
 use crate::NetError;
 use rand::RngCore;
@@ -34,7 +38,7 @@ use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -45,6 +49,21 @@ pub const FH_IF: &str = "fh0";
 pub const MH_IF: &str = "mh0";
 pub const BS_WIRED_IF: &str = "w0";
 pub const BS_WIRELESS_IF: &str = "m0";
+/// The split connection's interfaces inside the base station's namespace (see [`Testbed::prepare_split`]):
+/// the kernel's side toward the fixed host and the forwarding loop's peer of it, then the kernel's side
+/// toward the mobile and the peer the wireless-hop loop forwards from.
+pub const SPLIT_WIRED_IF: &str = "sw0";
+pub const SPLIT_WIRED_LOOP_IF: &str = "sw1";
+pub const SPLIT_WIRELESS_IF: &str = "sm0";
+pub const SPLIT_WIRELESS_LOOP_IF: &str = "sm1";
+/// The base station's own addresses on [`SPLIT_WIRED_IF`] and [`SPLIT_WIRELESS_IF`] (/32, so they add no
+/// subnet route): the source of its ARP requests.
+pub const SPLIT_WIRED_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 253);
+pub const SPLIT_WIRELESS_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 254);
+/// The routing table whose only route is `local 0.0.0.0/0`: TCP from either host is delivered to the proxy.
+pub const SPLIT_TABLE: &str = "100";
+/// The port of the built-in transfer (and the one the split proxy terminates).
+pub const TRANSFER_PORT: u16 = 5001;
 
 /// A full data segment of the kernel sender on the testbed, as the emulated hop counts it (the IP packet):
 /// the veth MTU, 1500 bytes, carrying [`IDEAL_PAYLOAD_BYTES`] of payload (20 bytes of IP header, 20 of TCP
@@ -105,6 +124,9 @@ pub struct TestbedConfig {
     pub timeout_s: f64,
     /// Where to write `wired.pcap` and `wireless.pcap` of the base station's interfaces (none: no capture).
     pub pcap_dir: Option<PathBuf>,
+    /// `agent = "split"`: I-TCP's socket buffer at the base station, bytes ([`SplitConfig::buffer_bytes`];
+    /// default 65536, seed 000 §2). Ignored by the other agents.
+    pub split_buffer_bytes: u32,
 }
 
 impl Default for TestbedConfig {
@@ -126,6 +148,7 @@ impl Default for TestbedConfig {
             report_transmissions: HopConfig::default().report_transmissions,
             timeout_s: 120.0,
             pcap_dir: None,
+            split_buffer_bytes: SplitConfig::default().buffer_bytes,
         }
     }
 }
@@ -190,7 +213,23 @@ impl TestbedConfig {
         {
             return Err(NetError::Config(format!("bad congestion control name {:?}", self.cc)));
         }
-        self.hop().validate().map_err(NetError::Config)
+        self.hop().validate().map_err(NetError::Config)?;
+        if self.agent == AgentKind::Split {
+            self.split().validate()?;
+        }
+        Ok(())
+    }
+
+    /// The split proxy of `agent = "split"`: the testbed's port, the configured buffer, the mobile's
+    /// window clamp offered to the fixed host too (the base station answers for the mobile), and the
+    /// sender's congestion control on the base station's own connection (the same TCP over the hop).
+    pub fn split(&self) -> SplitConfig {
+        SplitConfig {
+            port: TRANSFER_PORT,
+            buffer_bytes: self.split_buffer_bytes,
+            window_clamp: self.max_window,
+            cc: self.cc.clone(),
+        }
     }
 }
 
@@ -209,6 +248,9 @@ pub struct TestbedResult {
     /// The sender's kernel TCP counters for the run (its namespace is fresh, so they are this run's).
     #[serde(default)]
     pub sender: SenderStats,
+    /// The split proxy's counters (`agent = "split"` only).
+    #[serde(default)]
+    pub split: Option<SplitCounters>,
 }
 
 /// What the fixed host's kernel TCP did, from `/proc/net/snmp` and `/proc/net/netstat` in its namespace.
@@ -220,6 +262,9 @@ pub struct SenderStats {
     pub timeouts: u64,
     /// Fast retransmissions (`TcpExt: TCPFastRetrans`; SACK off, these are Reno's three-DUPACK ones).
     pub fast_retrans: u64,
+    /// Payload bytes the sender saw acknowledged ([`TransferProgress::acked`]).
+    #[serde(default)]
+    pub bytes_acked: u64,
 }
 
 impl SenderStats {
@@ -231,6 +276,7 @@ impl SenderStats {
             retrans_segs: proc_net_field(&snmp, "Tcp:", "RetransSegs").unwrap_or(0),
             timeouts: proc_net_field(&netstat, "TcpExt:", "TCPTimeouts").unwrap_or(0),
             fast_retrans: proc_net_field(&netstat, "TcpExt:", "TCPFastRetrans").unwrap_or(0),
+            bytes_acked: 0,
         }
     }
 }
@@ -252,17 +298,11 @@ pub fn run_testbed_transfer(cfg: &TestbedConfig) -> Result<TestbedResult, NetErr
     sys::install_signal_handlers().map_err(|e| NetError::io("installing signal handlers", e))?;
     let tb = Testbed::create()?;
     tb.set_sack(cfg.sack)?;
-    let bs = tb.start_bs_with(BsConfig {
-        agent: cfg.agent,
-        hop: cfg.hop(),
-        pcap_wired: cfg.pcap_dir.as_ref().map(|d| d.join("wired.pcap")),
-        pcap_wireless: cfg.pcap_dir.as_ref().map(|d| d.join("wireless.pcap")),
-        ..BsConfig::default()
-    })?;
+    let bs = tb.start_station(cfg)?;
     let transfer = tb.transfer(&cfg.transfer(), &AtomicBool::new(false));
-    let counters = bs.stop();
+    let stopped = bs.stop();
     let t = transfer?;
-    let counters = counters?;
+    let (counters, split) = stopped?;
     Ok(TestbedResult {
         goodput_mbps: t.goodput_mbps(),
         hash_ok: t.hash_ok(),
@@ -273,6 +313,7 @@ pub fn run_testbed_transfer(cfg: &TestbedConfig) -> Result<TestbedResult, NetErr
         agent: cfg.agent,
         counters,
         sender: t.sender,
+        split,
     })
 }
 
@@ -432,9 +473,9 @@ impl Testbed {
             .map_err(|e| NetError::io(format!("reading {path}"), e))
     }
 
-    /// SACK on or off at both hosts.
+    /// SACK on or off at both hosts, and at the base station (whose kernel is a TCP end under split).
     pub fn set_sack(&self, on: bool) -> Result<(), NetError> {
-        for node in [Node::Fh, Node::Mh] {
+        for node in [Node::Fh, Node::Bs, Node::Mh] {
             self.sysctl(node, "net/ipv4/tcp_sack", if on { "1" } else { "0" })?;
         }
         Ok(())
@@ -447,7 +488,107 @@ impl Testbed {
 
     /// [`start_bs`](Self::start_bs) with every knob; the interface names are the testbed's own.
     pub fn start_bs_with(&self, cfg: BsConfig) -> Result<BsHandle, NetError> {
-        let cfg = BsConfig { wired_if: BS_WIRED_IF.into(), wireless_if: BS_WIRELESS_IF.into(), ..cfg };
+        self.start_loop(BsConfig { wired_if: BS_WIRED_IF.into(), wireless_if: BS_WIRELESS_IF.into(), ..cfg })
+    }
+
+    /// The base station `cfg` describes, whatever its agent: the forwarding loop between `w0` and `m0`,
+    /// or for `split` the proxy and its two loops ([`Testbed::prepare_split`] is done here, once).
+    pub fn start_station(&self, cfg: &TestbedConfig) -> Result<Station, NetError> {
+        let pcap = |name: &str| cfg.pcap_dir.as_ref().map(|d| d.join(name));
+        if cfg.agent != AgentKind::Split {
+            let bs = self.start_bs_with(BsConfig {
+                agent: cfg.agent,
+                hop: cfg.hop(),
+                pcap_wired: pcap("wired.pcap"),
+                pcap_wireless: pcap("wireless.pcap"),
+                ..BsConfig::default()
+            })?;
+            return Ok(Station::Bridge(bs));
+        }
+        cfg.split().validate()?;
+        self.prepare_split()?;
+        // The wired path: a loop that only delays (no rate, no errors), the same delay line the bridging
+        // base station has on its wired port.
+        let wired_hop = HopConfig {
+            rate_mbps: 0.0,
+            delay_ms: 0.0,
+            down: ErrorModelConfig::None,
+            up: ErrorModelConfig::None,
+            ..cfg.hop()
+        };
+        let wired = self.start_loop(BsConfig {
+            wired_if: BS_WIRED_IF.into(),
+            wireless_if: SPLIT_WIRED_LOOP_IF.into(),
+            agent: AgentKind::None,
+            hop: wired_hop,
+            pcap_wired: pcap("wired.pcap"),
+            ..BsConfig::default()
+        })?;
+        let wireless = self.start_loop(BsConfig {
+            wired_if: SPLIT_WIRELESS_LOOP_IF.into(),
+            wireless_if: BS_WIRELESS_IF.into(),
+            agent: AgentKind::None,
+            hop: HopConfig { wired_delay_ms: 0.0, ..cfg.hop() },
+            pcap_wireless: pcap("wireless.pcap"),
+            ..BsConfig::default()
+        })?;
+        let proxy = SplitProxy::start(cfg.split(), Some(self.ns_path(Node::Bs)))?;
+        Ok(Station::Split { wired, wireless, proxy })
+    }
+
+    /// Turns the base station's namespace into a split-connection base station (seed 000 §2, I-TCP),
+    /// transparently, as PEPsal does (see [`crate::split`]):
+    ///
+    /// ```text
+    ///   FH ── w0 [loop: wired delay] sw1 ── sw0 (kernel: proxy) sm0 ── sm1 [loop: wireless hop] m0 ── MH
+    /// ```
+    ///
+    /// The kernel terminates TCP from either host (`ip rule iif sw0|sm0 ipproto tcp lookup 100`, table 100
+    /// `local 0.0.0.0/0 dev lo`), forwards anything else (`ip_forward = 1`), and answers ARP for each host
+    /// on the other's side (`proxy_arp` with a /32 route per host), so the hosts keep their one subnet and
+    /// their configuration. The proxy's connection to the mobile leaves through `sm0` and crosses the
+    /// emulated hop like any frame. Idempotent.
+    pub fn prepare_split(&self) -> Result<(), NetError> {
+        let bs = self.name(Node::Bs).to_string();
+        if ip(&["-n", &bs, "link", "show", SPLIT_WIRED_IF]).is_ok() {
+            return Ok(());
+        }
+        let run = |args: &[&str]| -> Result<String, NetError> {
+            let mut all = vec!["-n", bs.as_str()];
+            all.extend_from_slice(args);
+            ip(&all)
+        };
+        for (kernel, looped) in [(SPLIT_WIRED_IF, SPLIT_WIRED_LOOP_IF), (SPLIT_WIRELESS_IF, SPLIT_WIRELESS_LOOP_IF)] {
+            run(&["link", "add", kernel, "type", "veth", "peer", "name", looped])?;
+        }
+        for (dev, own, host) in [(SPLIT_WIRED_IF, SPLIT_WIRED_IP, FH_IP), (SPLIT_WIRELESS_IF, SPLIT_WIRELESS_IP, MH_IP)]
+        {
+            run(&["addr", "add", &format!("{own}/32"), "dev", dev])?;
+            self.sysctl(Node::Bs, &format!("net/ipv4/conf/{dev}/proxy_arp"), "1")?;
+            for d in [dev, if dev == SPLIT_WIRED_IF { SPLIT_WIRED_LOOP_IF } else { SPLIT_WIRELESS_LOOP_IF }] {
+                run(&["link", "set", d, "up"])?;
+            }
+            run(&["route", "add", &format!("{host}/32"), "dev", dev])?;
+        }
+        self.sysctl(Node::Bs, "net/ipv4/ip_forward", "1")?;
+        for (pref, dev) in [("100", SPLIT_WIRED_IF), ("101", SPLIT_WIRELESS_IF)] {
+            run(&["rule", "add", "pref", pref, "iif", dev, "ipproto", "tcp", "lookup", SPLIT_TABLE])?;
+        }
+        run(&["route", "add", "local", "0.0.0.0/0", "dev", "lo", "table", SPLIT_TABLE])?;
+        // The kernel's two interfaces send into forwarding loops: wire-sized frames with complete checksums.
+        self.run_in(Node::Bs, || -> io::Result<()> {
+            for dev in [SPLIT_WIRED_IF, SPLIT_WIRELESS_IF] {
+                for o in [Offload::Tso, Offload::Gso, Offload::Gro, Offload::TxChecksum] {
+                    sys::set_offload(dev, o, false)?;
+                }
+            }
+            Ok(())
+        })?
+        .map_err(|e| NetError::io("switching offloads off on the split interfaces", e))
+    }
+
+    /// A forwarding loop on a thread in the BS namespace, between the interfaces `cfg` names.
+    fn start_loop(&self, cfg: BsConfig) -> Result<BsHandle, NetError> {
         cfg.validate()?;
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -472,14 +613,25 @@ impl Testbed {
 
     /// A bulk transfer FH → MH through whatever sits between them. `abort` (or SIGINT/SIGTERM) ends it.
     pub fn transfer(&self, cfg: &TransferConfig, abort: &AtomicBool) -> Result<TransferResult, NetError> {
+        self.transfer_observed(cfg, abort, &Arc::new(TransferProgress::default()))
+    }
+
+    /// [`transfer`](Self::transfer), reporting its progress into `progress` as it goes.
+    pub fn transfer_observed(
+        &self,
+        cfg: &TransferConfig,
+        abort: &AtomicBool,
+        progress: &Arc<TransferProgress>,
+    ) -> Result<TransferResult, NetError> {
         let abort_all = Arc::new(AtomicBool::new(false));
         let deadline = Instant::now() + cfg.timeout;
-        let port = 5001;
+        let port = TRANSFER_PORT;
         let (ready_tx, ready_rx) = mpsc::channel::<()>();
 
         let (a, total) = (abort_all.clone(), cfg.bytes);
         let clamp = cfg.max_window;
-        let receiver = self.spawn_in(Node::Mh, move || receive(port, total, clamp, &a, deadline, ready_tx))?;
+        let p = progress.clone();
+        let receiver = self.spawn_in(Node::Mh, move || receive(port, total, clamp, &a, deadline, ready_tx, &p))?;
         if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
             abort_all.store(true, Ordering::Relaxed);
             return Err(receiver
@@ -488,9 +640,9 @@ impl Testbed {
                 .and_then(|r| r.err())
                 .unwrap_or(NetError::Transfer("receiver did not start".into())));
         }
-        let (a, c) = (abort_all.clone(), cfg.clone());
+        let (a, c, p) = (abort_all.clone(), cfg.clone(), progress.clone());
         let sender = self.spawn_in(Node::Fh, move || {
-            let r = send(port, &c, &a, deadline);
+            let r = send(port, &c, &a, deadline, &p);
             if r.is_err() {
                 // The receiver would otherwise wait for an end of stream that never comes.
                 a.store(true, Ordering::Relaxed);
@@ -511,8 +663,8 @@ impl Testbed {
             return Err(NetError::Interrupted);
         }
         let (sent_hash, cc, sender) = sent??;
-        let (bytes_received, recv_hash, duration) = received??;
-        Ok(TransferResult { bytes_sent: cfg.bytes, bytes_received, sent_hash, recv_hash, duration, cc, sender })
+        let (bytes_received, recv_hash, duration, peer) = received??;
+        Ok(TransferResult { bytes_sent: cfg.bytes, bytes_received, sent_hash, recv_hash, duration, cc, sender, peer })
     }
 
     /// Removes the namespaces (and with them the veth pairs). Idempotent; also done on drop.
@@ -559,6 +711,61 @@ impl Drop for BsHandle {
     }
 }
 
+/// A running base station of any agent: one bridging loop, or the split proxy and its two loops.
+pub enum Station {
+    Bridge(BsHandle),
+    Split { wired: BsHandle, wireless: BsHandle, proxy: SplitProxy },
+}
+
+impl Station {
+    /// Stops the base station at the end of a run; returns its counters (for split: the wireless-hop
+    /// loop's, with the wired port of the wired loop, CPU time of both) and the proxy's.
+    pub fn stop(self) -> Result<(Counters, Option<SplitCounters>), NetError> {
+        match self {
+            Station::Bridge(bs) => Ok((bs.stop()?, None)),
+            Station::Split { wired, wireless, proxy } => {
+                let p = proxy.stop();
+                let (w, h) = (wired.stop(), wireless.stop());
+                Ok((merge_split_counters(w?, h?), Some(p?)))
+            }
+        }
+    }
+
+    /// The base station fails, abruptly: its forwarding loops stop (frames in flight through it are lost
+    /// and nothing more passes) and the split proxy, if any, measures what it held and closes every socket
+    /// with a zero linger, discarding its buffers ([`SplitProxy::kill`]).
+    pub fn kill(self) -> Result<(Counters, Option<SplitCounters>), NetError> {
+        match self {
+            Station::Bridge(bs) => Ok((bs.stop()?, None)),
+            Station::Split { wired, wireless, proxy } => {
+                let (w, h) = (wired.stop(), wireless.stop());
+                let p = proxy.kill();
+                Ok((merge_split_counters(w?, h?), Some(p?)))
+            }
+        }
+    }
+}
+
+/// The split station's counters in the bridging station's shape: the hop and the wireless port from the
+/// wireless loop, the wired port from the wired loop, the CPU of both.
+fn merge_split_counters(wired: Counters, wireless: Counters) -> Counters {
+    Counters { wired: wired.wired, cpu_s: wired.cpu_s + wireless.cpu_s, ..wireless }
+}
+
+/// What a transfer has done so far, shared with the caller while it runs: so that a transfer cut short
+/// (a base station killed mid-way) still tells how far each end got.
+#[derive(Debug, Default)]
+pub struct TransferProgress {
+    /// Bytes the sender handed to its socket.
+    pub written: AtomicU64,
+    /// Payload bytes the sender saw acknowledged: its socket's `TCP_INFO` `tcpi_bytes_acked` (RFC 4898's
+    /// HCThruOctetsAcked) less the SYN's one sequence number, at most `written`. Read when the sender
+    /// ends, on every exit path.
+    pub acked: AtomicU64,
+    /// Bytes the receiving application read.
+    pub received: AtomicU64,
+}
+
 #[derive(Debug, Clone)]
 pub struct TransferConfig {
     pub bytes: u64,
@@ -580,6 +787,8 @@ pub struct TransferResult {
     /// The congestion control the sender's socket reported using.
     pub cc: String,
     pub sender: SenderStats,
+    /// The address the mobile's receiver saw the connection come from.
+    pub peer: SocketAddr,
 }
 
 impl TransferResult {
@@ -657,7 +866,8 @@ fn receive(
     abort: &AtomicBool,
     deadline: Instant,
     ready: mpsc::Sender<()>,
-) -> Result<(u64, u64, Duration), NetError> {
+    progress: &TransferProgress,
+) -> Result<(u64, u64, Duration, SocketAddr), NetError> {
     let listener = TcpListener::bind((MH_IP, port)).map_err(|e| NetError::io(format!("binding {MH_IP}:{port}"), e))?;
     if window_clamp > 0 {
         // Set on the listener, the clamp is in place from the SYN-ACK on (the accepted socket inherits it).
@@ -665,9 +875,9 @@ fn receive(
     }
     listener.set_nonblocking(true).map_err(|e| NetError::io("set_nonblocking", e))?;
     let _ = ready.send(());
-    let mut stream = loop {
+    let (mut stream, peer) = loop {
         match listener.accept() {
-            Ok((s, _)) => break s,
+            Ok(accepted) => break accepted,
             Err(e) if timed_out(&e) => {
                 if abort.load(Ordering::Relaxed) || Instant::now() > deadline {
                     return Err(NetError::Transfer("no connection reached the receiver".into()));
@@ -689,6 +899,7 @@ fn receive(
             Ok(n) => {
                 hash.update(&buf[..n]);
                 got += n as u64;
+                progress.received.store(got, Ordering::Relaxed);
             }
             Err(e) if timed_out(&e) => {
                 if abort.load(Ordering::Relaxed) {
@@ -703,7 +914,7 @@ fn receive(
         }
     }
     let duration = start.elapsed();
-    Ok((got, hash.finish(), duration))
+    Ok((got, hash.finish(), duration, peer))
 }
 
 /// The sender, in FH: connects, sets the congestion control, writes the seeded stream, closes.
@@ -712,11 +923,51 @@ fn send(
     cfg: &TransferConfig,
     abort: &AtomicBool,
     deadline: Instant,
+    progress: &TransferProgress,
 ) -> Result<(u64, String, SenderStats), NetError> {
     let addr = SocketAddr::from((MH_IP, port));
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
         .map_err(|e| NetError::io(format!("connecting to {addr}"), e))?;
-    let cc = set_congestion_control(&stream, &cfg.cc)?;
+    let r = send_on(&mut stream, cfg, abort, deadline, progress);
+    // On every exit path, so that a transfer cut short still says what its sender saw acknowledged.
+    let acked = payload_bytes_acked(&stream, progress.written.load(Ordering::Relaxed));
+    progress.acked.store(acked, Ordering::Relaxed);
+    let (hash, cc) = r?;
+    Ok((hash, cc, SenderStats { bytes_acked: acked, ..SenderStats::read_own_namespace() }))
+}
+
+/// Payload bytes acknowledged to this socket: `tcpi_bytes_acked` counts every acknowledged sequence number,
+/// the SYN's and the FIN's included, so it is less one and at most what was written.
+fn payload_bytes_acked(s: &TcpStream, written: u64) -> u64 {
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` has `len` bytes of room; the kernel writes at most that and updates len.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut info as *mut libc::tcp_info as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    // Kernels before 4.1 have no tcpi_bytes_acked (a shorter struct): then nothing is known to be acked.
+    let have = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
+    if r < 0 || (len as usize) < have {
+        return 0;
+    }
+    info.tcpi_bytes_acked.saturating_sub(1).min(written)
+}
+
+/// The sender's work on a connected socket: returns the stream's hash and the congestion control used.
+fn send_on(
+    stream: &mut TcpStream,
+    cfg: &TransferConfig,
+    abort: &AtomicBool,
+    deadline: Instant,
+    progress: &TransferProgress,
+) -> Result<(u64, String), NetError> {
+    let cc = set_congestion_control(stream, &cfg.cc)?;
     stream.set_nodelay(false).ok();
     stream.set_write_timeout(Some(Duration::from_millis(100))).map_err(|e| NetError::io("set_write_timeout", e))?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
@@ -731,7 +982,10 @@ fn send(
         while off < n {
             match stream.write(&chunk[off..n]) {
                 Ok(0) => return Err(NetError::Transfer("connection closed while sending".into())),
-                Ok(k) => off += k,
+                Ok(k) => {
+                    off += k;
+                    progress.written.fetch_add(k as u64, Ordering::Relaxed);
+                }
                 Err(e) if timed_out(&e) => {
                     if abort.load(Ordering::Relaxed) || Instant::now() > deadline {
                         return Err(NetError::Transfer(format!("sender stopped with {left} bytes left")));
@@ -758,11 +1012,11 @@ fn send(
             Err(_) => break,
         }
     }
-    Ok((hash.finish(), cc, SenderStats::read_own_namespace()))
+    Ok((hash.finish(), cc))
 }
 
 /// `TCP_WINDOW_CLAMP`: the receive window this socket will ever offer, at most `bytes`.
-fn set_window_clamp(fd: std::os::fd::RawFd, bytes: u32) -> Result<(), NetError> {
+pub(crate) fn set_window_clamp(fd: std::os::fd::RawFd, bytes: u32) -> Result<(), NetError> {
     let v = bytes.min(i32::MAX as u32) as libc::c_int;
     // SAFETY: passes a c_int by pointer with its exact size; the kernel copies it.
     let r = unsafe {
@@ -812,6 +1066,32 @@ pub fn set_congestion_control(s: &TcpStream, cc: &str) -> Result<String, NetErro
     }
     let used = &buf[..(len as usize).min(buf.len())];
     Ok(String::from_utf8_lossy(used).trim_end_matches('\0').to_string())
+}
+
+/// The environment variable that turns a skipped privileged test into a failure: `.ci/run` sets it, so
+/// that CI fails when a test that needs root, `ip` or namespaces (or tshark) could not run.
+pub const NO_SKIP_VAR: &str = "LASTHOP_NO_SKIP";
+
+/// Reports that a test cannot run on this machine (`why`): prints "SKIPPED" and returns, so the test
+/// passes, unless [`NO_SKIP_VAR`] is set to `1`, in which case it panics with the reason.
+pub fn skip_or_fail(why: impl std::fmt::Display) {
+    if std::env::var(NO_SKIP_VAR).is_ok_and(|v| v == "1") {
+        panic!("{NO_SKIP_VAR}=1, and this test cannot run here: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+/// A testbed for a test, or None where this machine cannot make one (not root, no namespaces): then the
+/// reason is reported by [`skip_or_fail`]. Any other failure panics.
+pub fn testbed_or_skip() -> Option<Testbed> {
+    match Testbed::create() {
+        Ok(tb) => Some(tb),
+        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
+            skip_or_fail(e);
+            None
+        }
+        Err(e) => panic!("testbed: {e}"),
+    }
 }
 
 #[cfg(test)]
@@ -877,17 +1157,4 @@ mod tests {
         assert_eq!(proc_net_field(netstat, "TcpExt:", "TCPTimeouts"), Some(4));
         assert_eq!(proc_net_field("", "TcpExt:", "TCPTimeouts"), None);
     }
-}
-
-/// The environment variable that turns a skipped privileged test into a failure: `.ci/run` sets it, so
-/// that CI fails when a test that needs root, `ip` or namespaces (or tshark) could not run.
-pub const NO_SKIP_VAR: &str = "LASTHOP_NO_SKIP";
-
-/// Reports that a test cannot run on this machine (`why`): prints "SKIPPED" and returns, so the test
-/// passes, unless [`NO_SKIP_VAR`] is set to `1`, in which case it panics with the reason.
-pub fn skip_or_fail(why: impl std::fmt::Display) {
-    if std::env::var(NO_SKIP_VAR).is_ok_and(|v| v == "1") {
-        panic!("{NO_SKIP_VAR}=1, and this test cannot run here: {why}");
-    }
-    eprintln!("SKIPPED: {why}");
 }

@@ -52,7 +52,7 @@ fn sigusr1_reports_sigterm_stops_sigint_tears_the_testbed_down() {
     STOP_REQUESTED.store(false, Ordering::SeqCst);
 
     // Ctrl-C in the middle of a slow transfer: an error, and nothing left behind.
-    let job = std::thread::spawn(|| run_testbed_transfer_slow());
+    let job = std::thread::spawn(run_testbed_transfer_slow);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(our_namespaces().len(), 3, "the testbed is up");
     raise(libc::SIGINT);

@@ -7,23 +7,11 @@
 
 use lasthop_net::forward::frames;
 use lasthop_net::sys::PacketSocket;
-use lasthop_net::testbed::{skip_or_fail, Node, TransferConfig, FH_IF, FH_IP, MH_IP};
-use lasthop_net::{AgentKind, HopConfig, NetError, Testbed, TestbedConfig};
+use lasthop_net::testbed::{testbed_or_skip, Node, TransferConfig, FH_IF, FH_IP, MH_IP};
+use lasthop_net::{AgentKind, HopConfig, TestbedConfig};
 use lasthop_wire::TcpFlags;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-
-/// A testbed, or None (with the reason printed) where this machine cannot make one.
-fn testbed() -> Option<Testbed> {
-    match Testbed::create() {
-        Ok(tb) => Some(tb),
-        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
-            skip_or_fail(e);
-            None
-        }
-        Err(e) => panic!("testbed: {e}"),
-    }
-}
 
 fn transfer(bytes: u64, seed: u64) -> TransferConfig {
     TransferConfig { bytes, cc: "reno".into(), seed, timeout: Duration::from_secs(60), max_window: 65535 }
@@ -31,7 +19,7 @@ fn transfer(bytes: u64, seed: u64) -> TransferConfig {
 
 /// One transfer on its own testbed; returns (goodput Mb/s, counters).
 fn run(agent: AgentKind, ber: f64, rate: f64, bytes: u64, seed: u64) -> Option<(f64, lasthop_net::Counters)> {
-    let tb = testbed()?;
+    let tb = testbed_or_skip()?;
     tb.set_sack(false).unwrap();
     let cfg = TestbedConfig { agent, ber, rate_mbps: rate, delay_ms: 1.0, bytes, seed, ..TestbedConfig::default() };
     let bs = tb.start_bs(agent, cfg.hop()).unwrap();
@@ -94,7 +82,7 @@ fn snoop_does_not_hurt_with_the_kernels_own_window() {
             .flat_map(|a| (1..=3).map(move |seed| (a, seed)))
             .map(|(agent, seed)| {
                 s.spawn(move || {
-                    let tb = testbed()?;
+                    let tb = testbed_or_skip()?;
                     tb.set_sack(false).unwrap();
                     let cfg = TestbedConfig { agent, ber, bytes, seed, max_window: 0, ..TestbedConfig::default() };
                     let bs = tb.start_bs(agent, cfg.hop()).unwrap();
@@ -134,7 +122,7 @@ fn unlimited_rate_plain_and_snoop() {
 fn the_wired_delay_stretches_the_round_trip_and_the_window_clamp_holds() {
     // 40 ms more round trip on the wired side and a 64 KB window: at most 64 KB per 40 ms, however fast
     // the rest of the path (unlimited rate here), so 1 MB needs at least 16 round trips (0.64 s).
-    let Some(tb) = testbed() else { return };
+    let Some(tb) = testbed_or_skip() else { return };
     let cfg = TestbedConfig {
         rate_mbps: 0.0,
         delay_ms: 0.0,
@@ -155,7 +143,7 @@ fn the_wired_delay_stretches_the_round_trip_and_the_window_clamp_holds() {
 
 #[test]
 fn malformed_frames_do_not_crash_the_bs() {
-    let Some(tb) = testbed() else { return };
+    let Some(tb) = testbed_or_skip() else { return };
     let bs = tb.start_bs(AgentKind::Snoop, HopConfig::default()).unwrap();
     let sent = tb
         .run_in(Node::Fh, || {
@@ -201,7 +189,7 @@ fn malformed_frames_do_not_crash_the_bs() {
 
 #[test]
 fn bs_restart_mid_transfer_keeps_the_stream_intact() {
-    let Some(tb) = testbed() else { return };
+    let Some(tb) = testbed_or_skip() else { return };
     tb.set_sack(false).unwrap();
     let hop = HopConfig { rate_mbps: 8.0, delay_ms: 1.0, ..HopConfig::default() };
     let bs = tb.start_bs(AgentKind::Snoop, hop.clone()).unwrap();
@@ -224,7 +212,7 @@ fn bs_restart_mid_transfer_keeps_the_stream_intact() {
 
 #[test]
 fn tx_checksum_offload_at_the_sender_is_finished_by_the_bs() {
-    let Some(tb) = testbed() else { return };
+    let Some(tb) = testbed_or_skip() else { return };
     // The fixed host leaves its TCP checksums to an offload that a veth never performs.
     tb.run_in(Node::Fh, || lasthop_net::sys::set_offload(FH_IF, lasthop_net::sys::Offload::TxChecksum, true))
         .unwrap()
@@ -251,7 +239,7 @@ fn pcap_records(path: &std::path::Path) -> usize {
 
 #[test]
 fn the_cli_entry_point_runs_a_transfer_and_writes_pcaps() {
-    if testbed().is_none() {
+    if testbed_or_skip().is_none() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("lasthop-net-pcap-{}", std::process::id()));
