@@ -205,7 +205,7 @@ pub struct LinkConfig {
     /// Error model of the b→a direction.
     #[serde(default)]
     pub error_reverse: Option<ErrorModelConfig>,
-    /// Link-level ARQ on the a→b direction of a wireless link (see `crate::arq`); absent: none.
+    /// Link-level ARQ on the a→b direction of a wireless link, or both (see `crate::arq`); absent: none.
     #[serde(default)]
     pub arq: Option<crate::arq::ArqSettings>,
 }
@@ -488,10 +488,11 @@ impl Scenario {
                     return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
                 }
                 a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
-                if !self.nodes[&l.ends[0]].agent.is_none() {
+                let senders = if a.both_directions { &l.ends[..] } else { &l.ends[..1] };
+                if let Some(end) = senders.iter().find(|e| !self.nodes[*e].agent.is_none()) {
                     return Err((
-                        format!("nodes.{}.agent", l.ends[0]),
-                        format!("`{}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)", l.ends[0]),
+                        format!("nodes.{end}.agent"),
+                        format!("`{end}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)"),
                     ));
                 }
                 if self.mobility.as_ref().is_some_and(|m| m.scheme != crate::mobility::SchemeKind::None) {

@@ -239,3 +239,68 @@ fn arq_combinations_that_cannot_work_are_refused() {
     let e = scenario(|v| set(v, "links.wavelan.arq.window", 0)).unwrap_err();
     assert!(e.contains("links.wavelan.arq.window"), "{e}");
 }
+
+#[test]
+fn arq_in_both_directions_carries_the_mobiles_data_and_acks() {
+    let both = |v: &mut toml::Value| set(v, "links.wavelan.arq.both_directions", true);
+    // Fixed host to mobile: the mobile's TCP ACKs cross the hop in link frames too, each link-acknowledged.
+    for (name, selective, tcp_aware) in LL {
+        let r = run_ll(selective, tcp_aware, 7.6e-6, both);
+        let f = flow(&r);
+        assert!(f.completed && (f.bytes_delivered, f.corrupt_bytes) == (1_000_000, 0), "{name}: {f:?}");
+        let mh = &r.agents["mh"];
+        assert!(mh["arq_frames_sent"] > 0, "{name}: the mobile's ACKs go in frames: {mh:?}");
+        assert!(bs(&r, "arq_acks_sent") > 0 && bs(&r, "arq_acks_sent") <= mh["arq_frames_sent"], "{name}");
+        assert!(bs(&r, "arq_retransmissions") > 0, "{name}");
+    }
+    // Mobile to fixed host: the link recovers the mobile's data losses, so TCP resends less than without ARQ.
+    let reverse = |v: &mut toml::Value| {
+        set(v, "flows.bulk.from", "mh");
+        set(v, "flows.bulk.to", "fh");
+    };
+    let plain = run_with("none", 7.6e-6, reverse);
+    let ll = run_ll(false, false, 7.6e-6, |v| {
+        reverse(v);
+        both(v);
+    });
+    let f = flow(&ll);
+    assert!(f.completed && (f.bytes_delivered, f.corrupt_bytes) == (1_000_000, 0), "{f:?}");
+    assert!(ll.agents["mh"]["arq_retransmissions"] > 0, "{:?}", ll.agents);
+    assert!(
+        f.segments_retransmitted < flow(&plain).segments_retransmitted,
+        "the link hides wireless losses from the mobile sender: {} against {}",
+        f.segments_retransmitted,
+        flow(&plain).segments_retransmitted
+    );
+    assert!(f.goodput_mbps > flow(&plain).goodput_mbps);
+    // Without `both_directions` the mobile's data goes bare.
+    let one_way = run_ll(false, false, 7.6e-6, reverse);
+    assert_eq!(one_way.agents["mh"].get("arq_frames_sent"), None, "{:?}", one_way.agents);
+    // Out-of-order delivery in both directions: the TCP-aware base station still hides the DUPACKs it
+    // receives through its link layer.
+    let ooo = |v: &mut toml::Value| {
+        both(v);
+        set(v, "links.wavelan.arq.delivery", "out-of-order");
+    };
+    let aware = run_ll(false, true, 1.5e-5, ooo);
+    assert!(bs(&aware, "arq_dupacks_suppressed") > 0, "{:?}", aware.agents);
+    assert!(flow(&aware).completed && flow(&aware).corrupt_bytes == 0);
+}
+
+#[test]
+fn arq_both_ways_needs_no_agent_at_either_end() {
+    let e = scenario(|v| {
+        set(v, "nodes.bs.agent", "none");
+        set(v, "nodes.mh.agent", "eln");
+        set(v, "links.wavelan.arq.both_directions", true);
+    })
+    .unwrap_err();
+    assert!(e.contains("nodes.mh.agent") && e.contains("link-level ARQ"), "{e}");
+    // One way, an agent at the receiving end is the scenario's own business.
+    assert!(scenario(|v| {
+        set(v, "nodes.bs.agent", "none");
+        set(v, "nodes.mh.agent", "eln");
+        set(v, "links.wavelan.arq.window", 4);
+    })
+    .is_ok());
+}
