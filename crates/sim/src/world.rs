@@ -106,6 +106,14 @@ pub(crate) struct Flow {
     /// When the receiving application last got new bytes, and the longest wait so far (ns).
     last_progress: Time,
     longest_pause_ns: u64,
+    /// Redundant and spurious retransmissions (seed 000 §2, §8): the stream offsets of the sender's fast
+    /// retransmissions not yet seen twice at the receiver, the sender's fast-retransmit count when the last
+    /// was taken, data segments that reached the receiver as duplicates, and fast retransmissions of which
+    /// two copies reached the receiver (the original was not lost, or was still on its way).
+    fast_rexmit_offsets: std::collections::BTreeSet<u64>,
+    fast_rexmits_taken: u64,
+    duplicate_segments: u64,
+    spurious_fast_retransmits: u64,
 }
 
 /// Which hooks at least one feature asked for, so that a run without them pays nothing per packet.
@@ -341,6 +349,10 @@ impl World {
             last_cwnd: 0,
             last_progress: start,
             longest_pause_ns: 0,
+            fast_rexmit_offsets: Default::default(),
+            fast_rexmits_taken: 0,
+            duplicate_segments: 0,
+            spurious_fast_retransmits: 0,
         });
         self.sched.schedule(start, Event::FlowStart { flow: i });
         Ok(())
@@ -679,7 +691,17 @@ impl World {
         }
         match &mut self.endpoints[ep].role {
             Role::Sender(s) => s.handle_packet(now, &packet),
-            Role::Receiver(r) => r.handle_packet(now, &packet),
+            Role::Receiver(r) => {
+                let before = r.stats().duplicate_segments;
+                r.handle_packet(now, &packet);
+                if let (true, Owner::Flow(f)) = (r.stats().duplicate_segments > before, self.endpoints[ep].owner) {
+                    let flow = &mut self.flows[f];
+                    flow.duplicate_segments += 1;
+                    if flow.fast_rexmit_offsets.remove(&stream_offset(flow.iss, tcp.seq_number())) {
+                        flow.spurious_fast_retransmits += 1;
+                    }
+                }
+            }
             Role::Closed => return,
         }
         self.after_endpoint(now, ep);
@@ -707,6 +729,14 @@ impl World {
                         s.set_output_queue(self.links[link].occupancy(dir));
                     }
                     let p = s.poll_transmit(now);
+                    let f = &mut self.flows[flow];
+                    if let (Some(_), Some((offset, true))) = (&p, s.last_sent()) {
+                        if s.stats().fast_retransmits > f.fast_rexmits_taken {
+                            // The retransmission a fast retransmit asked for (it goes out first).
+                            f.fast_rexmits_taken = s.stats().fast_retransmits;
+                            f.fast_rexmit_offsets.insert(offset);
+                        }
+                    }
                     if let (Some(_), Some(series)) = (&p, self.flows[flow].series.as_mut()) {
                         if let Some((offset, _)) = s.last_sent() {
                             series.sent.push((now.as_secs_f64(), offset));
@@ -852,6 +882,8 @@ impl World {
                 bytes_acked_not_delivered: acked.saturating_sub(f.delivered),
                 wireless_goodput: wireless_bytes.map(|b| ratio(f.delivered, b)),
                 wired_goodput: ratio(f.delivered, sent_once + sstats.bytes_retransmitted),
+                duplicate_segments: f.duplicate_segments,
+                spurious_fast_retransmits: f.spurious_fast_retransmits,
             });
         }
         let run_ns = end.as_nanos().max(1) as f64;

@@ -215,6 +215,16 @@ fn out_of_order_link_delivery_makes_dupacks_and_a_tcp_unaware_link_lets_them_thr
     let f = flow(&r);
     assert!(f.completed && f.corrupt_bytes == 0);
     assert!(f.fast_retransmits > 0, "reordering reaches TCP as DUPACKs: spurious fast retransmits {f:?}");
+    // Each of them resent a segment the link was still delivering: both copies reached the mobile.
+    assert!(f.spurious_fast_retransmits > 0 && f.spurious_fast_retransmits <= f.fast_retransmits, "{f:?}");
+    assert!(f.duplicate_segments >= f.spurious_fast_retransmits, "{f:?}");
+    // In order, the link's recovery is invisible to TCP: nothing is resent twice.
+    let in_order = run_ll(false, false, 1.5e-5, |_| {});
+    assert_eq!((flow(&in_order).spurious_fast_retransmits, flow(&in_order).duplicate_segments), (0, 0));
+    // Reno end to end: its fast retransmissions repair real losses.
+    let reno = run_with("none", 1.5e-5, |_| {});
+    assert!(flow(&reno).fast_retransmits > 0);
+    assert_eq!(flow(&reno).spurious_fast_retransmits, 0, "{:?}", flow(&reno));
 }
 
 #[test]
