@@ -88,6 +88,16 @@ fn mtcp_withholds_the_last_byte_and_keeps_the_transfer_whole() {
     assert!(bs(&r, "acks_withheld") > 100, "{:?}", r.agents);
 }
 
+#[test]
+fn under_mtcp_every_fast_retransmission_is_one_byte_short_and_ends_in_a_timeout() {
+    // The sender's ACKs are one byte short, so a fast retransmission from SND.UNA covers the lost segment
+    // but its last byte; that byte waits for the retransmit timer.
+    let r = run_with("mtcp", 3.9e-6, |_| {});
+    let f = flow(&r);
+    assert!(f.completed && f.fast_retransmits > 0, "{f:?}");
+    assert!(f.sender_timeouts >= f.fast_retransmits, "{f:?}");
+}
+
 /// The base station fails 1.5 s into the transfer and restarts 1 s later with empty state.
 fn failure(agent: &str) -> RunResult {
     run_with(agent, 0.0, |v| {
