@@ -22,7 +22,7 @@
 //! when `handle_timeout` is due. The host polls the sender when the medium can take a frame, so the
 //! retransmission timer runs from the moment a frame goes out, not from when a packet was queued.
 //!
-//! The simulator runs them on a wireless link's a→b direction (`lasthop_sim::arq`, `[links.NAME.arq]`).
+//! The simulator runs them on a wireless link's a→b direction, or both (`lasthop_sim::arq`, `[links.NAME.arq]`).
 //! Not here yet: forward error correction, and the real base station's hop emulator driving them.
 
 pub mod frame;

@@ -39,6 +39,10 @@ pub enum ErrorModelConfig {
     Ber { ber: f64 },
     /// Each frame lost independently with probability `loss`, whatever its length.
     Packet { loss: f64 },
+    /// Bursts of exactly `frames` consecutive lost frames ([`BurstModel`]): a burst starts at a frame that
+    /// has an errored bit under bit errors at rate `ber` (exponential distance in bits, as `ber`), and the
+    /// `frames − 1` frames sent after it in the same direction are lost with it.
+    Burst { ber: f64, frames: u32 },
     /// A two-state (good/bad) channel: exponentially distributed sojourn times with the given means in
     /// seconds, bit errors at `good_ber` or `bad_ber` depending on the state. A mean of 0 means the channel
     /// is never in that state.
@@ -60,6 +64,9 @@ pub enum ErrorModelConfig {
         loaded: LoadedCdfs,
     },
 }
+
+/// Longest burst of [`ErrorModelConfig::Burst`], in frames.
+pub const MAX_BURST_FRAMES: u32 = 1024;
 
 /// Shortest mean sojourn accepted for a Markov state (other than 0): 1 µs.
 pub const MIN_MEAN_SOJOURN_S: f64 = 1e-6;
@@ -88,6 +95,15 @@ impl ErrorModelConfig {
             ErrorModelConfig::None => Ok(()),
             ErrorModelConfig::Ber { ber } => probability("ber", "a bit-error rate", ber),
             ErrorModelConfig::Packet { loss } => probability("loss", "a probability", loss),
+            ErrorModelConfig::Burst { ber, frames } => {
+                probability("ber", "a bit-error rate", ber)?;
+                if !(1..=MAX_BURST_FRAMES).contains(&frames) {
+                    return Err(format!(
+                        "frames: expected a burst length of 1 ..= {MAX_BURST_FRAMES} frames, got {frames}"
+                    ));
+                }
+                Ok(())
+            }
             ErrorModelConfig::Markov { good_ber, bad_ber, mean_good_s, mean_bad_s } => {
                 probability("good_ber", "a bit-error rate", good_ber)?;
                 probability("bad_ber", "a bit-error rate", bad_ber)?;
@@ -116,6 +132,7 @@ impl ErrorModelConfig {
             ErrorModelConfig::None => Box::new(NoErrors),
             ErrorModelConfig::Ber { ber } => Box::new(BerModel::new(ber, rng)),
             ErrorModelConfig::Packet { loss } => Box::new(PacketModel::new(loss, rng)),
+            ErrorModelConfig::Burst { ber, frames } => Box::new(BurstModel::new(ber, frames, rng)),
             ErrorModelConfig::Markov { good_ber, bad_ber, mean_good_s, mean_bad_s } => {
                 Box::new(MarkovModel::new(good_ber, bad_ber, mean_good_s, mean_bad_s, rng))
             }
@@ -130,6 +147,7 @@ impl ErrorModelConfig {
             ErrorModelConfig::None => Some(0.0),
             ErrorModelConfig::Ber { ber } => Some(ber_frame_loss(ber, bits)),
             ErrorModelConfig::Packet { loss } => Some(clamp_probability(loss)),
+            ErrorModelConfig::Burst { ber, frames } => Some(burst_frame_loss(ber, frames, bits)),
             ErrorModelConfig::Markov { good_ber, bad_ber, mean_good_s, mean_bad_s } => {
                 let pi_bad = stationary_bad(mean_good_s, mean_bad_s);
                 Some((1.0 - pi_bad) * ber_frame_loss(good_ber, bits) + pi_bad * ber_frame_loss(bad_ber, bits))
@@ -385,6 +403,58 @@ impl ErrorModel for PacketModel {
     }
     fn frame_loss_probability(&self, _bits: u64) -> Option<f64> {
         Some(self.loss)
+    }
+}
+
+/// Bursts of a fixed number of lost frames, for the ToN'97 comparison's burst experiment (reference [12] of
+/// seed 001: losses in bursts of 2, 4 and 6 frames). Burst starts follow the bit-error process of
+/// [`BerModel`] over the frames sent outside bursts: a frame with an errored bit is lost and opens a burst,
+/// and the next `frames − 1` frames in this direction are lost whatever their length (the bit process
+/// pauses during a burst). So a burst is exactly `frames` frames long, two bursts never overlap, and with
+/// `frames = 1` the model is [`BerModel`].
+#[derive(Debug, Clone)]
+pub struct BurstModel {
+    ber: f64,
+    frames: u32,
+    bits: BitErrors,
+    /// Frames of the current burst still to lose.
+    left: u32,
+    rng: SimRng,
+}
+
+impl BurstModel {
+    pub fn new(ber: f64, frames: u32, mut rng: SimRng) -> BurstModel {
+        let bits = BitErrors::new(ber, &mut rng);
+        BurstModel { ber, frames: frames.clamp(1, MAX_BURST_FRAMES), bits, left: 0, rng }
+    }
+}
+
+impl ErrorModel for BurstModel {
+    fn corrupts(&mut self, _now: Time, _end: Time, bits: u64) -> bool {
+        if self.left > 0 {
+            self.left -= 1;
+            return true;
+        }
+        if self.bits.pass(bits, &mut self.rng) > 0 {
+            self.left = self.frames - 1;
+            return true;
+        }
+        false
+    }
+    fn frame_loss_probability(&self, bits: u64) -> Option<f64> {
+        Some(burst_frame_loss(self.ber, self.frames, bits))
+    }
+}
+
+/// Long-run fraction of frames of `bits` bits lost by [`BurstModel`]: a burst of `k` frames follows a run of
+/// clean frames of mean `(1 − p)/p` (p = the chance a frame opens a burst), so `k·p / (k·p + 1 − p)`.
+pub fn burst_frame_loss(ber: f64, frames: u32, bits: u64) -> f64 {
+    let p = ber_frame_loss(ber, bits);
+    let k = f64::from(frames.clamp(1, MAX_BURST_FRAMES));
+    if p <= 0.0 || k == 1.0 {
+        p
+    } else {
+        k * p / (k * p + 1.0 - p)
     }
 }
 
@@ -1521,5 +1591,48 @@ mod tests {
             assert!(c.error_fraction() > 0.0, "{name}");
         }
         assert!(builtin_cdfs("none").is_none());
+    }
+
+    /// Lengths of the runs of consecutive lost frames.
+    fn runs(v: &[bool]) -> Vec<usize> {
+        v.split(|lost| !lost).map(<[bool]>::len).filter(|&n| n > 0).collect()
+    }
+
+    #[test]
+    fn bursts_are_exactly_the_given_number_of_frames_and_one_frame_bursts_are_the_ber_model() {
+        let bits = 1500 * 8;
+        for k in [2u32, 4, 6] {
+            let mut m = BurstModel::new(2e-6, k, rng("burst"));
+            let v = run(&mut m, 200_000, bits, 2_000_000);
+            let r = runs(&v);
+            assert!(r.len() > 2000, "k = {k}: {} bursts", r.len());
+            // Back-to-back bursts merge into a run of a multiple of k; never a partial burst.
+            assert!(r.iter().all(|&n| n % k as usize == 0), "k = {k}: {:?}", &r[..20]);
+            assert!(r.iter().filter(|&&n| n == k as usize).count() * 10 > r.len() * 9, "k = {k}");
+            let p = burst_frame_loss(2e-6, k, bits);
+            assert!((rate(&v) - p).abs() < 0.1 * p, "k = {k}: {} against {p}", rate(&v));
+            assert_eq!(m.frame_loss_probability(bits), Some(p));
+        }
+        let mut burst = BurstModel::new(1e-5, 1, rng("same"));
+        let mut ber = BerModel::new(1e-5, rng("same"));
+        assert_eq!(run(&mut burst, 20_000, bits, 2_000_000), run(&mut ber, 20_000, bits, 2_000_000));
+        assert_eq!(burst_frame_loss(1e-5, 1, bits), ber_frame_loss(1e-5, bits));
+        assert_eq!(burst_frame_loss(0.0, 6, bits), 0.0);
+    }
+
+    #[test]
+    fn burst_config_is_range_checked_and_read_from_toml() {
+        let c: ErrorModelConfig = toml::from_str("model = \"burst\"\nber = 1.9e-6\nframes = 4").unwrap();
+        assert_eq!(c, ErrorModelConfig::Burst { ber: 1.9e-6, frames: 4 });
+        c.validate().unwrap();
+        for (bad, field) in [
+            (ErrorModelConfig::Burst { ber: 1.9e-6, frames: 0 }, "frames: "),
+            (ErrorModelConfig::Burst { ber: 1.9e-6, frames: MAX_BURST_FRAMES + 1 }, "frames: "),
+            (ErrorModelConfig::Burst { ber: -1.0, frames: 2 }, "ber: "),
+            (ErrorModelConfig::Burst { ber: f64::NAN, frames: 2 }, "ber: "),
+        ] {
+            let e = bad.validate().unwrap_err();
+            assert!(e.starts_with(field), "{e}");
+        }
     }
 }

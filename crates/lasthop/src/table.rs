@@ -157,6 +157,8 @@ pub const FLOW_COLUMNS: &[&str] = &[
     "bytes_acked_not_delivered",
     "wireless_goodput",
     "wired_goodput",
+    "duplicate_segments",
+    "spurious_fast_retransmits",
 ];
 
 /// Columns after the flow's: run-wide numbers and derived ones. `ideal_ratio` = goodput / ideal goodput.

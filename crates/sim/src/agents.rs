@@ -142,6 +142,7 @@ pub fn build_agent(spec: &AgentSpec, s: &Scenario) -> Option<Box<dyn Agent>> {
             AgentKind::Snoop => Box::new(Snoop::new(s.snoop.config())),
             AgentKind::Eln => Box::new(Eln::new(s.eln.config(ElnRole::Mark))),
             AgentKind::ElnFilter => Box::new(Eln::new(s.eln.config(ElnRole::Filter))),
+            AgentKind::ElnFixed => Box::new(Eln::new(s.eln.config(ElnRole::MarkForwarded))),
             AgentKind::Nack => Box::new(Nack::new(s.nack.config())),
             AgentKind::Mtcp => Box::new(Mtcp::new(MtcpConfig::default())),
             AgentKind::Split | AgentKind::SplitSack => unreachable!("validated: a split node has no other agent"),

@@ -8,7 +8,10 @@
 //! Frames travel as IPv4 packets of protocol [`PROTO_ARQ`] between the two ends' addresses, the link header
 //! of `lasthop_arq::frame` in their payload: 20 bytes more per frame than a bare link header would take, so
 //! the medium time these schemes pay is slightly overstated (a 1440-byte packet becomes 1465 bytes, +1.7 %).
-//! The reverse direction (the mobile's TCP ACKs) is sent without ARQ.
+//! The reverse direction (the mobile's TCP ACKs, its data) is sent without ARQ unless `both_directions` is
+//! set: then a second pair of state machines, with the same settings, carries b→a, the mobile's own packets
+//! included (taken through [`Feature::on_originate`]); link ACKs of both directions share the medium with
+//! the data. With LL-TCP-AWARE the first end judges the mobile's TCP ACKs as its link layer hands them up.
 //!
 //! The sender's retransmission timer runs from when a frame is handed to the link's queue, not from when
 //! it goes on the air (a feature does not see transmissions), so its default is long enough for a full
@@ -50,6 +53,8 @@ pub struct ArqSettings {
     pub selective_acks: bool,
     /// Drop the mobile's duplicate TCP ACKs for a segment the link still holds (LL-TCP-AWARE; default false).
     pub tcp_aware: bool,
+    /// ARQ on b→a as well (the mobile's TCP ACKs and its data), with the same settings (default false).
+    pub both_directions: bool,
 }
 
 impl Default for ArqSettings {
@@ -61,6 +66,7 @@ impl Default for ArqSettings {
             delivery: Delivery::InOrder,
             selective_acks: false,
             tcp_aware: false,
+            both_directions: false,
         }
     }
 }
@@ -86,18 +92,25 @@ impl ArqSettings {
 }
 
 pub(crate) enum ArqEvent {
-    /// The sender of ARQ link `i` may have a timer due.
-    Timer { i: usize },
+    /// The sender at end `from` of ARQ link `i` may have a timer due.
+    Timer { i: usize, from: usize },
+}
+
+/// One direction of an ARQ link: the sender at one end, the receiver at the other.
+struct Half {
+    sender: ArqSender,
+    receiver: ArqReceiver,
+    /// The sender's timer event already scheduled, if any.
+    timer: Option<Time>,
 }
 
 struct ArqLink {
     link: usize,
     ends: [usize; 2],
     addrs: [Ipv4Addr; 2],
-    sender: ArqSender,
-    receiver: ArqReceiver,
+    /// By sending end: `halves[0]` carries a→b (always), `halves[1]` b→a (`both_directions`).
+    halves: [Option<Half>; 2],
     filter: Option<DupAckFilter>,
-    timer: Option<Time>,
     ident: u16,
     /// Packets refused by the link's full queue; malformed frames or packets dropped.
     refused: u64,
@@ -126,14 +139,13 @@ impl Arq {
                 + 2.0 * l.delay_ms
                 + 1.0;
             let cfg = a.config(default_timeout, l.queue_packets);
+            let half = || Half { receiver: ArqReceiver::new(&cfg), sender: ArqSender::new(cfg.clone()), timer: None };
             links.push(ArqLink {
                 link,
                 ends,
                 addrs: [world.nodes[ends[0]].addr, world.nodes[ends[1]].addr],
-                receiver: ArqReceiver::new(&cfg),
-                sender: ArqSender::new(cfg),
+                halves: [Some(half()), a.both_directions.then(half)],
                 filter: a.tcp_aware.then(|| DupAckFilter::new(1024)),
-                timer: None,
                 ident: 0,
                 refused: 0,
                 malformed_tcp: 0,
@@ -164,19 +176,108 @@ impl Arq {
         buf.freeze()
     }
 
-    /// Puts on the link every frame the sender of link `i` will send now, and re-arms its timer.
-    fn pump(&mut self, world: &mut World, now: Time, i: usize) {
+    /// Puts on the link every frame the sender at end `from` of link `i` will send now, and re-arms its timer.
+    fn pump(&mut self, world: &mut World, now: Time, i: usize, from: usize) {
         let l = &mut self.links[i];
-        while let Some(frame) = l.sender.poll_transmit(now) {
-            let p = Self::wrap(l, 0, &frame);
-            world.send(now, (l.link, 0), p, false);
+        let mut frames = Vec::new();
+        let Some(h) = l.halves[from].as_mut() else { return };
+        while let Some(frame) = h.sender.poll_transmit(now) {
+            frames.push(frame);
         }
-        if let Some(t) = l.sender.poll_timeout() {
-            if l.timer.is_none_or(|s| t < s) {
-                l.timer = Some(t);
-                world.schedule(t, self.id, FeatureEvent::Arq(ArqEvent::Timer { i }));
+        for frame in frames {
+            let p = Self::wrap(l, from, &frame);
+            world.send(now, (l.link, from), p, false);
+        }
+        let Some(h) = l.halves[from].as_mut() else { return };
+        if let Some(t) = h.sender.poll_timeout() {
+            if h.timer.is_none_or(|s| t < s) {
+                h.timer = Some(t);
+                world.schedule(t, self.id, FeatureEvent::Arq(ArqEvent::Timer { i, from }));
             }
         }
+    }
+
+    /// Hands a packet to the sender at end `from` of link `i` if it has one; false when it has none.
+    fn take(&mut self, world: &mut World, now: Time, i: usize, from: usize, packet: &Bytes) -> bool {
+        let l = &mut self.links[i];
+        let Some(h) = l.halves[from].as_mut() else { return false };
+        if !h.sender.send(packet.clone()) {
+            l.refused += 1;
+        }
+        self.pump(world, now, i, from);
+        true
+    }
+
+    /// A link frame reached end `at` of link `i`: data for the receiver of the other end's half, or a link
+    /// ACK for this end's own sender.
+    fn on_frame(&mut self, world: &mut World, now: Time, i: usize, at: usize, frame: Bytes) {
+        let l = &mut self.links[i];
+        if frame.first() == Some(&lasthop_arq::frame::KIND_ACK) {
+            match l.halves[at].as_mut() {
+                Some(h) => h.sender.handle_frame(now, &frame),
+                None => l.malformed_tcp += 1,
+            }
+            self.pump(world, now, i, at);
+            return;
+        }
+        let Some(h) = l.halves[1 - at].as_mut() else {
+            l.malformed_tcp += 1;
+            return;
+        };
+        h.receiver.handle_frame(now, &frame);
+        let mut acks = Vec::new();
+        while let Some(ack) = h.receiver.poll_transmit() {
+            acks.push(ack);
+        }
+        let mut up = Vec::new();
+        while let Some(p) = h.receiver.poll_deliver() {
+            up.push(p);
+        }
+        for ack in acks {
+            let p = Self::wrap(l, at, &ack);
+            world.send(now, (l.link, at), p, false);
+        }
+        let node = l.ends[at];
+        for p in up {
+            let Ok(inner) = Ipv4Packet::new_checked(&p[..]) else {
+                self.links[i].malformed_tcp += 1;
+                continue;
+            };
+            let dst = inner.dst_addr();
+            if at == 0 && self.judge_from_mobile(i, &p) {
+                continue;
+            }
+            if dst == world.nodes[node].addr {
+                world.deliver_local(now, node, p);
+            } else {
+                world.route(now, node, dst, p, false);
+            }
+        }
+    }
+
+    /// LL-TCP-AWARE at the first end: true when the packet from the mobile is to be dropped (a duplicate ACK
+    /// for a segment the link toward the mobile still holds, or an unreadable TCP header).
+    fn judge_from_mobile(&mut self, i: usize, packet: &Bytes) -> bool {
+        let l = &mut self.links[i];
+        let (Some(filter), Some(h)) = (l.filter.as_mut(), l.halves[0].as_ref()) else { return false };
+        match filter.judge(packet, h.sender.held_packets()) {
+            Verdict::Pass => false,
+            Verdict::Suppress => true,
+            Verdict::Malformed => {
+                l.malformed_tcp += 1;
+                true
+            }
+        }
+    }
+
+    /// The ARQ half at `node` that sends toward `dst` (by the node's routes), as (link, sending end).
+    fn outgoing(&self, world: &World, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
+        let to = world.nodes.iter().position(|n| n.addr == dst)?;
+        let out = world.nodes[node].routes[to]?;
+        self.links.iter().enumerate().find_map(|(i, l)| {
+            let from = l.ends.iter().position(|&e| e == node)?;
+            (out == (l.link, from) && l.halves[from].is_some()).then_some((i, from))
+        })
     }
 }
 
@@ -185,98 +286,88 @@ impl Feature for Arq {
         HookSet { arrive: true, ..HookSet::default() }
     }
 
+    fn takes_originated(&self) -> bool {
+        // With ARQ both ways the mobile's own packets (its TCP ACKs and data) go in link frames. One way, the
+        // first end is a base station forwarding what arrives, seen by `on_arrive`.
+        self.links.iter().any(|l| l.halves[1].is_some())
+    }
+
     fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
-        let FeatureEvent::Arq(ArqEvent::Timer { i }) = event else { return };
-        let l = &mut self.links[i];
-        if l.timer.is_some_and(|t| t <= now) {
-            l.timer = None;
+        let FeatureEvent::Arq(ArqEvent::Timer { i, from }) = event else { return };
+        let Some(h) = self.links[i].halves[from].as_mut() else { return };
+        if h.timer.is_some_and(|t| t <= now) {
+            h.timer = None;
         }
-        if l.sender.poll_timeout().is_some_and(|t| t <= now) {
-            l.sender.handle_timeout(now);
+        if h.sender.poll_timeout().is_some_and(|t| t <= now) {
+            h.sender.handle_timeout(now);
         }
-        self.pump(world, now, i);
+        self.pump(world, now, i, from);
     }
 
     fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let is_frame = ip.protocol() == PROTO_ARQ;
         for i in 0..self.links.len() {
-            let l = &mut self.links[i];
-            if node == l.ends[1] && link == l.link && is_frame {
-                // A data frame reaches the receiving end: ACK it, hand up what it releases.
-                let frame = packet.slice(ip.payload_range());
-                l.receiver.handle_frame(now, &frame);
-                while let Some(ack) = l.receiver.poll_transmit() {
-                    let p = Self::wrap(l, 1, &ack);
-                    world.send(now, (l.link, 1), p, false);
-                }
-                let mut up = Vec::new();
-                while let Some(p) = l.receiver.poll_deliver() {
-                    up.push(p);
-                }
-                for p in up {
-                    let Ok(inner) = Ipv4Packet::new_checked(&p[..]) else {
-                        l.malformed_tcp += 1;
-                        continue;
-                    };
-                    if inner.dst_addr() == world.nodes[node].addr {
-                        world.deliver_local(now, node, p);
-                    } else {
-                        let dst = inner.dst_addr();
-                        world.route(now, node, dst, p, false);
-                    }
-                }
+            let l = &self.links[i];
+            if link == l.link && is_frame {
+                let Some(at) = l.ends.iter().position(|&e| e == node) else { continue };
+                self.on_frame(world, now, i, at, packet.slice(ip.payload_range()));
                 return true;
             }
-            if node == l.ends[0] && link == l.link && is_frame {
-                let frame = packet.slice(ip.payload_range());
-                l.sender.handle_frame(now, &frame);
-                self.pump(world, now, i);
-                return true;
-            }
-            if node == l.ends[0] && link == l.link {
+            if link == l.link && node == l.ends[0] && l.halves[1].is_none() {
                 // From the mobile, not through ARQ: LL-TCP-AWARE judges its TCP ACKs.
-                let Some(filter) = l.filter.as_mut() else { return false };
-                return match filter.judge(packet, l.sender.held_packets()) {
-                    Verdict::Pass => false,
-                    Verdict::Suppress => true,
-                    Verdict::Malformed => {
-                        l.malformed_tcp += 1;
-                        true
-                    }
-                };
-            }
-            if node == l.ends[0] && !is_frame && ip.dst_addr() != world.nodes[node].addr {
-                let to = world.nodes.iter().position(|n| n.addr == ip.dst_addr());
-                let out = to.and_then(|to| world.nodes[node].routes[to]);
-                if out == Some((l.link, 0)) {
-                    if !l.sender.send(packet.clone()) {
-                        l.refused += 1;
-                    }
-                    self.pump(world, now, i);
-                    return true;
-                }
+                return self.judge_from_mobile(i, packet);
             }
         }
-        false
+        if is_frame || ip.dst_addr() == world.nodes[node].addr {
+            return false;
+        }
+        // A packet this node forwards onto a link direction that runs ARQ.
+        match self.outgoing(world, node, ip.dst_addr()) {
+            Some((i, from)) => self.take(world, now, i, from, packet),
+            None => false,
+        }
+    }
+
+    fn on_originate(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+        let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return false };
+        match self.outgoing(world, node, ip.dst_addr()) {
+            Some((i, from)) => self.take(world, now, i, from, packet),
+            None => false,
+        }
     }
 
     fn finish(self: Box<Self>, world: &World, result: &mut RunResult) {
         for l in self.links {
-            let s = l.sender.stats();
+            for (from, h) in l.halves.iter().enumerate() {
+                let Some(h) = h else { continue };
+                let s = h.sender.stats();
+                let c = result.agents.entry(world.nodes[l.ends[from]].name.clone()).or_default();
+                for (k, v) in [
+                    ("arq_frames_sent", s.frames_sent),
+                    ("arq_retransmissions", s.retransmissions),
+                    ("arq_gap_retransmissions", s.gap_retransmissions),
+                    ("arq_frames_abandoned", s.frames_abandoned),
+                    ("arq_queue_drops", s.queue_drops),
+                ] {
+                    *c.entry(k.into()).or_default() += v;
+                }
+                let r = h.receiver.stats();
+                let c = result.agents.entry(world.nodes[l.ends[1 - from]].name.clone()).or_default();
+                for (k, v) in [
+                    ("arq_duplicates", r.duplicates),
+                    ("arq_acks_sent", r.acks_sent),
+                    ("arq_frames_skipped", r.frames_skipped),
+                    ("arq_malformed", r.malformed),
+                ] {
+                    *c.entry(k.into()).or_default() += v;
+                }
+            }
             let c = result.agents.entry(world.nodes[l.ends[0]].name.clone()).or_default();
-            c.insert("arq_frames_sent".into(), s.frames_sent);
-            c.insert("arq_retransmissions".into(), s.retransmissions);
-            c.insert("arq_gap_retransmissions".into(), s.gap_retransmissions);
-            c.insert("arq_frames_abandoned".into(), s.frames_abandoned);
-            c.insert("arq_queue_drops".into(), s.queue_drops);
-            c.insert("arq_dupacks_suppressed".into(), l.filter.as_ref().map_or(0, |f| f.stats().dupacks_suppressed));
-            let r = l.receiver.stats();
+            *c.entry("arq_dupacks_suppressed".into()).or_default() +=
+                l.filter.as_ref().map_or(0, |f| f.stats().dupacks_suppressed);
             let c = result.agents.entry(world.nodes[l.ends[1]].name.clone()).or_default();
-            c.insert("arq_duplicates".into(), r.duplicates);
-            c.insert("arq_acks_sent".into(), r.acks_sent);
-            c.insert("arq_frames_skipped".into(), r.frames_skipped);
-            c.insert("arq_malformed".into(), r.malformed + l.malformed_tcp);
+            *c.entry("arq_malformed".into()).or_default() += l.malformed_tcp;
         }
     }
 }

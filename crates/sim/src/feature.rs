@@ -28,6 +28,8 @@
 //!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a
 //!      packet to it with [`World::hand_to_agent`], and sends its own with [`World::route`] (by the routing
 //!      table) or [`World::send`] (on a given link and direction, priority queue or not);
+//!    - origin: [`Feature::on_originate`] sees every packet a node's own endpoints send, before routing, and
+//!      may take it (the link layer at a mobile host);
 //!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
 //!      endpoints, and a feature's own endpoints ([`World::add_endpoint`] with
 //!      [`Owner::Feature`](crate::world::Owner)) come back to [`Feature::after_endpoint`] whenever the core
@@ -103,6 +105,12 @@ pub(crate) trait Feature {
         HookSet::default()
     }
 
+    /// Whether [`Feature::on_originate`] is to be called (like [`Feature::hooks`], so that a run without it
+    /// pays nothing per packet).
+    fn takes_originated(&self) -> bool {
+        false
+    }
+
     /// Called once, after the bulk flows are set up, to schedule the feature's first events.
     fn start(&mut self, _world: &mut World) {}
 
@@ -117,6 +125,12 @@ pub(crate) trait Feature {
     /// A packet reached `node` over `link` (already captured and parsed as IPv4, link in range); true when the
     /// feature consumed it (the core then neither delivers nor forwards it). Needs `hooks().arrive`.
     fn on_arrive(&mut self, _world: &mut World, _now: Time, _node: usize, _link: usize, _packet: &Bytes) -> bool {
+        false
+    }
+
+    /// An endpoint at `node` (a bulk flow's or a feature's) sends `packet`; true when the feature took it (the
+    /// core then does not route it). Needs [`Feature::takes_originated`].
+    fn on_originate(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
         false
     }
 

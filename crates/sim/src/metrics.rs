@@ -154,6 +154,15 @@ pub struct FlowMetrics {
     pub wireless_goodput: Option<f64>,
     /// Useful bytes over the application bytes the sender sent, retransmissions included: its wired goodput.
     pub wired_goodput: f64,
+    /// Data segments that reached the receiver carrying no new byte: redundant retransmissions (the
+    /// sender's, a base station's or a link's) whose first copy had arrived (seed 000 §8).
+    #[serde(default)]
+    pub duplicate_segments: u64,
+    /// Fast retransmissions of which two copies reached the receiver: the segment was not lost, or was
+    /// still being delivered (a link layer recovering it, reordering), when TCP resent it (seed 000 §2). A
+    /// later timeout retransmission of the same segment, arriving as a duplicate, would count too.
+    #[serde(default)]
+    pub spurious_fast_retransmits: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -62,7 +62,7 @@ pub struct Scenario {
 pub struct NodeConfig {
     pub addr: Ipv4Addr,
     /// The agents the node runs on packets it forwards: "none" (default), "snoop", "eln", "eln-filter",
-    /// "nack", "mtcp", or several joined by `+`; or "split" / "split-sack" alone (I-TCP, see `[split]`).
+    /// "eln-fixed", "nack", "mtcp", or several joined by `+`; or "split" / "split-sack" alone (I-TCP, see `[split]`).
     #[serde(default)]
     pub agent: AgentSpec,
 }
@@ -76,6 +76,9 @@ pub enum AgentKind {
     Eln,
     /// ELN filtering at A of a wireless transit link (seed 002 "Cellular Wireless Transit Links").
     ElnFilter,
+    /// ELN for a fixed sender (E2E-ELN of the ToN'97 comparison): the last-hop BS marks the mobile's
+    /// DUPACKs for segments it forwarded ([`lasthop_agents::eln::ElnRole::MarkForwarded`]).
+    ElnFixed,
     /// SACK-based NACKs to a mobile sender (seed 000 §3.2).
     Nack,
     /// M-TCP's supervisor (Brown and Singh 1997): withholds the ACK of the last byte, freezes the sender
@@ -89,10 +92,11 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
-    const NAMES: [(&'static str, AgentKind); 7] = [
+    const NAMES: [(&'static str, AgentKind); 8] = [
         ("snoop", AgentKind::Snoop),
         ("eln", AgentKind::Eln),
         ("eln-filter", AgentKind::ElnFilter),
+        ("eln-fixed", AgentKind::ElnFixed),
         ("nack", AgentKind::Nack),
         ("mtcp", AgentKind::Mtcp),
         ("split", AgentKind::Split),
@@ -125,7 +129,7 @@ impl std::str::FromStr for AgentSpec {
         s.split('+')
             .map(|name| {
                 AgentKind::NAMES.iter().find(|(n, _)| *n == name.trim()).map(|(_, k)| *k).ok_or_else(|| {
-                    format!("unknown agent `{name}`, expected \"none\", \"split\", \"split-sack\", or names from snoop, eln, eln-filter, nack, mtcp joined by +")
+                    format!("unknown agent `{name}`, expected \"none\", \"split\", \"split-sack\", or names from snoop, eln, eln-filter, eln-fixed, nack, mtcp joined by +")
                 })
             })
             .collect::<Result<Vec<_>, _>>()
@@ -133,7 +137,7 @@ impl std::str::FromStr for AgentSpec {
                 // One agent of a kind per node: a second would see the first one's output as its input
                 // (two Snoop caches of the same packets, two ELN marks), which no paper describes.
                 match kinds.iter().enumerate().find(|(i, k)| kinds[..*i].contains(k)) {
-                    Some(_) => Err(format!("`{s}` names an agent twice, expected each of snoop, eln, eln-filter, nack at most once")),
+                    Some(_) => Err(format!("`{s}` names an agent twice, expected each of snoop, eln, eln-filter, eln-fixed, nack at most once")),
                     None => Ok(AgentSpec(kinds)),
                 }
             })
@@ -201,7 +205,7 @@ pub struct LinkConfig {
     /// Error model of the b→a direction.
     #[serde(default)]
     pub error_reverse: Option<ErrorModelConfig>,
-    /// Link-level ARQ on the a→b direction of a wireless link (see `crate::arq`); absent: none.
+    /// Link-level ARQ on the a→b direction of a wireless link, or both (see `crate::arq`); absent: none.
     #[serde(default)]
     pub arq: Option<crate::arq::ArqSettings>,
 }
@@ -484,10 +488,11 @@ impl Scenario {
                     return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
                 }
                 a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
-                if !self.nodes[&l.ends[0]].agent.is_none() {
+                let senders = if a.both_directions { &l.ends[..] } else { &l.ends[..1] };
+                if let Some(end) = senders.iter().find(|e| !self.nodes[*e].agent.is_none()) {
                     return Err((
-                        format!("nodes.{}.agent", l.ends[0]),
-                        format!("`{}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)", l.ends[0]),
+                        format!("nodes.{end}.agent"),
+                        format!("`{end}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)"),
                     ));
                 }
                 if self.mobility.as_ref().is_some_and(|m| m.scheme != crate::mobility::SchemeKind::None) {

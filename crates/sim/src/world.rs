@@ -106,6 +106,14 @@ pub(crate) struct Flow {
     /// When the receiving application last got new bytes, and the longest wait so far (ns).
     last_progress: Time,
     longest_pause_ns: u64,
+    /// Redundant and spurious retransmissions (seed 000 §2, §8): the stream offsets of the sender's fast
+    /// retransmissions not yet seen twice at the receiver, the sender's fast-retransmit count when the last
+    /// was taken, data segments that reached the receiver as duplicates, and fast retransmissions of which
+    /// two copies reached the receiver (the original was not lost, or was still on its way).
+    fast_rexmit_offsets: std::collections::BTreeSet<u64>,
+    fast_rexmits_taken: u64,
+    duplicate_segments: u64,
+    spurious_fast_retransmits: u64,
 }
 
 /// Which hooks at least one feature asked for, so that a run without them pays nothing per packet.
@@ -134,6 +142,11 @@ pub struct World {
     /// The features in registration order. A slot is empty while its feature runs (it holds `&mut World`).
     features: Vec<Option<Box<dyn Feature>>>,
     hooks: HookSet,
+    /// Some feature takes packets the nodes' own endpoints send ([`Feature::takes_originated`]).
+    originate_hook: bool,
+    /// Packets endpoints sent while a feature ran (its slot empty, so it could not be offered them): offered
+    /// when no feature runs any more, in the order sent.
+    originated_later: Vec<(Time, usize, Ipv4Addr, Bytes)>,
     /// The latest of the features' `runs_until`: the run goes on until then.
     run_until: Option<Time>,
     /// IP protocols whose packets are a feature's control messages, not data (not counted by
@@ -211,6 +224,8 @@ impl World {
             undeliverable: 0,
             features: Vec::new(),
             hooks: HookSet::default(),
+            originate_hook: false,
+            originated_later: Vec::new(),
             run_until: None,
             control_protocols: Vec::new(),
             out_of_range_losses: 0,
@@ -244,6 +259,7 @@ impl World {
         let h = feature.hooks();
         self.hooks.arrive |= h.arrive;
         self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
+        self.originate_hook |= feature.takes_originated();
         self.features.push(Some(feature));
     }
 
@@ -253,6 +269,11 @@ impl World {
         let mut feature = self.features[id.0].take()?;
         let r = f(feature.as_mut(), self);
         self.features[id.0] = Some(feature);
+        if !self.originated_later.is_empty() && self.features.iter().all(Option::is_some) {
+            for (now, node, dst, packet) in std::mem::take(&mut self.originated_later) {
+                self.originate(now, node, dst, packet);
+            }
+        }
         Some(r)
     }
 
@@ -328,6 +349,10 @@ impl World {
             last_cwnd: 0,
             last_progress: start,
             longest_pause_ns: 0,
+            fast_rexmit_offsets: Default::default(),
+            fast_rexmits_taken: 0,
+            duplicate_segments: 0,
+            spurious_fast_retransmits: 0,
         });
         self.sched.schedule(start, Event::FlowStart { flow: i });
         Ok(())
@@ -505,6 +530,23 @@ impl World {
             .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_arrive(w, now, node, link, packet)) == Some(true))
     }
 
+    /// Sends a packet that an endpoint at `node` made: the features may take it (a link layer at the sending
+    /// host), else it goes by the routing table.
+    fn originate(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes) {
+        if self.originate_hook && self.features.iter().any(Option::is_none) {
+            // A feature runs now (an endpoint answering what it delivered): it too must see the packet.
+            self.originated_later.push((now, node, dst, packet));
+            return;
+        }
+        if self.originate_hook
+            && (0..self.features.len())
+                .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_originate(w, now, node, &packet)) == Some(true))
+        {
+            return;
+        }
+        self.route(now, node, dst, packet, false);
+    }
+
     /// Hands `packet` to the agent at `node` as if it had arrived travelling toward `side`, and carries out
     /// what the agent asks for.
     pub(crate) fn hand_to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
@@ -649,7 +691,17 @@ impl World {
         }
         match &mut self.endpoints[ep].role {
             Role::Sender(s) => s.handle_packet(now, &packet),
-            Role::Receiver(r) => r.handle_packet(now, &packet),
+            Role::Receiver(r) => {
+                let before = r.stats().duplicate_segments;
+                r.handle_packet(now, &packet);
+                if let (true, Owner::Flow(f)) = (r.stats().duplicate_segments > before, self.endpoints[ep].owner) {
+                    let flow = &mut self.flows[f];
+                    flow.duplicate_segments += 1;
+                    if flow.fast_rexmit_offsets.remove(&stream_offset(flow.iss, tcp.seq_number())) {
+                        flow.spurious_fast_retransmits += 1;
+                    }
+                }
+            }
             Role::Closed => return,
         }
         self.after_endpoint(now, ep);
@@ -677,6 +729,14 @@ impl World {
                         s.set_output_queue(self.links[link].occupancy(dir));
                     }
                     let p = s.poll_transmit(now);
+                    let f = &mut self.flows[flow];
+                    if let (Some(_), Some((offset, true))) = (&p, s.last_sent()) {
+                        if s.stats().fast_retransmits > f.fast_rexmits_taken {
+                            // The retransmission a fast retransmit asked for (it goes out first).
+                            f.fast_rexmits_taken = s.stats().fast_retransmits;
+                            f.fast_rexmit_offsets.insert(offset);
+                        }
+                    }
                     if let (Some(_), Some(series)) = (&p, self.flows[flow].series.as_mut()) {
                         if let Some((offset, _)) = s.last_sent() {
                             series.sent.push((now.as_secs_f64(), offset));
@@ -688,7 +748,7 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            self.route(now, node, dst, packet, false);
+            self.originate(now, node, dst, packet);
         }
         match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
@@ -738,7 +798,7 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            self.route(now, node, dst, packet, false);
+            self.originate(now, node, dst, packet);
         }
     }
 
@@ -822,6 +882,8 @@ impl World {
                 bytes_acked_not_delivered: acked.saturating_sub(f.delivered),
                 wireless_goodput: wireless_bytes.map(|b| ratio(f.delivered, b)),
                 wired_goodput: ratio(f.delivered, sent_once + sstats.bytes_retransmitted),
+                duplicate_segments: f.duplicate_segments,
+                spurious_fast_retransmits: f.spurious_fast_retransmits,
             });
         }
         let run_ns = end.as_nanos().max(1) as f64;

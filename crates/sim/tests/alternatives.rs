@@ -88,6 +88,16 @@ fn mtcp_withholds_the_last_byte_and_keeps_the_transfer_whole() {
     assert!(bs(&r, "acks_withheld") > 100, "{:?}", r.agents);
 }
 
+#[test]
+fn under_mtcp_every_fast_retransmission_is_one_byte_short_and_ends_in_a_timeout() {
+    // The sender's ACKs are one byte short, so a fast retransmission from SND.UNA covers the lost segment
+    // but its last byte; that byte waits for the retransmit timer.
+    let r = run_with("mtcp", 3.9e-6, |_| {});
+    let f = flow(&r);
+    assert!(f.completed && f.fast_retransmits > 0, "{f:?}");
+    assert!(f.sender_timeouts >= f.fast_retransmits, "{f:?}");
+}
+
 /// The base station fails 1.5 s into the transfer and restarts 1 s later with empty state.
 fn failure(agent: &str) -> RunResult {
     run_with(agent, 0.0, |v| {
@@ -215,6 +225,16 @@ fn out_of_order_link_delivery_makes_dupacks_and_a_tcp_unaware_link_lets_them_thr
     let f = flow(&r);
     assert!(f.completed && f.corrupt_bytes == 0);
     assert!(f.fast_retransmits > 0, "reordering reaches TCP as DUPACKs: spurious fast retransmits {f:?}");
+    // Each of them resent a segment the link was still delivering: both copies reached the mobile.
+    assert!(f.spurious_fast_retransmits > 0 && f.spurious_fast_retransmits <= f.fast_retransmits, "{f:?}");
+    assert!(f.duplicate_segments >= f.spurious_fast_retransmits, "{f:?}");
+    // In order, the link's recovery is invisible to TCP: nothing is resent twice.
+    let in_order = run_ll(false, false, 1.5e-5, |_| {});
+    assert_eq!((flow(&in_order).spurious_fast_retransmits, flow(&in_order).duplicate_segments), (0, 0));
+    // Reno end to end: its fast retransmissions repair real losses.
+    let reno = run_with("none", 1.5e-5, |_| {});
+    assert!(flow(&reno).fast_retransmits > 0);
+    assert_eq!(flow(&reno).spurious_fast_retransmits, 0, "{:?}", flow(&reno));
 }
 
 #[test]
@@ -238,4 +258,125 @@ fn arq_combinations_that_cannot_work_are_refused() {
     assert!(e.contains("nodes.bs.agent"), "{e}");
     let e = scenario(|v| set(v, "links.wavelan.arq.window", 0)).unwrap_err();
     assert!(e.contains("links.wavelan.arq.window"), "{e}");
+}
+
+#[test]
+fn arq_in_both_directions_carries_the_mobiles_data_and_acks() {
+    let both = |v: &mut toml::Value| set(v, "links.wavelan.arq.both_directions", true);
+    // Fixed host to mobile: the mobile's TCP ACKs cross the hop in link frames too, each link-acknowledged.
+    for (name, selective, tcp_aware) in LL {
+        let r = run_ll(selective, tcp_aware, 7.6e-6, both);
+        let f = flow(&r);
+        assert!(f.completed && (f.bytes_delivered, f.corrupt_bytes) == (1_000_000, 0), "{name}: {f:?}");
+        let mh = &r.agents["mh"];
+        assert!(mh["arq_frames_sent"] > 0, "{name}: the mobile's ACKs go in frames: {mh:?}");
+        assert!(bs(&r, "arq_acks_sent") > 0 && bs(&r, "arq_acks_sent") <= mh["arq_frames_sent"], "{name}");
+        assert!(bs(&r, "arq_retransmissions") > 0, "{name}");
+    }
+    // Mobile to fixed host: the link recovers the mobile's data losses, so TCP resends less than without ARQ.
+    let reverse = |v: &mut toml::Value| {
+        set(v, "flows.bulk.from", "mh");
+        set(v, "flows.bulk.to", "fh");
+    };
+    let plain = run_with("none", 7.6e-6, reverse);
+    let ll = run_ll(false, false, 7.6e-6, |v| {
+        reverse(v);
+        both(v);
+    });
+    let f = flow(&ll);
+    assert!(f.completed && (f.bytes_delivered, f.corrupt_bytes) == (1_000_000, 0), "{f:?}");
+    assert!(ll.agents["mh"]["arq_retransmissions"] > 0, "{:?}", ll.agents);
+    assert!(
+        f.segments_retransmitted < flow(&plain).segments_retransmitted,
+        "the link hides wireless losses from the mobile sender: {} against {}",
+        f.segments_retransmitted,
+        flow(&plain).segments_retransmitted
+    );
+    assert!(f.goodput_mbps > flow(&plain).goodput_mbps);
+    // Without `both_directions` the mobile's data goes bare.
+    let one_way = run_ll(false, false, 7.6e-6, reverse);
+    assert_eq!(one_way.agents["mh"].get("arq_frames_sent"), None, "{:?}", one_way.agents);
+    // Out-of-order delivery in both directions: the TCP-aware base station still hides the DUPACKs it
+    // receives through its link layer.
+    let ooo = |v: &mut toml::Value| {
+        both(v);
+        set(v, "links.wavelan.arq.delivery", "out-of-order");
+    };
+    let aware = run_ll(false, true, 1.5e-5, ooo);
+    assert!(bs(&aware, "arq_dupacks_suppressed") > 0, "{:?}", aware.agents);
+    assert!(flow(&aware).completed && flow(&aware).corrupt_bytes == 0);
+}
+
+#[test]
+fn arq_both_ways_needs_no_agent_at_either_end() {
+    let e = scenario(|v| {
+        set(v, "nodes.bs.agent", "none");
+        set(v, "nodes.mh.agent", "eln");
+        set(v, "links.wavelan.arq.both_directions", true);
+    })
+    .unwrap_err();
+    assert!(e.contains("nodes.mh.agent") && e.contains("link-level ARQ"), "{e}");
+    // One way, an agent at the receiving end is the scenario's own business.
+    assert!(scenario(|v| {
+        set(v, "nodes.bs.agent", "none");
+        set(v, "nodes.mh.agent", "eln");
+        set(v, "links.wavelan.arq.window", 4);
+    })
+    .is_ok());
+}
+
+#[test]
+fn e2e_eln_for_a_fixed_sender_resends_wireless_losses_without_a_congestion_response() {
+    let eln = |thresh: i64| {
+        move |v: &mut toml::Value| {
+            set(v, "tcp.eln", true);
+            set(v, "tcp.eln_rexmt_thresh", thresh);
+        }
+    };
+    let plain = run_with("none", 7.6e-6, |_| {});
+    for thresh in [3, 1] {
+        let r = run_with("eln-fixed", 7.6e-6, eln(thresh));
+        let f = flow(&r);
+        assert!(f.completed && (f.bytes_delivered, f.corrupt_bytes) == (1_000_000, 0), "{thresh}: {f:?}");
+        assert!(bs(&r, "dupacks_marked") > 0 && bs(&r, "dupacks_marked") == bs(&r, "acks_marked"));
+        assert!(f.eln_retransmits > 0, "{thresh}: {f:?}");
+        // Wireless losses no longer halve the window: no fast retransmit at all (ELN DUPACKs bypass the
+        // dupack counter) and more goodput than Reno.
+        assert_eq!(f.fast_retransmits, 0, "{thresh}: {f:?}");
+        assert!(f.goodput_mbps > flow(&plain).goodput_mbps, "{thresh}: {f:?} against {:?}", flow(&plain));
+    }
+    // Without the marks an ELN-aware sender recovers as Reno does (its frames carry the 4-byte queue option,
+    // so the bit errors fall differently and the counts are not Reno's to the unit).
+    let unmarked = flow(&run_with("none", 7.6e-6, eln(1))).clone();
+    assert_eq!(unmarked.eln_retransmits, 0);
+    assert!(unmarked.fast_retransmits > 0, "{unmarked:?}");
+}
+
+#[test]
+fn burst_errors_lose_frames_in_runs_and_every_scheme_still_delivers() {
+    for frames in [2i64, 6] {
+        for (agent, arq) in [("none", None), ("snoop", None), ("none", Some(false)), ("none", Some(true))] {
+            let r = run_with(agent, 0.0, |v| {
+                let mut e = toml::value::Table::new();
+                e.insert("model".into(), "burst".into());
+                e.insert("ber".into(), 1.9e-6.into());
+                e.insert("frames".into(), frames.into());
+                v["links"]["wavelan"].as_table_mut().unwrap().insert("error".into(), toml::Value::Table(e));
+                if let Some(selective) = arq {
+                    set(v, "links.wavelan.arq.selective_acks", selective);
+                    set(v, "links.wavelan.arq.tcp_aware", true);
+                }
+            });
+            let f = flow(&r);
+            assert!(f.completed && (f.bytes_delivered, f.corrupt_bytes) == (1_000_000, 0), "{agent} {arq:?}: {f:?}");
+            let down = r.links.iter().find(|l| l.name == "wavelan" && l.direction.starts_with("bs")).unwrap();
+            assert!(down.frames_lost_to_errors >= frames as u64, "{agent} {arq:?}: {down:?}");
+        }
+    }
+    let e = scenario(|v| {
+        set(v, "links.wavelan.error.model", "burst");
+        set(v, "links.wavelan.error.frames", 0);
+    })
+    .unwrap_err();
+    assert!(e.contains("links.wavelan.error") && e.contains("frames"), "{e}");
 }

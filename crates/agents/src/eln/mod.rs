@@ -40,6 +40,20 @@
 //!
 //! Not done: the optional Snoop agent at A that caches and retransmits locally on ELN DUPACKs only.
 //!
+//! # The fixed sender's notifier (E2E-ELN at the last-hop BS)
+//!
+//! With [`ElnRole::MarkForwarded`] the agent is A of the last hop itself: the BS in front of the mobile's
+//! wireless link, with a *fixed* sender. It records, as the filter does, the blocks of data it forwarded
+//! toward the mobile ([`Side::ToMobile`]), and sets the ELN bit on a duplicate ACK from the mobile whose next
+//! expected byte it forwarded: "the agent at base station A would have seen the packet, while B would not
+//! ... it infers that the packet was obviously lost over the wireless link" (seed 002, "Cellular Wireless
+//! Transit Links"; the mobile is B and sets nothing). This is the E2E-ELN scheme of the ToN'97 comparison
+//! (Balakrishnan, Padmanabhan, Seshan, Katz, reference [12] of seed 001): the sender retransmits without a
+//! congestion response. A segment forwarded while the queue toward the mobile was above
+//! [`ElnConfig::congestion_threshold`] is not recorded (`forwarded_under_congestion`): the BS's own queue may
+//! drop it, a congestion loss, so DUPACKs for it stay unmarked. Only duplicate ACKs are marked (a new ACK
+//! reports no loss), and none while the block list is empty.
+//!
 //! # Conventions
 //!
 //! The same as Snoop's: non-TCP packets and fragments pass unchanged; truncated or malformed IPv4/TCP
@@ -78,6 +92,9 @@ pub enum ElnRole {
     /// Upstream of a wireless transit link (A): watches data travelling `ToMobile` and clears the ELN bit
     /// of ACKs travelling `ToWired` for segments it never saw.
     Filter,
+    /// The last-hop BS with a fixed sender (E2E-ELN): watches data travelling `ToMobile` and sets the ELN
+    /// bit on duplicate ACKs travelling `ToWired` for segments it forwarded (see the module documentation).
+    MarkForwarded,
 }
 
 /// The ELN agent's knobs. Defaults are the paper's where it gives one.
@@ -121,6 +138,9 @@ pub struct ElnStats {
     pub eln_passed: u64,
     /// Filter: ELN bits cleared (the segment never reached this node: congestion upstream).
     pub eln_cleared: u64,
+    /// Fixed-sender notifier: data segments not vouched for because the queue toward the mobile was above
+    /// the congestion threshold when they passed.
+    pub forwarded_under_congestion: u64,
     /// Packets passed over and the connection table.
     pub pass: PassCounters,
 }
@@ -194,7 +214,7 @@ impl Eln {
     fn data_side(&self) -> Side {
         match self.config.role {
             ElnRole::Mark => Side::ToWired,
-            ElnRole::Filter => Side::ToMobile,
+            ElnRole::Filter | ElnRole::MarkForwarded => Side::ToMobile,
         }
     }
 
@@ -241,6 +261,11 @@ impl Eln {
         }
         let congested = self.congested(seg.queue);
         let (role, max_blocks) = (self.config.role, self.config.max_blocks.max(1));
+        if role == ElnRole::MarkForwarded && self.input_queue > self.config.congestion_threshold {
+            // It may yet be dropped by this node's own queue: no evidence it will cross the wireless link.
+            self.stats.forwarded_under_congestion += 1;
+            return;
+        }
         let Some(c) = self.table.get_mut(&key) else { return };
         let mut s = seg.tcp.seq;
         let e = seg.tcp.seq + seg.seg_len();
@@ -285,7 +310,7 @@ impl Eln {
                         c.holes.remove(gs, ge);
                     }
                 }
-                ElnRole::Filter => {
+                ElnRole::Filter | ElnRole::MarkForwarded => {
                     c.blocks.pop_highest();
                 }
             }
@@ -359,6 +384,17 @@ impl Eln {
                 }
             }
             ElnRole::Filter => packet,
+            ElnRole::MarkForwarded => {
+                // A pure duplicate ACK asking for a byte this node forwarded: lost on the wireless hop.
+                let pure = seg.seg_len() == 0;
+                if dup && pure && current && c.blocks.containing(ack).is_some() && !seg.tcp.eln {
+                    self.stats.acks_marked += 1;
+                    self.stats.dupacks_marked += 1;
+                    parse::with_eln(&packet, seg, true)
+                } else {
+                    packet
+                }
+            }
         };
         if done {
             self.table.remove(&key);
@@ -407,6 +443,7 @@ impl Agent for Eln {
             ("queue_options_read", s.queue_options_read),
             ("eln_passed", s.eln_passed),
             ("eln_cleared", s.eln_cleared),
+            ("forwarded_under_congestion", s.forwarded_under_congestion),
         ];
         named.extend(s.pass.named());
         named

@@ -346,3 +346,58 @@ proptest! {
         }
     }
 }
+
+fn notifier() -> Eln {
+    Eln::new(ElnConfig { role: ElnRole::MarkForwarded, ..ElnConfig::default() })
+}
+
+#[test]
+fn fixed_sender_notifier_marks_duplicate_acks_for_segments_it_forwarded() {
+    // The last-hop BS with a fixed sender: data goes out over the wireless link (ToMobile), the mobile's
+    // ACKs come back ToWired. Segment 2 never reached the BS (lost upstream), segment 3 was forwarded.
+    let mut bs = notifier();
+    for i in [0, 1, 3, 4] {
+        run(&mut bs, Side::ToMobile, data(i, None));
+    }
+    // The first ACK asking for segment 3 reports no loss yet: unmarked.
+    assert!(!eln_of(&run(&mut bs, Side::ToWired, ack(3, false))));
+    // Its duplicates: the BS forwarded segment 3, so it was lost on the wireless hop.
+    assert!(eln_of(&run(&mut bs, Side::ToWired, ack(3, false))));
+    assert!(eln_of(&run(&mut bs, Side::ToWired, ack(3, false))));
+    assert_eq!((bs.stats().acks_marked, bs.stats().dupacks_marked), (2, 2));
+    // A new ACK is never marked; duplicates for a segment the BS never forwarded are congestion losses.
+    let mut up = notifier();
+    for i in [0, 1, 3, 4] {
+        run(&mut up, Side::ToMobile, data(i, None));
+    }
+    for _ in 0..3 {
+        assert!(!eln_of(&run(&mut up, Side::ToWired, ack(2, false))), "segment 2 was lost before the BS");
+    }
+    // Once the ACK moves past the forwarded data, nothing is left to vouch for: no mark.
+    let p = run(&mut bs, Side::ToWired, ack(5, false));
+    assert!(!eln_of(&p));
+    assert!(!eln_of(&run(&mut bs, Side::ToWired, ack(5, false))), "segment 5 was never forwarded");
+    // No state, no evidence.
+    let mut empty = notifier();
+    assert!(!eln_of(&run(&mut empty, Side::ToWired, ack(2, false))));
+    assert!(!eln_of(&run(&mut empty, Side::ToWired, ack(2, false))));
+}
+
+#[test]
+fn fixed_sender_notifier_does_not_vouch_for_segments_forwarded_into_a_congested_queue() {
+    let mut bs = notifier();
+    run(&mut bs, Side::ToMobile, data(0, None));
+    // The queue toward the mobile is above 75 % when segment 1 passes: it may be dropped there.
+    bs.on_queue_occupancy(Side::ToMobile, 0.9);
+    run(&mut bs, Side::ToMobile, data(1, None));
+    bs.on_queue_occupancy(Side::ToMobile, 0.1);
+    run(&mut bs, Side::ToMobile, data(2, None));
+    // Only the queue on the data's side counts.
+    bs.on_queue_occupancy(Side::ToWired, 1.0);
+    run(&mut bs, Side::ToMobile, data(3, None));
+    assert_eq!(bs.stats().forwarded_under_congestion, 1);
+    run(&mut bs, Side::ToWired, ack(1, false));
+    assert!(!eln_of(&run(&mut bs, Side::ToWired, ack(1, false))), "a possible congestion loss stays unmarked");
+    run(&mut bs, Side::ToWired, ack(3, false));
+    assert!(eln_of(&run(&mut bs, Side::ToWired, ack(3, false))), "segment 3 passed an uncongested queue");
+}
