@@ -25,6 +25,11 @@
 //!    - arrival: [`Feature::on_arrive`] sees every packet that reaches any node, before the core delivers or
 //!      forwards it, and may consume it (a home agent that tunnels, a relay that splits a connection, a
 //!      mobile host that reads control messages);
+//!    - sending: [`Feature::on_host_send`] sees every packet a host's own TCP endpoint sends (a bulk flow's
+//!      or a feature's), before the core routes it, and may take it, to send it itself (a mobile host's
+//!      agent that keeps its own last data packets, seed 001 §4.2). A packet that reaches a node over a link
+//!      passes `on_arrive` instead; one a feature sends with [`World::route`] or [`World::send`] passes
+//!      neither;
 //!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a
 //!      packet to it with [`World::hand_to_agent`], and sends its own with [`World::route`] (by the routing
 //!      table) or [`World::send`] (on a given link and direction, priority queue or not);
@@ -120,6 +125,13 @@ pub(crate) trait Feature {
         false
     }
 
+    /// A TCP endpoint at `node` sends `packet` (its own, not one it forwards); true when the feature took it
+    /// (the core then does not route it; the feature sends it, now or later, or drops it). Needs
+    /// `hooks().host_send`.
+    fn on_host_send(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
+        false
+    }
+
     /// A non-TCP packet addressed to `node`; true when the feature took it (else it counts as undeliverable).
     fn on_datagram(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
         false
@@ -147,6 +159,7 @@ mod tests {
         id: FeatureId,
         counters: std::collections::BTreeMap<String, u64>,
         arrivals: u64,
+        host_sends: u64,
     }
 
     fn frames(world: &World, f: impl Fn(&crate::link::Direction) -> u64) -> u64 {
@@ -155,7 +168,7 @@ mod tests {
 
     impl Feature for Probe {
         fn hooks(&self) -> HookSet {
-            HookSet { arrive: true, after_flow_endpoint: false }
+            HookSet { arrive: true, host_send: true, ..HookSet::default() }
         }
         fn start(&mut self, world: &mut World) {
             world.schedule(Time::ZERO, self.id, FeatureEvent::Probe(2));
@@ -168,7 +181,12 @@ mod tests {
             self.arrivals += 1;
             false
         }
+        fn on_host_send(&mut self, _w: &mut World, _now: Time, _node: usize, _p: &Bytes) -> bool {
+            self.host_sends += 1;
+            false
+        }
         fn finish(mut self: Box<Self>, world: &World, result: &mut RunResult) {
+            self.counters.insert("host_sends".into(), self.host_sends);
             let arrived = frames(world, |d| d.frames_sent - d.frames_lost);
             self.counters.insert("arrivals_missed".into(), arrived - self.arrivals);
             result.agents.insert("probe".into(), self.counters);
@@ -186,7 +204,7 @@ mod tests {
             build_all(s, world)?;
             let id = world.next_feature_id();
             world.schedule(Time::ZERO, id, FeatureEvent::Probe(1));
-            world.add_feature(Box::new(Probe { id, counters: Default::default(), arrivals: 0 }));
+            world.add_feature(Box::new(Probe { id, counters: Default::default(), arrivals: 0, host_sends: 0 }));
             Ok(())
         })
         .unwrap();
@@ -201,5 +219,9 @@ mod tests {
         // last byte ended the run (at most one per link direction).
         assert!(probe["arrivals_missed"] <= 2 * s.links.len() as u64, "{probe:?}");
         assert!(r.links.iter().map(|l| l.frames_sent).sum::<u64>() > 20, "{probe:?}");
+        // Every packet the two hosts' endpoints sent passed the send hook, which took none: the sender's
+        // segments and the receiver's ACKs (at least one per two segments).
+        let sent = r.flows[0].segments_sent;
+        assert!(probe["host_sends"] > sent + sent / 3, "{probe:?} {sent}");
     }
 }

@@ -7,8 +7,8 @@
 //! `mip-smooth` experiment.
 //!
 //! What does not yet: the `mip-seq`, `mip-buffer`, `mip-buffer-size`, `mip-handoff-rate` and `mip-analysis`
-//! experiments; the mobile's own one-or-two-packet buffer in a run (the core hands a host's own packets to
-//! no agent, so `MobileNode` never sees what the mobile sends); NewReno/SACK and Snoop at the BSs.
+//! experiments; NewReno/SACK and Snoop at the BSs. The mobile's own one-or-two-packet buffer (§4.2) sees
+//! what the mobile sends through the core's send hook (`Feature::on_host_send`).
 
 pub mod analysis;
 pub mod config;

@@ -113,6 +113,8 @@ pub(crate) struct Flow {
 pub(crate) struct HookSet {
     pub arrive: bool,
     pub after_flow_endpoint: bool,
+    /// [`Feature::on_host_send`]: a host's own outgoing packets.
+    pub host_send: bool,
 }
 
 pub struct World {
@@ -244,6 +246,7 @@ impl World {
         let h = feature.hooks();
         self.hooks.arrive |= h.arrive;
         self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
+        self.hooks.host_send |= h.host_send;
         self.features.push(Some(feature));
     }
 
@@ -688,7 +691,7 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            self.route(now, node, dst, packet, false);
+            self.send_own(now, node, dst, packet);
         }
         match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
@@ -738,8 +741,21 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            self.route(now, node, dst, packet, false);
+            self.send_own(now, node, dst, packet);
         }
+    }
+
+    /// Sends a packet that `node`'s own endpoint made: offered first to the features'
+    /// [`Feature::on_host_send`] (a mobile host's agent, say), else by the routing table.
+    fn send_own(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes) {
+        if self.hooks.host_send {
+            let taken = (0..self.features.len())
+                .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_host_send(w, now, node, &packet)) == Some(true));
+            if taken {
+                return;
+            }
+        }
+        self.route(now, node, dst, packet, false);
     }
 
     pub(crate) fn arm_endpoint_timer(&mut self, ep: usize) {

@@ -71,6 +71,8 @@ pub(crate) struct MobileIp {
     correspondent: Option<Correspondent>,
     mobile: MobileNode,
     link_acks: bool,
+    /// The mobile keeps its own last data packets (§4.2): its host's packets go through `mobile`.
+    own_buffer: bool,
     timers: BTreeMap<(u8, usize), Time>,
     first: Time,
     every: Option<Time>,
@@ -187,6 +189,7 @@ impl MobileIp {
         let mut mobile = MobileNode::new(MnConfig {
             notify_previous_fa: ro,
             previous_fa_lifetime: cfg.binding_lifetime_s,
+            own_buffer_packets: cfg.own_buffer_packets,
             ..MnConfig::new(mh_addr, ha_addr)
         });
         mobile.attach(addr(cells[0].bs), addr(cells[0].fa));
@@ -223,6 +226,7 @@ impl MobileIp {
             correspondent,
             mobile,
             link_acks: cfg.buffer_cleanup == CleanupKind::LinkAck,
+            own_buffer: cfg.own_buffer_packets > 0,
             timers: BTreeMap::new(),
             first,
             every,
@@ -486,7 +490,8 @@ impl MobileIp {
 
 impl Feature for MobileIp {
     fn hooks(&self) -> HookSet {
-        HookSet { arrive: true, after_flow_endpoint: false }
+        // The mobile's own packets pass its agent only when it keeps them (else they go as before).
+        HookSet { arrive: true, host_send: self.own_buffer, ..HookSet::default() }
     }
 
     fn start(&mut self, world: &mut World) {
@@ -548,6 +553,19 @@ impl Feature for MobileIp {
         };
         self.out = out;
         self.carry(world, now, from, node);
+        true
+    }
+
+    /// What the mobile host sends passes its agent (`Side::ToWired`), which keeps its last data packets for
+    /// re-sending after a handoff (§4.2), then goes out by its gateway, its current cell.
+    fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+        if node != self.mh {
+            return false;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        self.mobile.on_packet(now, Side::ToWired, packet.clone(), &mut out);
+        self.out = out;
+        self.carry(world, now, None, self.mh);
         true
     }
 
