@@ -92,6 +92,12 @@ pub(crate) struct MobileIp {
     /// t_delay).
     ha_fa_delay: Vec<Time>,
     route_optimised: bool,
+    /// Eq. (1)–(3)'s constants (seed 001 §2.2): each cell's BS–FA delay, the FA–FA delay (t_old_fa), the
+    /// maximum window in segments (mws) and Table 1's round trip (rtt).
+    bs_fa_delay: Vec<Time>,
+    fa_fa_delay: Time,
+    mws: f64,
+    eq_rtt: Duration,
     ch_acked: Vec<(Time, u32)>,
     mh_received: Vec<(Time, u32, u16)>,
     out: Vec<Action>,
@@ -208,6 +214,21 @@ impl MobileIp {
                 Time(direct.map_or(0, |l| l.delay_ns()))
             })
             .collect();
+        let delay_between = |w: &World, a: usize, b: usize| {
+            Time(w.links.iter().find(|l| l.ends.contains(&a) && l.ends.contains(&b)).map_or(0, |l| l.delay_ns()))
+        };
+        let bs_fa_delay: Vec<Time> = cells.iter().map(|c| delay_between(world, c.bs, c.fa)).collect();
+        let fa_fa_delay = if cells.len() > 1 { delay_between(world, cells[0].fa, cells[1].fa) } else { Time::ZERO };
+        let tcp = s.flows.keys().next().and_then(|f| s.flow_tcp(f).ok()).unwrap_or_default();
+        let mss = usize::from(tcp.mss.max(1));
+        let mws = f64::from(tcp.max_window.min(65_535)) / mss as f64;
+        // Table 1: rtt = 2 × (CH–HA + HA–FA) + α, α the FA–mobile round trip (§3.2: "roughly 8 ms").
+        let one_way: u64 = world.path(ch, cells[0].fa).map_or(0, |p| {
+            p.windows(2).map(|w| delay_between(world, w[0], w[1]).0).sum()
+        });
+        let air = &world.links[cells[0].air];
+        let alpha = 2 * bs_fa_delay[0].0 + air.airtime_ns(mss + 40) + air.airtime_ns(40);
+        let eq_rtt = Duration::from_nanos(2 * one_way + alpha);
         let every = cfg.handoff_every_s.is_finite().then(|| secs(cfg.handoff_every_s));
         let first = secs(cfg.first_handoff_s.min(1e7));
         let state = MobileIp {
@@ -239,6 +260,10 @@ impl MobileIp {
             ch_sent: Vec::new(),
             ha_fa_delay,
             route_optimised: ro,
+            bs_fa_delay,
+            fa_fa_delay,
+            mws,
+            eq_rtt,
             ch_acked: Vec::new(),
             mh_received: Vec::new(),
             out: Vec::new(),
@@ -428,6 +453,28 @@ impl MobileIp {
         }
     }
 
+    /// Eq. (1)–(3) for every handoff whose registration went out (see
+    /// [`MipHandoffMetrics::predicted_t_loss_ms`]).
+    fn predict(&mut self, world: &World) {
+        let ns = |t: Time| Duration::from_nanos(t.0);
+        let s = |x: f64| Duration::from_secs_f64(x.max(0.0));
+        for h in &mut self.handoffs {
+            let (Some(request), Some(registration)) = (h.handoff_request_s, h.registration_sent_s) else { continue };
+            let cell = |name: &str| self.cells.iter().position(|c| world.nodes[c.bs].name == name).expect("a cell");
+            let (from, to) = (cell(&h.from), cell(&h.to));
+            let p = super::analysis::LossPeriod {
+                ha_to_old_fa: ns(self.ha_fa_delay[from]),
+                beacon: s(request - self.gap.as_secs_f64()),
+                new_fa: s(registration - request) + ns(self.bs_fa_delay[to]),
+                to_ha: ns(self.ha_fa_delay[to]),
+                to_old_fa: ns(self.fa_fa_delay),
+            };
+            let t_loss = if self.route_optimised { p.route_optimised() } else { p.base() };
+            h.predicted_t_loss_ms = Some(t_loss.as_secs_f64() * 1e3);
+            h.predicted_packets_dropped = Some(super::analysis::packets_dropped(self.mws, self.eq_rtt, t_loss));
+        }
+    }
+
     /// Erroneous fast retransmits (seed 001 §3.2) of the correspondent's transfer, by
     /// [`super::erroneous`], each counted under the handoff before it.
     fn trace_analysis(&mut self) -> u64 {
@@ -586,6 +633,7 @@ impl Feature for MobileIp {
         }
         put(&world.nodes[self.mh].name, self.mobile.counters());
         let erroneous = self.trace_analysis();
+        self.predict(world);
         result.mobile_ip = Some(MobileIpMetrics {
             erroneous_fast_retransmits: erroneous,
             handoffs: std::mem::take(&mut self.handoffs),
