@@ -493,7 +493,8 @@ fn push_mip_cells(row: &mut Vec<Cell>, result: &RunResult) {
     row.push(Cell::Int(m.duplicates_delivered as i64));
     row.push(sum(|h| h.sent_from_buffer));
     let predicted_drops: Option<f64> = m.handoffs.iter().map(|h| h.predicted_packets_dropped).sum();
-    let pt: Vec<f64> = m.handoffs.iter().filter(|h| h.t_loss_ms.is_some()).filter_map(|h| h.predicted_t_loss_ms).collect();
+    let pt: Vec<f64> =
+        m.handoffs.iter().filter(|h| h.t_loss_ms.is_some()).filter_map(|h| h.predicted_t_loss_ms).collect();
     let mean_pt = (!pt.is_empty()).then(|| pt.iter().sum::<f64>() / pt.len() as f64);
     let measured_t = (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64);
     let dropped = m.handoffs.iter().map(|h| h.packets_lost).sum::<u64>() as f64;

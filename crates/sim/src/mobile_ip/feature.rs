@@ -223,9 +223,8 @@ impl MobileIp {
         let mss = usize::from(tcp.mss.max(1));
         let mws = f64::from(tcp.max_window.min(65_535)) / mss as f64;
         // Table 1: rtt = 2 × (CH–HA + HA–FA) + α, α the FA–mobile round trip (§3.2: "roughly 8 ms").
-        let one_way: u64 = world.path(ch, cells[0].fa).map_or(0, |p| {
-            p.windows(2).map(|w| delay_between(world, w[0], w[1]).0).sum()
-        });
+        let one_way: u64 =
+            world.path(ch, cells[0].fa).map_or(0, |p| p.windows(2).map(|w| delay_between(world, w[0], w[1]).0).sum());
         let air = &world.links[cells[0].air];
         let alpha = 2 * bs_fa_delay[0].0 + air.airtime_ns(mss + 40) + air.airtime_ns(40);
         let eq_rtt = Duration::from_nanos(2 * one_way + alpha);
