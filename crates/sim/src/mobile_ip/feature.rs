@@ -308,6 +308,17 @@ impl MobileIp {
             let Ok(ip) = Ipv4Packet::new_checked(&p[..]) else { continue };
             let dst = ip.dst_addr();
             match from {
+                // A TCP segment the BS passes on goes through the node's own agent (Snoop, say) when it has
+                // one, which sends it on by the routing table; not the buffer the *forward* message sends
+                // up to the old FA (addressed to the mobile), nor the local protocol's messages.
+                Some(Entity::Bs(_))
+                    if world.nodes[node].agent.is_some()
+                        && ip.protocol() == PROTO_TCP
+                        && !matches!(a, Action::Inject(..))
+                        && !(side == Side::ToWired && dst == self.mh_addr) =>
+                {
+                    world.hand_to_agent(now, node, side, p);
+                }
                 Some(Entity::Bs(i)) => {
                     let link = if side == Side::ToMobile { self.cells[i].air } else { self.cells[i].lan };
                     let dir = world.links[link].dir_from(node);
