@@ -195,7 +195,9 @@ pub const RUN_COLUMNS: &[&str] = &[
 /// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (seed 001), summed over the
 /// run's handoffs ([`lasthop_sim::MipHandoffMetrics`]): `packets_dropped` (frames lost in the air),
 /// `t_loss_ms` (mean over the handoffs that lost a segment's first copy), `erroneous_fast_retransmits`,
-/// `duplicates_delivered`, `sent_from_buffer`, `mip_handoffs` (how many; `handoffs` counts `[mobility]`'s).
+/// `duplicates_delivered`, `sent_from_buffer`, `mip_handoffs` (how many; `handoffs` counts `[mobility]`'s);
+/// then seed 001 §2.2's Eq. (1)–(3) beside them (`predicted_packets_dropped`, `predicted_t_loss_ms`, summed and
+/// averaged alike) and the measured over the predicted (`drop_ratio`, `t_loss_ratio`).
 pub const MIP_COLUMNS: &[&str] = &[
     "packets_dropped",
     "t_loss_ms",
@@ -203,6 +205,10 @@ pub const MIP_COLUMNS: &[&str] = &[
     "duplicates_delivered",
     "sent_from_buffer",
     "mip_handoffs",
+    "predicted_packets_dropped",
+    "predicted_t_loss_ms",
+    "drop_ratio",
+    "t_loss_ratio",
 ];
 
 /// Flow and web columns a grid axis may take the name of, because they report what the axis sets (`tcp`: the
@@ -529,6 +535,21 @@ fn push_mip_cells(row: &mut Vec<Cell>, result: &RunResult) {
     row.push(Cell::Int(m.duplicates_delivered as i64));
     row.push(sum(|h| h.sent_from_buffer));
     row.push(Cell::Int(m.handoffs.len() as i64));
+    let predicted_drops: Option<f64> = m.handoffs.iter().map(|h| h.predicted_packets_dropped).sum();
+    let pt: Vec<f64> =
+        m.handoffs.iter().filter(|h| h.t_loss_ms.is_some()).filter_map(|h| h.predicted_t_loss_ms).collect();
+    let mean_pt = (!pt.is_empty()).then(|| pt.iter().sum::<f64>() / pt.len() as f64);
+    let measured_t = (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64);
+    let dropped = m.handoffs.iter().map(|h| h.packets_lost).sum::<u64>() as f64;
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Cell::Float(a / b),
+        _ => Cell::Empty,
+    };
+    let float = |x: Option<f64>| x.map_or(Cell::Empty, Cell::Float);
+    row.push(float(predicted_drops));
+    row.push(float(mean_pt));
+    row.push(ratio(Some(dropped), predicted_drops));
+    row.push(ratio(measured_t, mean_pt));
 }
 
 /// The median of sorted values (the mean of the middle two for an even count).

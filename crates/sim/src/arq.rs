@@ -10,7 +10,7 @@
 //! the medium time these schemes pay is slightly overstated (a 1440-byte packet becomes 1465 bytes, +1.7 %).
 //! The reverse direction (the mobile's TCP ACKs, its data) is sent without ARQ unless `both_directions` is
 //! set: then a second pair of state machines, with the same settings, carries b→a, the mobile's own packets
-//! included (taken through [`Feature::on_originate`]); link ACKs of both directions share the medium with
+//! included (taken through [`Feature::on_host_send`]); link ACKs of both directions share the medium with
 //! the data. With LL-TCP-AWARE the first end judges the mobile's TCP ACKs as its link layer hands them up.
 //!
 //! The sender's retransmission timer runs from when a frame is handed to the link's queue, not from when
@@ -283,13 +283,10 @@ impl Arq {
 
 impl Feature for Arq {
     fn hooks(&self) -> HookSet {
-        HookSet { arrive: true, ..HookSet::default() }
-    }
-
-    fn takes_originated(&self) -> bool {
         // With ARQ both ways the mobile's own packets (its TCP ACKs and data) go in link frames. One way, the
         // first end is a base station forwarding what arrives, seen by `on_arrive`.
-        self.links.iter().any(|l| l.halves[1].is_some())
+        let host_send = self.links.iter().any(|l| l.halves[1].is_some());
+        HookSet { arrive: true, host_send, ..HookSet::default() }
     }
 
     fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
@@ -329,7 +326,7 @@ impl Feature for Arq {
         }
     }
 
-    fn on_originate(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+    fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return false };
         match self.outgoing(world, node, ip.dst_addr()) {
             Some((i, from)) => self.take(world, now, i, from, packet),

@@ -25,11 +25,14 @@
 //!    - arrival: [`Feature::on_arrive`] sees every packet that reaches any node, before the core delivers or
 //!      forwards it, and may consume it (a home agent that tunnels, a relay that splits a connection, a
 //!      mobile host that reads control messages);
+//!    - sending: [`Feature::on_host_send`] sees every packet a host's own TCP endpoint sends (a bulk flow's
+//!      or a feature's), before the core routes it, and may take it, to send it itself (a mobile host's
+//!      agent that keeps its own last data packets, seed 001 §4.2). A packet that reaches a node over a link
+//!      passes `on_arrive` instead; one a feature sends with [`World::route`] or [`World::send`] passes
+//!      neither (the link layer at a mobile host takes its own packets here too, `arq.rs`);
 //!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a
 //!      packet to it with [`World::hand_to_agent`], and sends its own with [`World::route`] (by the routing
 //!      table) or [`World::send`] (on a given link and direction, priority queue or not);
-//!    - origin: [`Feature::on_originate`] sees every packet a node's own endpoints send, before routing, and
-//!      may take it (the link layer at a mobile host);
 //!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
 //!      endpoints, and a feature's own endpoints ([`World::add_endpoint`] with
 //!      [`Owner::Feature`](crate::world::Owner)) come back to [`Feature::after_endpoint`] whenever the core
@@ -105,12 +108,6 @@ pub(crate) trait Feature {
         HookSet::default()
     }
 
-    /// Whether [`Feature::on_originate`] is to be called (like [`Feature::hooks`], so that a run without it
-    /// pays nothing per packet).
-    fn takes_originated(&self) -> bool {
-        false
-    }
-
     /// Called once, after the bulk flows are set up, to schedule the feature's first events.
     fn start(&mut self, _world: &mut World) {}
 
@@ -128,9 +125,11 @@ pub(crate) trait Feature {
         false
     }
 
-    /// An endpoint at `node` (a bulk flow's or a feature's) sends `packet`; true when the feature took it (the
-    /// core then does not route it). Needs [`Feature::takes_originated`].
-    fn on_originate(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
+    /// A TCP endpoint at `node` (a bulk flow's or a feature's) sends `packet`, its own, not one it forwards;
+    /// true when the feature took it (the core then does not route it; the feature sends it, now or later, or
+    /// drops it). Needs `hooks().host_send`. A packet sent while a feature runs (an endpoint answering what that
+    /// feature delivered) is offered once no feature runs any more, so every feature sees every such packet.
+    fn on_host_send(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
         false
     }
 
@@ -161,6 +160,7 @@ mod tests {
         id: FeatureId,
         counters: std::collections::BTreeMap<String, u64>,
         arrivals: u64,
+        host_sends: u64,
     }
 
     fn frames(world: &World, f: impl Fn(&crate::link::Direction) -> u64) -> u64 {
@@ -169,7 +169,7 @@ mod tests {
 
     impl Feature for Probe {
         fn hooks(&self) -> HookSet {
-            HookSet { arrive: true, after_flow_endpoint: false }
+            HookSet { arrive: true, host_send: true, ..HookSet::default() }
         }
         fn start(&mut self, world: &mut World) {
             world.schedule(Time::ZERO, self.id, FeatureEvent::Probe(2));
@@ -182,7 +182,12 @@ mod tests {
             self.arrivals += 1;
             false
         }
+        fn on_host_send(&mut self, _w: &mut World, _now: Time, _node: usize, _p: &Bytes) -> bool {
+            self.host_sends += 1;
+            false
+        }
         fn finish(mut self: Box<Self>, world: &World, result: &mut RunResult) {
+            self.counters.insert("host_sends".into(), self.host_sends);
             let arrived = frames(world, |d| d.frames_sent - d.frames_lost);
             self.counters.insert("arrivals_missed".into(), arrived - self.arrivals);
             result.agents.insert("probe".into(), self.counters);
@@ -200,7 +205,7 @@ mod tests {
             build_all(s, world)?;
             let id = world.next_feature_id();
             world.schedule(Time::ZERO, id, FeatureEvent::Probe(1));
-            world.add_feature(Box::new(Probe { id, counters: Default::default(), arrivals: 0 }));
+            world.add_feature(Box::new(Probe { id, counters: Default::default(), arrivals: 0, host_sends: 0 }));
             Ok(())
         })
         .unwrap();
@@ -215,5 +220,9 @@ mod tests {
         // last byte ended the run (at most one per link direction).
         assert!(probe["arrivals_missed"] <= 2 * s.links.len() as u64, "{probe:?}");
         assert!(r.links.iter().map(|l| l.frames_sent).sum::<u64>() > 20, "{probe:?}");
+        // Every packet the two hosts' endpoints sent passed the send hook, which took none: the sender's
+        // segments and the receiver's ACKs (at least one per two segments).
+        let sent = r.flows[0].segments_sent;
+        assert!(probe["host_sends"] > sent + sent / 3, "{probe:?} {sent}");
     }
 }

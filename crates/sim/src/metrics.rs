@@ -74,6 +74,17 @@ pub struct MipHandoffMetrics {
     /// the forwarding point (HA under base Mobile IP, old FA under route optimisation) to the old FA, to T2,
     /// when the forwarding point learns the new care-of address; `None` when it never did.
     pub t_loss_ms: Option<f64>,
+    /// Eq. (2) (base Mobile IP) or Eq. (3) (route optimisation) of seed 001 §2.2, ms, from this handoff's own
+    /// timeline: t_beacon (entering the cell to the handoff request), t_new_fa (to the registration request
+    /// leaving the mobile, plus the BS–FA hop to the new FA), and the delay stations' one-way delays for
+    /// t_delay and t_ha (HA–FA) or t_old_fa (FA–FA); `None` when the registration never went out.
+    #[serde(default)]
+    pub predicted_t_loss_ms: Option<f64>,
+    /// Eq. (1) with that t_loss: min(mws / rtt × t_loss, mws), mws the maximum window in segments and rtt
+    /// Table 1's round trip (twice the one-way delay from the correspondent to the first FA, plus α, the
+    /// FA–mobile round trip of a full segment and an ACK).
+    #[serde(default)]
+    pub predicted_packets_dropped: Option<f64>,
 }
 
 /// One handoff: when the mobile decided, the event timeline after it (seed 000 Fig. 10), and its cost.

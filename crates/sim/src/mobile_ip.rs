@@ -3,11 +3,11 @@
 //! What exists: the protocol entities (`lasthop_agents::mip`: home agent, foreign agent, base station with
 //! the per-mobile buffer, correspondent, mobile) and their messages (`lasthop_wire::mip`); their placement on
 //! a scenario's nodes, scheduled handoffs and per-handoff measurements ([`feature`], configured by
-//! [`config`]); the erroneous-fast-retransmit detector ([`erroneous`]) and Eq. (1)–(3) ([`analysis`]); the
-//! `mip-smooth`, `mip-seq`, `mip-buffer`, `mip-buffer-size` and `mip-handoff-rate` experiments.
-//!
-//! What does not yet: the `mip-analysis` experiment; the mobile's own one-or-two-packet buffer in a run (the core hands a host's own packets to
-//! no agent, so `MobileNode` never sees what the mobile sends); NewReno/SACK and Snoop at the BSs.
+//! [`config`]), Eq. (1)–(3) evaluated per handoff; the mobile's own one-or-two-packet buffer (§4.2), which
+//! sees what the mobile sends through the core's send hook (`Feature::on_host_send`); a BS node's own agent
+//! (Snoop) on the segments the BS passes on; the erroneous-fast-retransmit detector ([`erroneous`]) and
+//! Eq. (1)–(3) ([`analysis`]); the `mip-smooth`, `mip-seq`, `mip-buffer`, `mip-buffer-size`,
+//! `mip-handoff-rate`, `mip-analysis`, `mip-variants` and `mip-snoop` experiments.
 
 pub mod analysis;
 pub mod config;

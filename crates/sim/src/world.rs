@@ -121,6 +121,8 @@ pub(crate) struct Flow {
 pub(crate) struct HookSet {
     pub arrive: bool,
     pub after_flow_endpoint: bool,
+    /// [`Feature::on_host_send`]: a host's own outgoing packets.
+    pub host_send: bool,
 }
 
 pub struct World {
@@ -142,11 +144,9 @@ pub struct World {
     /// The features in registration order. A slot is empty while its feature runs (it holds `&mut World`).
     features: Vec<Option<Box<dyn Feature>>>,
     hooks: HookSet,
-    /// Some feature takes packets the nodes' own endpoints send ([`Feature::takes_originated`]).
-    originate_hook: bool,
     /// Packets endpoints sent while a feature ran (its slot empty, so it could not be offered them): offered
-    /// when no feature runs any more, in the order sent.
-    originated_later: Vec<(Time, usize, Ipv4Addr, Bytes)>,
+    /// to [`Feature::on_host_send`] when no feature runs any more, in the order sent.
+    sent_while_a_feature_ran: Vec<(Time, usize, Ipv4Addr, Bytes)>,
     /// The latest of the features' `runs_until`: the run goes on until then.
     run_until: Option<Time>,
     /// IP protocols whose packets are a feature's control messages, not data (not counted by
@@ -224,8 +224,7 @@ impl World {
             undeliverable: 0,
             features: Vec::new(),
             hooks: HookSet::default(),
-            originate_hook: false,
-            originated_later: Vec::new(),
+            sent_while_a_feature_ran: Vec::new(),
             run_until: None,
             control_protocols: Vec::new(),
             out_of_range_losses: 0,
@@ -259,7 +258,7 @@ impl World {
         let h = feature.hooks();
         self.hooks.arrive |= h.arrive;
         self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
-        self.originate_hook |= feature.takes_originated();
+        self.hooks.host_send |= h.host_send;
         self.features.push(Some(feature));
     }
 
@@ -269,9 +268,9 @@ impl World {
         let mut feature = self.features[id.0].take()?;
         let r = f(feature.as_mut(), self);
         self.features[id.0] = Some(feature);
-        if !self.originated_later.is_empty() && self.features.iter().all(Option::is_some) {
-            for (now, node, dst, packet) in std::mem::take(&mut self.originated_later) {
-                self.originate(now, node, dst, packet);
+        if !self.sent_while_a_feature_ran.is_empty() && self.features.iter().all(Option::is_some) {
+            for (now, node, dst, packet) in std::mem::take(&mut self.sent_while_a_feature_ran) {
+                self.send_own(now, node, dst, packet);
             }
         }
         Some(r)
@@ -530,23 +529,6 @@ impl World {
             .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_arrive(w, now, node, link, packet)) == Some(true))
     }
 
-    /// Sends a packet that an endpoint at `node` made: the features may take it (a link layer at the sending
-    /// host), else it goes by the routing table.
-    fn originate(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes) {
-        if self.originate_hook && self.features.iter().any(Option::is_none) {
-            // A feature runs now (an endpoint answering what it delivered): it too must see the packet.
-            self.originated_later.push((now, node, dst, packet));
-            return;
-        }
-        if self.originate_hook
-            && (0..self.features.len())
-                .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_originate(w, now, node, &packet)) == Some(true))
-        {
-            return;
-        }
-        self.route(now, node, dst, packet, false);
-    }
-
     /// Hands `packet` to the agent at `node` as if it had arrived travelling toward `side`, and carries out
     /// what the agent asks for.
     pub(crate) fn hand_to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
@@ -748,7 +730,7 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            self.originate(now, node, dst, packet);
+            self.send_own(now, node, dst, packet);
         }
         match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
@@ -798,8 +780,27 @@ impl World {
                 Role::Closed => None,
             };
             let Some(packet) = packet else { break };
-            self.originate(now, node, dst, packet);
+            self.send_own(now, node, dst, packet);
         }
+    }
+
+    /// Sends a packet that `node`'s own endpoint made: offered first to the features'
+    /// [`Feature::on_host_send`] (the link layer or the Mobile IP agent at a mobile host), else by the routing
+    /// table.
+    fn send_own(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes) {
+        if self.hooks.host_send {
+            if self.features.iter().any(Option::is_none) {
+                // A feature runs now (an endpoint answering what it delivered): it too must see the packet.
+                self.sent_while_a_feature_ran.push((now, node, dst, packet));
+                return;
+            }
+            let taken = (0..self.features.len())
+                .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_host_send(w, now, node, &packet)) == Some(true));
+            if taken {
+                return;
+            }
+        }
+        self.route(now, node, dst, packet, false);
     }
 
     pub(crate) fn arm_endpoint_timer(&mut self, ep: usize) {

@@ -15,6 +15,19 @@ fn example() -> toml::Value {
 }
 
 fn scenario(scheme: &str, tcp: &str, ha_fa_ms: f64, first_s: f64, every_s: f64, bytes: u64, seed: u64) -> Scenario {
+    Scenario::from_toml(scenario_toml(scheme, tcp, ha_fa_ms, first_s, every_s, bytes, seed), "mobile-ip.toml").unwrap()
+}
+
+/// The example as a TOML value with `scheme` (one of [`SCHEMES`]) and the rest set.
+fn scenario_toml(
+    scheme: &str,
+    tcp: &str,
+    ha_fa_ms: f64,
+    first_s: f64,
+    every_s: f64,
+    bytes: u64,
+    seed: u64,
+) -> toml::Value {
     let mut v = example();
     v.as_table_mut().unwrap().insert("seed".into(), (seed as i64).into());
     for l in ["ha-fa1", "ha-fa2"] {
@@ -38,7 +51,7 @@ fn scenario(scheme: &str, tcp: &str, ha_fa_ms: f64, first_s: f64, every_s: f64, 
     m.insert("handoff_every_s".into(), every_s.into());
     v["flows"]["file"].as_table_mut().unwrap().insert("bytes".into(), (bytes as i64).into());
     v["tcp"].as_table_mut().unwrap().insert("variant".into(), tcp.into());
-    Scenario::from_toml(v, "mobile-ip.toml").unwrap()
+    v
 }
 
 fn check_intact(s: &Scenario) -> RunResult {
@@ -104,6 +117,65 @@ fn same_seed_same_result_with_mobile_ip() {
     }
 }
 
+/// Seed 001 §4.2, the reverse direction: the mobile sends the file. Under base Mobile IP the handoff loses
+/// what the mobile had queued for its old cell; with its own two-packet buffer the mobile re-sends its
+/// last two data packets once registered in the new cell, every byte still arrives once and in order, the
+/// packets pass the mobile's agent only when it keeps them, and the run is deterministic.
+#[test]
+fn a_mobile_sender_with_its_own_buffer_resends_its_last_packets_after_the_handoff() {
+    let sender = |own: i64, scheme: &str, first_s: f64| {
+        let mut v = example();
+        v["flows"]["file"] = toml::toml! { from = "mh" to = "ch" bytes = 1_000_000 }.into();
+        let m = v["mobile_ip"].as_table_mut().unwrap();
+        m.insert("scheme".into(), scheme.into());
+        m.insert("own_buffer_packets".into(), own.into());
+        m.insert("first_handoff_s".into(), first_s.into());
+        Scenario::from_toml(v, "mobile-ip.toml").unwrap()
+    };
+    for scheme in ["base", "ro"] {
+        for first_s in [2.15, 3.3] {
+            let with = sender(2, scheme, first_s);
+            let r = check_intact(&with);
+            let m = r.mobile_ip.as_ref().unwrap();
+            assert_eq!(m.handoffs.len(), 1);
+            assert!(m.handoffs[0].packets_lost > 0, "{scheme} {first_s}: {:?}", m.handoffs);
+            assert_eq!(m.agents["mh"]["own_packets_resent"], 2, "{scheme} {first_s}");
+            assert_eq!(run(&with, &RunOptions::default()).unwrap(), r, "deterministic");
+            let without = check_intact(&sender(0, scheme, first_s));
+            assert_eq!(without.mobile_ip.as_ref().unwrap().agents["mh"]["own_packets_resent"], 0);
+            assert_eq!(without.flows[0].bytes_delivered, 1_000_000);
+        }
+    }
+}
+
+/// Snoop at both base stations together with Mobile IP and BS buffering, over a lossy hop: every TCP segment
+/// the BS entity passes on goes through the node's Snoop agent, which retransmits locally what the air
+/// loses; every byte still arrives once and in order, across the handoff, in every scheme.
+#[test]
+fn snoop_at_the_base_stations_works_with_buffering_across_the_handoff() {
+    for scheme in ["ro", "buffer", "buffer-ack-order"] {
+        for (first_s, seed) in [(2.15, 1), (3.3, 2)] {
+            let mut t = scenario_toml(scheme, "reno", 30.0, first_s, f64::INFINITY, 1_000_000, seed);
+            for bs in ["bs1", "bs2"] {
+                t["nodes"][bs].as_table_mut().unwrap().insert("agent".into(), "snoop".into());
+            }
+            for air in ["air1", "air2"] {
+                t["links"][air]
+                    .as_table_mut()
+                    .unwrap()
+                    .insert("error".into(), toml::toml! { model = "ber" ber = 2e-6 }.into());
+            }
+            let sc = Scenario::from_toml(t, "mobile-ip.toml").unwrap();
+            let r = check_intact(&sc);
+            assert!(r.flows[0].local_retransmissions > 0, "{scheme}: Snoop at bs1 saw the data: {:?}", r.agents["bs1"]);
+            assert!(r.agents["bs2"].values().sum::<u64>() > 0, "{scheme}: Snoop at bs2 too: {:?}", r.agents["bs2"]);
+            let mip = r.mobile_ip.as_ref().unwrap();
+            assert_eq!(mip.handoffs.len(), 1);
+            assert_eq!(mip.agents["bs1"]["forward_messages"], u64::from(scheme.starts_with("buffer")), "{scheme}");
+        }
+    }
+}
+
 /// The example under base Mobile IP with `field` set to `value`: the error it gets.
 fn bad(field: &str, value: toml::Value) -> String {
     let mut v = example();
@@ -132,6 +204,7 @@ fn bad_combinations_are_refused_with_the_field_named() {
         ("mobile_ip.handoff_every_s", 1e-4.into(), "mobile_ip.handoff_every_s"),
         ("mobile_ip.handoff_every_s", 1e300.into(), "mobile_ip.handoff_every_s"),
         ("mobile_ip.handoff_every_s", f64::NAN.into(), "mobile_ip.handoff_every_s"),
+        ("mobile_ip.own_buffer_packets", 3.into(), "mobile_ip.own_buffer_packets"),
     ];
     for (field, value, named) in cases {
         let e = bad(field, value);

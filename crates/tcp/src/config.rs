@@ -151,6 +151,14 @@ pub struct TcpConfig {
     /// to these. Probes count no timeout and leave cwnd alone.
     pub persist_min_ms: f64,
     pub persist_max_ms: f64,
+    /// Tahoe's fast retransmit also goes back to SND.UNA: after the retransmission, slow start resends
+    /// the segments that followed it, "although [they] are already transmitted before" (seed 001 §3.2,
+    /// Fig. 11: the Tahoe whose erroneous fast retransmits recur every round trip), as ns-2's
+    /// `TcpAgent::dupack_action` does (`reset_rtx_timer(0, 0)`: "mild is 0 for timeouts and Tahoe dup
+    /// acks", so `t_seqno_ = highest_ack_ + 1`). Default false: SND.NXT is kept, as BSD's fast retransmit
+    /// restores it after sending the one segment (`if (SEQ_GT(onxt, tp->snd_nxt)) tp->snd_nxt = onxt`),
+    /// and slow start goes on from the highest segment sent. Other variants ignore it.
+    pub tahoe_go_back: bool,
 }
 
 /// Presets of the behaviours real stacks differ on, each from its source. Fields not listed are left as
@@ -355,6 +363,7 @@ impl Default for TcpConfig {
             rto_restart: None,
             persist_min_ms: 5000.0,
             persist_max_ms: 60000.0,
+            tahoe_go_back: false,
         }
     }
 }

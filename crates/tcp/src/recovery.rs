@@ -2,7 +2,8 @@
 //! a new cumulative ACK, a duplicate ACK and a retransmit timeout, and which segment SACK recovery sends
 //! next, and the ELN-aware retransmission (seed 002), which touches neither `cwnd` nor `ssthresh`.
 //!
-//! - Tahoe: fast retransmit on the `dupack_threshold`-th dupack, then slow start from one segment.
+//! - Tahoe: fast retransmit on the `dupack_threshold`-th dupack, then slow start from one segment, from the
+//!   highest segment sent (BSD) or, with `tahoe_go_back`, from SND.UNA (ns-2; seed 001 Fig. 11).
 //! - Reno (RFC 5681 §3.2): fast retransmit and fast recovery with window inflation; the first new ACK
 //!   deflates to `ssthresh` and ends recovery, so several losses in one window usually end in a timeout.
 //! - NewReno (RFC 6582): partial ACKs retransmit the next hole and keep recovery until `recover`.
@@ -172,6 +173,11 @@ impl Sender {
             Variant::Tahoe => {
                 self.cwnd = self.mss;
                 self.recover = self.max;
+                if self.cfg.tahoe_go_back {
+                    // ns-2's Tahoe (seed 001 Fig. 11): slow start from SND.UNA, resending what followed.
+                    self.nxt = self.una;
+                    self.go_back_max = self.max;
+                }
             }
             Variant::Reno | Variant::NewReno => {
                 self.cwnd = self.ssthresh.saturating_add(self.dupthresh().saturating_mul(self.mss));

@@ -230,6 +230,43 @@ fn tahoe_fast_retransmit_then_one_segment() {
     assert_eq!(out[0].off, una + 8 * u64::from(MSS));
 }
 
+/// Seed 001 Fig. 11's Tahoe (`tahoe_go_back`): after the fast retransmit, slow start resends from SND.UNA
+/// what followed the retransmitted segment, although it was sent before.
+#[test]
+fn tahoe_go_back_resends_from_una_after_the_fast_retransmit() {
+    let (mut s, first) = established(TcpConfig { tahoe_go_back: true, ..cfg(Variant::Tahoe) }, 1_000_000);
+    let (flight, mut now) = open_window(&mut s, first, 8, Time::from_millis(100));
+    let una = flight[0].off;
+    let m = u64::from(MSS);
+    for _ in 0..3 {
+        now += Duration::from_millis(1);
+        s.handle_packet(now, &ack(una, &[]));
+    }
+    let out = drain_sender(&mut s, now);
+    assert_eq!(out.iter().map(|g| (g.off, g.rexmit)).collect::<Vec<_>>(), vec![(una, Some(true))]);
+    assert_eq!((s.cwnd(), s.stats().fast_retransmits), (MSS, 1));
+    // The ACK of the retransmission (segments 2 and 3 of the window were lost too): cwnd 2, and the two
+    // segments sent are the next ones after SND.UNA, retransmissions, not new data from the window's end.
+    now += Duration::from_millis(1);
+    s.handle_packet(now, &ack(una + m, &[]));
+    let out = drain_sender(&mut s, now);
+    assert_eq!(s.cwnd(), 2 * MSS);
+    assert_eq!(
+        out.iter().map(|g| (g.off, g.rexmit)).collect::<Vec<_>>(),
+        vec![(una + m, Some(true)), (una + 2 * m, Some(true))]
+    );
+    // Without the option the same ACK sends nothing: the flight up to the window's end exceeds cwnd.
+    let (mut b, first) = established(cfg(Variant::Tahoe), 1_000_000);
+    let (flight, mut now) = open_window(&mut b, first, 8, Time::from_millis(100));
+    for _ in 0..3 {
+        now += Duration::from_millis(1);
+        b.handle_packet(now, &ack(flight[0].off, &[]));
+    }
+    drain_sender(&mut b, now);
+    b.handle_packet(now, &ack(flight[0].off + m, &[]));
+    assert!(drain_sender(&mut b, now).is_empty());
+}
+
 #[test]
 fn reno_fast_recovery_inflates_and_deflates() {
     let (mut s, first) = established(cfg(Variant::Reno), 1_000_000);

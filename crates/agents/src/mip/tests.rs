@@ -646,6 +646,30 @@ fn mobile_keeps_its_last_data_packets_and_resends_the_unacknowledged_after_hando
     assert!(sent(&on(&mut plain, T0, Side::ToMobile, reply.emit_ipv4(FA2, MH, 1)), Side::ToWired).is_empty());
 }
 
+fn reply_to_mh(identification: u64, code: u8) -> Bytes {
+    let r = RegistrationReply { code, lifetime: 600, home_addr: MH, home_agent: HA, identification };
+    MipMessage::RegistrationReply(r).emit_ipv4(FA2, MH, 1)
+}
+
+/// The host's own packets pass unchanged; the buffer keeps the newest two (the oldest goes first), a reply
+/// to another registration or a denial re-sends nothing, and only an accepted registration re-sends.
+#[test]
+fn mobile_passes_its_own_packets_keeps_the_newest_and_resends_only_on_its_accepted_registration() {
+    let mut m = mobile(false, 2);
+    for i in 0..4 {
+        let out = on(&mut m, T0, Side::ToWired, data_from_mh(i));
+        assert_eq!(sent(&out, Side::ToWired), vec![data_from_mh(i)], "passed on unchanged");
+    }
+    on(&mut m, T0, Side::ToMobile, advertisement(FA2));
+    assert!(sent(&on(&mut m, T0, Side::ToMobile, reply_to_mh(7, 0)), Side::ToWired).is_empty(), "not ours");
+    assert!(sent(&on(&mut m, T0, Side::ToMobile, reply_to_mh(1, 65)), Side::ToWired).is_empty(), "denied");
+    assert_eq!(m.stats().registrations_denied, 1);
+    on(&mut m, T0, Side::ToMobile, advertisement(FA2));
+    let out = on(&mut m, T0, Side::ToMobile, reply_to_mh(2, 0));
+    assert_eq!(sent(&out, Side::ToWired), vec![data_from_mh(2), data_from_mh(3)]);
+    assert_eq!(m.stats().own_packets_resent, 2);
+}
+
 // ---- the whole exchange ----
 
 /// Seed 001 Fig. 2 with buffering, every message carried by hand from the entity that sends it to the one

@@ -56,6 +56,10 @@ pub struct MobileIpConfig {
     /// The re-ordering rule of seed 001 §4.2 (Fig. 17): the old FA sends later arrivals through the old BS.
     #[serde(default)]
     pub reorder: bool,
+    /// The mobile's own last data packets kept and re-sent once it is registered in the new cell (seed 001
+    /// §4.2: "a buffer enough to store one or two data packets on the mobile host"): 0 (default), 1 or 2.
+    #[serde(default)]
+    pub own_buffer_packets: usize,
     /// Beacon period of the local handoff protocol, ms (seed 001 §3.1: 50).
     #[serde(default = "default_beacon_ms")]
     pub beacon_interval_ms: f64,
@@ -159,6 +163,12 @@ impl MobileIpConfig {
             return err(
                 "reorder",
                 "the re-ordering rule goes through the BS buffer: expected buffer_packets ≥ 1".into(),
+            );
+        }
+        if self.own_buffer_packets > 2 {
+            return err(
+                "own_buffer_packets",
+                "expected 0, 1 or 2 packets (seed 001 §4.2: \"one or two data packets on the mobile host\")".into(),
             );
         }
         if self.buffer_packets > 100_000 {

@@ -71,6 +71,8 @@ pub(crate) struct MobileIp {
     correspondent: Option<Correspondent>,
     mobile: MobileNode,
     link_acks: bool,
+    /// The mobile keeps its own last data packets (§4.2): its host's packets go through `mobile`.
+    own_buffer: bool,
     timers: BTreeMap<(u8, usize), Time>,
     first: Time,
     every: Option<Time>,
@@ -90,6 +92,12 @@ pub(crate) struct MobileIp {
     /// t_delay).
     ha_fa_delay: Vec<Time>,
     route_optimised: bool,
+    /// Eq. (1)–(3)'s constants (seed 001 §2.2): each cell's BS–FA delay, the FA–FA delay (t_old_fa), the
+    /// maximum window in segments (mws) and Table 1's round trip (rtt).
+    bs_fa_delay: Vec<Time>,
+    fa_fa_delay: Time,
+    mws: f64,
+    eq_rtt: Duration,
     ch_acked: Vec<(Time, u32)>,
     mh_received: Vec<(Time, u32, u16)>,
     out: Vec<Action>,
@@ -187,6 +195,7 @@ impl MobileIp {
         let mut mobile = MobileNode::new(MnConfig {
             notify_previous_fa: ro,
             previous_fa_lifetime: cfg.binding_lifetime_s,
+            own_buffer_packets: cfg.own_buffer_packets,
             ..MnConfig::new(mh_addr, ha_addr)
         });
         mobile.attach(addr(cells[0].bs), addr(cells[0].fa));
@@ -205,6 +214,20 @@ impl MobileIp {
                 Time(direct.map_or(0, |l| l.delay_ns()))
             })
             .collect();
+        let delay_between = |w: &World, a: usize, b: usize| {
+            Time(w.links.iter().find(|l| l.ends.contains(&a) && l.ends.contains(&b)).map_or(0, |l| l.delay_ns()))
+        };
+        let bs_fa_delay: Vec<Time> = cells.iter().map(|c| delay_between(world, c.bs, c.fa)).collect();
+        let fa_fa_delay = if cells.len() > 1 { delay_between(world, cells[0].fa, cells[1].fa) } else { Time::ZERO };
+        let tcp = s.flows.keys().next().and_then(|f| s.flow_tcp(f).ok()).unwrap_or_default();
+        let mss = usize::from(tcp.mss.max(1));
+        let mws = f64::from(tcp.max_window.min(65_535)) / mss as f64;
+        // Table 1: rtt = 2 × (CH–HA + HA–FA) + α, α the FA–mobile round trip (§3.2: "roughly 8 ms").
+        let one_way: u64 =
+            world.path(ch, cells[0].fa).map_or(0, |p| p.windows(2).map(|w| delay_between(world, w[0], w[1]).0).sum());
+        let air = &world.links[cells[0].air];
+        let alpha = 2 * bs_fa_delay[0].0 + air.airtime_ns(mss + 40) + air.airtime_ns(40);
+        let eq_rtt = Duration::from_nanos(2 * one_way + alpha);
         let every = cfg.handoff_every_s.is_finite().then(|| secs(cfg.handoff_every_s));
         let first = secs(cfg.first_handoff_s.min(1e7));
         let state = MobileIp {
@@ -223,6 +246,7 @@ impl MobileIp {
             correspondent,
             mobile,
             link_acks: cfg.buffer_cleanup == CleanupKind::LinkAck,
+            own_buffer: cfg.own_buffer_packets > 0,
             timers: BTreeMap::new(),
             first,
             every,
@@ -235,6 +259,10 @@ impl MobileIp {
             ch_sent: Vec::new(),
             ha_fa_delay,
             route_optimised: ro,
+            bs_fa_delay,
+            fa_fa_delay,
+            mws,
+            eq_rtt,
             ch_acked: Vec::new(),
             mh_received: Vec::new(),
             out: Vec::new(),
@@ -280,6 +308,17 @@ impl MobileIp {
             let Ok(ip) = Ipv4Packet::new_checked(&p[..]) else { continue };
             let dst = ip.dst_addr();
             match from {
+                // A TCP segment the BS passes on goes through the node's own agent (Snoop, say) when it has
+                // one, which sends it on by the routing table; not the buffer the *forward* message sends
+                // up to the old FA (addressed to the mobile), nor the local protocol's messages.
+                Some(Entity::Bs(_))
+                    if world.nodes[node].agent.is_some()
+                        && ip.protocol() == PROTO_TCP
+                        && !matches!(a, Action::Inject(..))
+                        && !(side == Side::ToWired && dst == self.mh_addr) =>
+                {
+                    world.hand_to_agent(now, node, side, p);
+                }
                 Some(Entity::Bs(i)) => {
                     let link = if side == Side::ToMobile { self.cells[i].air } else { self.cells[i].lan };
                     let dir = world.links[link].dir_from(node);
@@ -424,6 +463,28 @@ impl MobileIp {
         }
     }
 
+    /// Eq. (1)–(3) for every handoff whose registration went out (see
+    /// [`MipHandoffMetrics::predicted_t_loss_ms`]).
+    fn predict(&mut self, world: &World) {
+        let ns = |t: Time| Duration::from_nanos(t.0);
+        let s = |x: f64| Duration::from_secs_f64(x.max(0.0));
+        for h in &mut self.handoffs {
+            let (Some(request), Some(registration)) = (h.handoff_request_s, h.registration_sent_s) else { continue };
+            let cell = |name: &str| self.cells.iter().position(|c| world.nodes[c.bs].name == name).expect("a cell");
+            let (from, to) = (cell(&h.from), cell(&h.to));
+            let p = super::analysis::LossPeriod {
+                ha_to_old_fa: ns(self.ha_fa_delay[from]),
+                beacon: s(request - self.gap.as_secs_f64()),
+                new_fa: s(registration - request) + ns(self.bs_fa_delay[to]),
+                to_ha: ns(self.ha_fa_delay[to]),
+                to_old_fa: ns(self.fa_fa_delay),
+            };
+            let t_loss = if self.route_optimised { p.route_optimised() } else { p.base() };
+            h.predicted_t_loss_ms = Some(t_loss.as_secs_f64() * 1e3);
+            h.predicted_packets_dropped = Some(super::analysis::packets_dropped(self.mws, self.eq_rtt, t_loss));
+        }
+    }
+
     /// Erroneous fast retransmits (seed 001 §3.2) of the correspondent's transfer, by
     /// [`super::erroneous`], each counted under the handoff before it.
     fn trace_analysis(&mut self) -> u64 {
@@ -486,7 +547,8 @@ impl MobileIp {
 
 impl Feature for MobileIp {
     fn hooks(&self) -> HookSet {
-        HookSet { arrive: true, after_flow_endpoint: false }
+        // The mobile's own packets pass its agent only when it keeps them (else they go as before).
+        HookSet { arrive: true, host_send: self.own_buffer, ..HookSet::default() }
     }
 
     fn start(&mut self, world: &mut World) {
@@ -551,6 +613,19 @@ impl Feature for MobileIp {
         true
     }
 
+    /// What the mobile host sends passes its agent (`Side::ToWired`), which keeps its last data packets for
+    /// re-sending after a handoff (§4.2), then goes out by its gateway, its current cell.
+    fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+        if node != self.mh {
+            return false;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        self.mobile.on_packet(now, Side::ToWired, packet.clone(), &mut out);
+        self.out = out;
+        self.carry(world, now, None, self.mh);
+        true
+    }
+
     fn finish(mut self: Box<Self>, world: &World, result: &mut RunResult) {
         self.settle_losses(world);
         self.close_handoff();
@@ -568,6 +643,7 @@ impl Feature for MobileIp {
         }
         put(&world.nodes[self.mh].name, self.mobile.counters());
         let erroneous = self.trace_analysis();
+        self.predict(world);
         result.mobile_ip = Some(MobileIpMetrics {
             erroneous_fast_retransmits: erroneous,
             handoffs: std::mem::take(&mut self.handoffs),

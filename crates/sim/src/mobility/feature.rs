@@ -461,7 +461,7 @@ impl Mobility {
 
 impl Feature for Mobility {
     fn hooks(&self) -> HookSet {
-        HookSet { arrive: true, after_flow_endpoint: true }
+        HookSet { arrive: true, after_flow_endpoint: true, ..HookSet::default() }
     }
 
     fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
