@@ -22,6 +22,8 @@ pub mod link;
 pub mod metrics;
 pub mod mobile_ip;
 pub mod mobility;
+mod routes;
+pub mod scale;
 pub mod scenario;
 pub mod split;
 pub mod web;
