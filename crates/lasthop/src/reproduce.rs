@@ -223,6 +223,21 @@ fn run_job(plan: &Planned, job: &Job, runner: &dyn Runner, exclusive: &RwLock<()
             let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
             runner.run_testbed(&cfg).map(RunOutput::Testbed)
         }
+        RunnerKind::Scale => {
+            // Wall time and peak memory are measured with no other run beside this one.
+            let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
+            let req = RunRequest {
+                scenario: ScenarioSource::Value {
+                    value: &point.scenario,
+                    origin: &job.origin,
+                    base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
+                },
+                seed: Some(job.seed),
+                trace: false,
+                pcap_dir: None,
+            };
+            runner.run_scale(&req).map(RunOutput::Scale)
+        }
     }));
     match r {
         Ok(Ok(res)) => Ok(res),
@@ -262,7 +277,7 @@ impl Progress {
         }
     }
 
-    /// A testbed run takes seconds: each is shown.
+    /// A testbed or scale run takes seconds: each is shown.
     fn testbed_run(&self, job: &Job, r: &JobResult) {
         let what = match r {
             Ok(RunOutput::Testbed(t)) => format!(
@@ -271,6 +286,13 @@ impl Progress {
                 t.bytes,
                 t.duration_s,
                 if t.hash_ok { "ok" } else { "MISMATCH" }
+            ),
+            Ok(RunOutput::Scale(s)) => format!(
+                "{} flows, {} events played in {:.3} s, peak RSS {:.1} MB",
+                s.result.flows.len(),
+                s.result.events,
+                s.timing.events_s,
+                s.peak_rss_bytes as f64 / 1e6
             ),
             Ok(RunOutput::Sim(_)) => "?".into(),
             Err(err) => format!("FAILED: {err}"),
@@ -323,7 +345,7 @@ impl<'a> Collector<'a> {
     /// The result of job `i`.
     fn collect(&mut self, i: usize, r: JobResult) {
         let e = self.jobs[i].exp;
-        if self.plans[e].exp.runner == RunnerKind::Testbed {
+        if self.plans[e].exp.runner != RunnerKind::Sim {
             self.progress.testbed_run(&self.jobs[i], &r);
         }
         self.results[i] = Some(r);
@@ -409,6 +431,7 @@ pub fn build_table(
                         RunOutput::Testbed(r) => {
                             testbed_config(p, seed).and_then(|cfg| t.push_testbed(&p.values, seed, &cfg, r))
                         }
+                        RunOutput::Scale(r) => crate::scale::push_row(&mut t, &p.values, seed, r),
                     };
                     if let Err(e) = pushed {
                         failed.push(format!("{label}: {e}"));
@@ -425,6 +448,9 @@ pub fn build_table(
             }
             k += 1;
         }
+    }
+    if exp.runner == RunnerKind::Scale {
+        crate::scale::fill_relative(&mut t);
     }
     (t, failed)
 }

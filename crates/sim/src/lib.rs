@@ -59,3 +59,25 @@ pub enum SimError {
 pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunResult, SimError> {
     world::World::build(scenario, options)?.run()
 }
+
+/// [`run`] in its three phases, so that a caller can time them apart (`lasthop run --timing`): [`stage`]
+/// builds the world, [`Staged::play`] plays the events, [`Staged::finish`] collects the metrics. The
+/// result is the same as [`run`]'s.
+pub struct Staged(world::World);
+
+/// Builds the world of `scenario` (see [`Staged`]).
+pub fn stage(scenario: &Scenario, options: &RunOptions) -> Result<Staged, SimError> {
+    Ok(Staged(world::World::build(scenario, options)?))
+}
+
+impl Staged {
+    /// Plays every event of the run.
+    pub fn play(&mut self) {
+        self.0.play();
+    }
+
+    /// The run's metrics.
+    pub fn finish(self) -> Result<RunResult, SimError> {
+        self.0.finish()
+    }
+}

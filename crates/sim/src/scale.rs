@@ -36,6 +36,12 @@ pub struct ScaleConfig {
     /// The fewest bytes a copied flow sends when `total_bytes` is given (default 1460, one segment).
     #[serde(default = "default_min_flow_bytes")]
     pub min_flow_bytes: u64,
+    /// Copy `i` of a flow starts `start_spread_s · i / count` seconds after its template's `start_s`
+    /// (default 0: all at once). Spreading the starts over a fixed time keeps the offered load the same
+    /// as `count` grows: thousands of flows started together on one 2 Mb/s cell would each wait minutes for
+    /// a frame, and every timer (the sender's RTO, Snoop's 200 ms persist timer) would fire over and over.
+    #[serde(default)]
+    pub start_spread_s: f64,
 }
 
 fn default_min_flow_bytes() -> u64 {
@@ -43,6 +49,11 @@ fn default_min_flow_bytes() -> u64 {
 }
 
 impl ScaleConfig {
+    /// When copy `i` of a flow whose template starts at `template_s` starts.
+    pub fn flow_start(&self, template_s: f64, i: usize) -> f64 {
+        template_s + self.start_spread_s * i as f64 / self.count.max(1) as f64
+    }
+
     /// Bytes of each copied flow whose template sends `template` bytes.
     pub fn flow_bytes(&self, template: u64) -> u64 {
         match self.total_bytes {
@@ -58,6 +69,12 @@ pub(crate) fn expand(s: &mut Scenario) -> Result<(), (String, String)> {
     if !(1..=MAX_COUNT).contains(&cfg.count) {
         return Err(("scale.count".into(), format!("expected 1 to {MAX_COUNT} copies, got {}", cfg.count)));
     }
+    if !(cfg.start_spread_s.is_finite() && (0.0..=crate::scenario::MAX_TIME_S).contains(&cfg.start_spread_s)) {
+        return Err((
+            "scale.start_spread_s".into(),
+            format!("expected 0 to {:e} seconds, got {}", crate::scenario::MAX_TIME_S, cfg.start_spread_s),
+        ));
+    }
     if cfg.total_bytes == Some(0) || cfg.min_flow_bytes == 0 {
         let field = if cfg.total_bytes == Some(0) { "scale.total_bytes" } else { "scale.min_flow_bytes" };
         return Err((field.into(), "expected at least 1 byte".into()));
@@ -71,6 +88,7 @@ pub(crate) fn expand(s: &mut Scenario) -> Result<(), (String, String)> {
                 for i in 0..count {
                     let mut copy = f.clone();
                     copy.bytes = cfg.flow_bytes(f.bytes);
+                    copy.start_s = cfg.flow_start(f.start_s, i);
                     if s.flows.insert(format!("{name}-{i}"), copy).is_some() {
                         return Err(("scale.count".into(), format!("copy `{name}-{i}` has the name of another flow")));
                     }
@@ -140,6 +158,7 @@ fn copy_mobile(s: &mut Scenario, cfg: &ScaleConfig, mobile: &str, count: usize) 
                 }
             }
             copy.bytes = cfg.flow_bytes(f.bytes);
+            copy.start_s = cfg.flow_start(f.start_s, i);
             if s.flows.insert(format!("{fname}-{i}"), copy).is_some() {
                 return Err((
                     "scale.mobile".into(),
@@ -186,7 +205,7 @@ bytes = 100000
 
     #[test]
     fn a_mobile_is_copied_with_its_links_and_flows() {
-        let s = cell("[scale]\ncount = 3\nmobile = \"mh\"\ntotal_bytes = 90000").unwrap();
+        let s = cell("[scale]\ncount = 3\nmobile = \"mh\"\ntotal_bytes = 90000\nstart_spread_s = 3.0").unwrap();
         assert!(s.scale.is_none(), "expanded once");
         assert_eq!(s.nodes.len(), 5);
         assert_eq!(s.nodes["mh-2"].addr.to_string(), "10.1.0.3");
@@ -196,6 +215,7 @@ bytes = 100000
         assert!(s.links.contains_key("ether") && s.links.len() == 4);
         assert_eq!(s.flows.len(), 3);
         assert_eq!((s.flows["bulk-0"].to.as_str(), s.flows["bulk-0"].bytes), ("mh-0", 30000));
+        assert_eq!((s.flows["bulk-0"].start_s, s.flows["bulk-2"].start_s), (0.0, 2.0));
     }
 
     #[test]
@@ -216,6 +236,7 @@ bytes = 100000
             ("count = 2\nmobile = \"nobody\"", "scale.mobile"),
             ("count = 2\ntotal_bytes = 0", "scale.total_bytes"),
             ("count = 2\nmin_flow_bytes = 0", "scale.min_flow_bytes"),
+            ("count = 2\nstart_spread_s = -1.0", "scale.start_spread_s"),
             ("count = 2\ncopies = 3", "copies"),
         ] {
             let e = cell(&format!("[scale]\n{scale}")).unwrap_err();

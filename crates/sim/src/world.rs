@@ -437,6 +437,13 @@ impl World {
     }
 
     pub fn run(mut self) -> Result<RunResult, SimError> {
+        self.play();
+        self.finish()
+    }
+
+    /// Plays the events until the run is over (see the module docs); [`World::finish`] then collects the
+    /// metrics.
+    pub(crate) fn play(&mut self) {
         while let Some(at) = self.sched.peek_time() {
             if at > self.time_limit {
                 break;
@@ -496,7 +503,6 @@ impl World {
                 }
             }
         }
-        self.finish()
     }
 
     /// Captures `packet` in the pcap of `end` of `link`, if it has one; a write error is kept for the end of
@@ -845,7 +851,7 @@ impl World {
         path.iter().filter_map(|&n| agents.get(&self.nodes[n].name)).filter_map(|c| c.get(name)).sum()
     }
 
-    fn finish(mut self) -> Result<RunResult, SimError> {
+    pub(crate) fn finish(mut self) -> Result<RunResult, SimError> {
         let end = self.sched.now().min(self.time_limit);
         let hit_time_limit = self.flows_open > 0;
         let agents = self.agent_counters();
