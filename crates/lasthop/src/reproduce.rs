@@ -203,20 +203,21 @@ fn run_pool(
 /// One job, a panic in it caught and reported as its error.
 fn run_job(plan: &Planned, job: &Job, runner: &dyn Runner, exclusive: &RwLock<()>) -> JobResult {
     let point = &plan.points[job.point];
+    // A simulator run of this job (`runner = "sim"` or `"scale"`).
+    let request = || RunRequest {
+        scenario: ScenarioSource::Value {
+            value: &point.scenario,
+            origin: &job.origin,
+            base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
+        },
+        seed: Some(job.seed),
+        trace: job.trace,
+        pcap_dir: None,
+    };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match plan.exp.runner {
         RunnerKind::Sim => {
             let _shared = exclusive.read().unwrap_or_else(|e| e.into_inner());
-            let req = RunRequest {
-                scenario: ScenarioSource::Value {
-                    value: &point.scenario,
-                    origin: &job.origin,
-                    base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
-                },
-                seed: Some(job.seed),
-                trace: job.trace,
-                pcap_dir: None,
-            };
-            runner.run(&req).map(RunOutput::Sim)
+            runner.run(&request()).map(RunOutput::Sim)
         }
         RunnerKind::Testbed => {
             let cfg = testbed_config(point, job.seed).map_err(|e| anyhow!("{}: {e}", job.origin))?;
@@ -226,17 +227,7 @@ fn run_job(plan: &Planned, job: &Job, runner: &dyn Runner, exclusive: &RwLock<()
         RunnerKind::Scale => {
             // Wall time and peak memory are measured with no other run beside this one.
             let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
-            let req = RunRequest {
-                scenario: ScenarioSource::Value {
-                    value: &point.scenario,
-                    origin: &job.origin,
-                    base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
-                },
-                seed: Some(job.seed),
-                trace: false,
-                pcap_dir: None,
-            };
-            runner.run_scale(&req).map(RunOutput::Scale)
+            runner.run_scale(&request()).map(RunOutput::Scale)
         }
     }));
     match r {
@@ -627,7 +618,7 @@ mod tests {
             match r.expect("every job reported") {
                 Ok(RunOutput::Sim(r)) => assert_eq!((r.seed, job.seed == 3), (job.seed, false)),
                 Err(e) => assert!(job.seed == 3 && e.starts_with("panicked: ") && e.contains("seed 3 breaks"), "{e}"),
-                Ok(RunOutput::Testbed(_)) => panic!("a simulator experiment ran on the testbed"),
+                Ok(RunOutput::Testbed(_) | RunOutput::Scale(_)) => panic!("a simulator experiment ran elsewhere"),
             }
         }
     }
