@@ -1005,3 +1005,58 @@ fn compute_routes(nodes: &mut [Node], links: &[Link], no_transit: Option<usize>)
         node.routes = routes;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node() -> Node {
+        Node {
+            name: "fh".into(),
+            addr: Ipv4Addr::new(10, 0, 0, 1),
+            routes: Routes::default(),
+            gateway: None,
+            agent: None,
+            agent_timer: None,
+            endpoints: Vec::new(),
+            by_key: HashMap::new(),
+        }
+    }
+
+    fn endpoint(local_port: u16, remote_port: u16) -> Endpoint {
+        Endpoint {
+            owner: Owner::Flow(0),
+            node: 0,
+            local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), local_port),
+            remote: SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 1), remote_port),
+            role: Role::Closed,
+            timer: None,
+        }
+    }
+
+    /// The scan (few endpoints) and the map (many) find the same endpoint: the first open one with the key,
+    /// also after the first of two with one key closed.
+    #[test]
+    fn endpoint_lookup_by_key_finds_what_the_scan_finds() {
+        for count in [4usize, 40] {
+            let mut n = node();
+            // Every key twice: endpoints 2k and 2k + 1 share key k.
+            let eps: Vec<Endpoint> = (0..count).map(|i| endpoint(20_000 + (i / 2) as u16, 5001)).collect();
+            for (i, e) in eps.iter().enumerate() {
+                n.add_endpoint(i, e.key());
+            }
+            let scan = |n: &Node, key| n.endpoints.iter().copied().find(|&e| eps[e].key() == key);
+            for k in 0..count / 2 {
+                let key = eps[2 * k].key();
+                assert_eq!(n.find_endpoint(key, &eps), Some(2 * k));
+                assert_eq!(n.find_endpoint(key, &eps), scan(&n, key));
+            }
+            n.remove_endpoint(0, eps[0].key(), &eps);
+            assert_eq!(n.find_endpoint(eps[0].key(), &eps), Some(1), "the second with the key takes over");
+            n.remove_endpoint(1, eps[1].key(), &eps);
+            assert_eq!(n.find_endpoint(eps[0].key(), &eps), None);
+            assert_eq!(n.find_endpoint((9, Ipv4Addr::new(10, 1, 0, 1), 5001), &eps), None);
+            assert_eq!(n.by_key.len(), count / 2 - 1);
+        }
+    }
+}
