@@ -370,7 +370,12 @@ fn experiments<'py>(py: Python<'py>, experiments: Option<PathBuf>) -> PyResult<B
         d.set_item("default", e.default)?;
         d.set_item("paper", &e.paper)?;
         d.set_item("title", &e.title)?;
-        d.set_item("runner", if e.runner == RunnerKind::Testbed { "testbed" } else { "sim" })?;
+        let runner = match e.runner {
+            RunnerKind::Sim => "sim",
+            RunnerKind::Testbed => "testbed",
+            RunnerKind::Scale => "scale",
+        };
+        d.set_item("runner", runner)?;
         d.set_item("file", e.file.display().to_string())?;
         d.set_item("grid", e.grid_columns())?;
         for (key, quick) in [("runs", false), ("quick_runs", true)] {
@@ -384,7 +389,7 @@ fn experiments<'py>(py: Python<'py>, experiments: Option<PathBuf>) -> PyResult<B
 
 /// The simulator runs `reproduce` would make for these experiments, in its order (experiment, grid point,
 /// seed): `((scenario text, origin, folder, seed), trace)`. Testbed experiments are left out (they run where
-/// the base station is).
+/// the base station is), and so are scale experiments (each run is a child process measured alone).
 #[pyfunction]
 #[pyo3(signature = (ids, quick, experiments = None))]
 fn plan(ids: Vec<String>, quick: bool, experiments: Option<PathBuf>) -> PyResult<Vec<(Job, bool)>> {

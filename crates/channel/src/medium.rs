@@ -116,6 +116,10 @@ impl<T> Stations<T> {
     }
 }
 
+/// Media with more links than this keep a [`Ready`] index (updated by [`Medium::update`]) so that
+/// [`Medium::acquire_ready`] is O(log links); smaller ones scan every link, which is cheaper for a few.
+pub const INDEX_ABOVE_LINKS: usize = 8;
+
 /// One half-duplex medium shared by several links: at most one frame in the air over all of them.
 #[derive(Debug, Clone, Default)]
 pub struct Medium {
@@ -124,39 +128,125 @@ pub struct Medium {
     busy: bool,
     /// Position in `links` of the link served last, for taking turns.
     last: usize,
+    /// With more than [`INDEX_ABOVE_LINKS`] links: what each link would send next, kept up to date by the
+    /// owner through [`Medium::update`], so that giving out the medium does not look at every link.
+    ready: Option<Ready>,
+}
+
+/// Per link of a large medium, the frame it would send next (its [`Stations::next`]), and the positions
+/// whose link has a frame waiting and a local retransmission next, ordered, so that the cyclic successor of
+/// the link served last is one range query.
+#[derive(Debug, Clone, Default)]
+struct Ready {
+    /// Owner's link index → position in `Medium::links` (looked up only, never iterated).
+    position: std::collections::HashMap<usize, usize>,
+    next: Vec<Option<(usize, bool)>>,
+    any: std::collections::BTreeSet<usize>,
+    high: std::collections::BTreeSet<usize>,
+}
+
+impl Ready {
+    fn set(&mut self, pos: usize, next: Option<(usize, bool)>) {
+        let had = self.next[pos];
+        if had == next {
+            return;
+        }
+        self.next[pos] = next;
+        match next {
+            Some(_) => self.any.insert(pos),
+            None => self.any.remove(&pos),
+        };
+        match next {
+            Some((_, true)) => self.high.insert(pos),
+            _ => self.high.remove(&pos),
+        };
+    }
+
+    /// The first position of `set` after `last`, cyclically (`last` itself comes last).
+    fn after(set: &std::collections::BTreeSet<usize>, last: usize) -> Option<usize> {
+        set.range(last + 1..).next().or_else(|| set.range(..=last).next()).copied()
+    }
 }
 
 impl Medium {
     pub fn new(links: Vec<usize>) -> Medium {
-        Medium { links, busy: false, last: 0 }
+        Medium { links, busy: false, last: 0, ready: None }
     }
 
     pub fn is_busy(&self) -> bool {
         self.busy
     }
 
+    /// Whether this medium keeps the index (more than [`INDEX_ABOVE_LINKS`] links, after
+    /// [`Medium::reindex`]); if so the owner must call [`Medium::update`] whenever a link's queues change.
+    pub fn is_indexed(&self) -> bool {
+        self.ready.is_some()
+    }
+
+    /// To be called once `links` is complete (and again whenever it changes): builds the index of a medium of
+    /// more than [`INDEX_ABOVE_LINKS`] links from each link's `next` (its [`Stations::next`]), or drops it.
+    pub fn reindex(&mut self, next: impl Fn(usize) -> Option<(usize, bool)>) {
+        if self.links.len() <= INDEX_ABOVE_LINKS {
+            self.ready = None;
+            return;
+        }
+        let mut ready = Ready {
+            position: self.links.iter().enumerate().map(|(p, &l)| (l, p)).collect(),
+            next: vec![None; self.links.len()],
+            ..Ready::default()
+        };
+        for (p, &l) in self.links.iter().enumerate() {
+            ready.set(p, next(l));
+        }
+        self.ready = Some(ready);
+    }
+
+    /// Link `link`'s queues changed (a frame queued, taken or purged): `next` is its [`Stations::next`] now.
+    /// Does nothing on a medium without the index.
+    #[inline]
+    pub fn update(&mut self, link: usize, next: Option<(usize, bool)>) {
+        if let Some(r) = self.ready.as_mut() {
+            let pos = *r.position.get(&link).expect("a link of this medium");
+            r.set(pos, next);
+        }
+    }
+
     /// If the medium is free and a frame waits on one of its links, takes the medium and returns (link, station)
     /// of the frame to send: local retransmissions on any link first, then the links take turns, starting
     /// after the one served last. `next(link)` is that link's [`Stations::next`]. With one link this is that
-    /// link's own order.
+    /// link's own order. On an indexed medium (see [`Medium::reindex`]) the index answers instead, in
+    /// O(log links), with the same choice the scan would make.
     pub fn acquire(&mut self, next: impl Fn(usize) -> Option<(usize, bool)>) -> Option<(usize, usize)> {
         if self.busy {
             return None;
         }
+        let (i, station) = match &self.ready {
+            Some(r) => {
+                let i = Ready::after(&r.high, self.last).or_else(|| Ready::after(&r.any, self.last))?;
+                let station = r.next[i].expect("a ready link").0;
+                debug_assert_eq!(next(self.links[i]).map(|n| n.0), Some(station), "the index is out of date");
+                (i, station)
+            }
+            None => self.scan(next)?,
+        };
+        self.busy = true;
+        self.last = i;
+        Some((self.links[i], station))
+    }
+
+    /// Every link in turn from the one after the last served: the first with a local retransmission next,
+    /// else the first with any frame.
+    fn scan(&self, next: impl Fn(usize) -> Option<(usize, bool)>) -> Option<(usize, usize)> {
         let n = self.links.len();
         let mut first = None;
         for i in (1..=n).map(|k| (self.last + k) % n) {
             let Some((station, high)) = next(self.links[i]) else { continue };
             if high {
-                first = Some((i, station));
-                break;
+                return Some((i, station));
             }
             first = first.or(Some((i, station)));
         }
-        let (i, station) = first?;
-        self.busy = true;
-        self.last = i;
-        Some((self.links[i], station))
+        first
     }
 
     /// The frame on the air is done: the medium is free.
@@ -233,6 +323,8 @@ mod tests {
                 let expected = self.stations[link].next(access).expect("acquired");
                 assert_eq!(expected.0, station);
                 let frame = self.stations[link].take(station).expect("a frame waits");
+                let n = self.stations[link].next(access);
+                self.medium.update(link, n);
                 assert_eq!(frame.1, expected.1, "the frame taken is the class `next` announced");
                 self.on_air = Some((link, frame));
                 self.sent.push((link, frame));
@@ -244,6 +336,8 @@ mod tests {
                 Op::Arrive { link, station, priority } => {
                     let _ = self.stations[link].enqueue(station, (station, priority, *arrivals), priority);
                     *arrivals += 1;
+                    let n = self.stations[link].next(self.access);
+                    self.medium.update(link, n);
                 }
                 Op::Finish => {
                     if self.on_air.take().is_some() {
@@ -345,6 +439,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest! {
+        /// A medium of many links with the index gives the medium out exactly as the scan over every link
+        /// does: the same frames in the same order, with frames queued, taken and purged in between.
+        #[test]
+        fn the_index_chooses_as_the_scan_does(
+            links in (INDEX_ABOVE_LINKS + 1)..(INDEX_ABOVE_LINKS + 8),
+            access in access(),
+            ops in prop::collection::vec((op(INDEX_ABOVE_LINKS + 8), 0..4u8), 0..400),
+        ) {
+            let mut scanned = Run::new(links, 4, access);
+            let mut indexed = Run::new(links, 4, access);
+            indexed.medium.reindex(|l| indexed.stations[l].next(access));
+            prop_assert!(indexed.medium.is_indexed() && !scanned.medium.is_indexed());
+            let (mut a, mut b) = (0, 0);
+            for (op, purge) in &ops {
+                let op = op.on(links);
+                if *purge == 0 {
+                    // A purge of one station's odd-numbered frames, outside any kick (as a feature does).
+                    if let Op::Arrive { link, station, .. } = op {
+                        for run in [&mut scanned, &mut indexed] {
+                            run.stations[link].purge(station, |f| f.2 % 2 == 1);
+                            let n = run.stations[link].next(access);
+                            run.medium.update(link, n);
+                        }
+                    }
+                }
+                scanned.apply(&op, &mut a);
+                indexed.apply(&op, &mut b);
+                prop_assert_eq!(&scanned.sent, &indexed.sent);
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_medium_keeps_no_index() {
+        let mut m = Medium::new((0..INDEX_ABOVE_LINKS).collect());
+        m.reindex(|_| None);
+        assert!(!m.is_indexed());
+        m.update(3, Some((0, false)));
+        m.links.push(INDEX_ABOVE_LINKS);
+        m.reindex(|l| (l == 5).then_some((1, true)));
+        assert!(m.is_indexed());
+        assert_eq!(m.acquire(|l| (l == 5).then_some((1, true))), Some((5, 1)));
     }
 
     #[test]

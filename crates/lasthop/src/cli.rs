@@ -65,6 +65,11 @@ pub struct RunArgs {
     /// Write pcaps of the wireless links into the output directory
     #[arg(long)]
     pub pcap: bool,
+    /// Also write timing.json: how long reading the scenario, building the world, playing the events and
+    /// collecting the metrics took (not deterministic; what `runner = "scale"` experiments read). Runs the
+    /// simulator itself
+    #[arg(long)]
+    pub timing: bool,
     /// Override a scenario field, e.g. --set links.wavelan.error.ber=1e-6 (a TOML value; bare words are
     /// strings; +PATH=VALUE adds a field the scenario leaves at its default). Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
@@ -168,9 +173,17 @@ fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let req =
         RunRequest { scenario: source, seed: a.seed, trace: a.trace, pcap_dir: a.pcap.then_some(a.out.as_path()) };
-    let result = runner.run(&req).with_context(|| format!("running {origin}"))?;
+    let (result, timing) = if a.timing {
+        let (r, t) = crate::runner::SimRunner.run_timed(&req).with_context(|| format!("running {origin}"))?;
+        (r, Some(t))
+    } else {
+        (runner.run(&req).with_context(|| format!("running {origin}"))?, None)
+    };
     let json = serde_json::to_string_pretty(&result)?;
     write_file(&a.out.join("metrics.json"), json + "\n")?;
+    if let Some(t) = timing {
+        write_file(&a.out.join("timing.json"), serde_json::to_string_pretty(&t)? + "\n")?;
+    }
     if let Some(series) = &result.series {
         for s in series {
             write_file(&a.out.join(format!("series-{}.csv", s.name)), series_csv(s))?;

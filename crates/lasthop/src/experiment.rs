@@ -141,6 +141,9 @@ pub enum RunnerKind {
     #[default]
     Sim,
     Testbed,
+    /// The simulator, every run a child `lasthop run` process measured alone: one row per run with its
+    /// flows, events, wall time and peak memory ([`crate::scale`]).
+    Scale,
 }
 
 /// `series = "agent"` or `series = ["agent", "cc"]` (one curve per combination).
@@ -573,6 +576,7 @@ fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, grid_columns:
         RunnerKind::Sim if mobile_ip => table::mobile_ip_columns(grid_columns),
         RunnerKind::Sim => table::columns(grid_columns),
         RunnerKind::Testbed => table::testbed_columns(grid_columns),
+        RunnerKind::Scale => crate::scale::scale_columns(grid_columns),
     }
 }
 
@@ -714,6 +718,7 @@ impl Columns {
         let own_text: &[&str] = match runner {
             RunnerKind::Sim => &["flow", "tcp", "workload"],
             RunnerKind::Testbed => &["agent", "cc", "cc_used"],
+            RunnerKind::Scale => &[],
         };
         let text = grid
             .iter()
@@ -827,6 +832,9 @@ fn parse_flow(
     if runner == RunnerKind::Testbed {
         return Err(cx.err(f.span(), "flow", "a testbed experiment has one transfer; remove `flow`"));
     }
+    if runner == RunnerKind::Scale {
+        return Err(cx.err(f.span(), "flow", "a scale experiment has one row per run, over every flow; remove `flow`"));
+    }
     if !names.flows.contains(f.get_ref()) && !names.web.contains(f.get_ref()) {
         let have = table_keys(base.get("flows"));
         let webs = table_keys(base.get("web"));
@@ -851,8 +859,8 @@ fn parse_figure(
     let series = parse_series(cx, rf.series.as_ref(), grid)?;
     let kind = match rf.kind {
         RawFigureKind::Line => line_figure(cx, raw, grid, cols)?,
-        RawFigureKind::Sequence if runner == RunnerKind::Testbed => {
-            return Err(cx.err(raw.span(), "figure.kind", "a testbed experiment has no traces; use \"line\""));
+        RawFigureKind::Sequence if runner != RunnerKind::Sim => {
+            return Err(cx.err(raw.span(), "figure.kind", "only a simulator experiment has traces; use \"line\""));
         }
         RawFigureKind::Sequence => {
             for (name, f) in [("figure.x", &rf.x), ("figure.y", &rf.y)] {
@@ -868,8 +876,8 @@ fn parse_figure(
                 erroneous_fast_retransmits: rf.mark_erroneous_fast_retransmits.as_ref().is_some_and(|m| *m.get_ref()),
             }
         }
-        RawFigureKind::Cdf if runner == RunnerKind::Testbed => {
-            return Err(cx.err(raw.span(), "figure.kind", "a testbed experiment has no handoffs; use \"line\""));
+        RawFigureKind::Cdf if runner != RunnerKind::Sim => {
+            return Err(cx.err(raw.span(), "figure.kind", "only a simulator experiment has handoffs; use \"line\""));
         }
         RawFigureKind::Cdf => cdf_figure(cx, raw)?,
     };

@@ -11,4 +11,5 @@ pub mod net;
 pub mod report;
 pub mod reproduce;
 pub mod runner;
+pub mod scale;
 pub mod table;

@@ -61,9 +61,22 @@ pub fn experiment_md(
     let file = exp.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let _ = writeln!(md, "- experiment: `experiments/{file}`; base scenario: `{}`", exp.scenario);
     let testbed = exp.runner == crate::experiment::RunnerKind::Testbed;
-    // the column that says a run went right: the flow completed (simulator), the bytes arrived intact (testbed)
-    let ok_col = if testbed { "hash_ok" } else { "completed" };
-    if testbed {
+    let scale = exp.runner == crate::experiment::RunnerKind::Scale;
+    // the column that says a run went right: the flow completed (simulator), the bytes arrived intact
+    // (testbed), every flow completed (scale)
+    let ok_col = if testbed {
+        "hash_ok"
+    } else if scale {
+        "all_completed"
+    } else {
+        "completed"
+    };
+    if scale {
+        let _ = writeln!(
+            md,
+            "- runs: each a child `lasthop run` process, one at a time; wall_s and events_per_s vary between runs"
+        );
+    } else if testbed {
         let _ = writeln!(
             md,
             "- runs: real kernel-TCP transfers through the real base station on network namespaces, one at a time"

@@ -203,25 +203,31 @@ fn run_pool(
 /// One job, a panic in it caught and reported as its error.
 fn run_job(plan: &Planned, job: &Job, runner: &dyn Runner, exclusive: &RwLock<()>) -> JobResult {
     let point = &plan.points[job.point];
+    // A simulator run of this job (`runner = "sim"` or `"scale"`).
+    let request = || RunRequest {
+        scenario: ScenarioSource::Value {
+            value: &point.scenario,
+            origin: &job.origin,
+            base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
+        },
+        seed: Some(job.seed),
+        trace: job.trace,
+        pcap_dir: None,
+    };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match plan.exp.runner {
         RunnerKind::Sim => {
             let _shared = exclusive.read().unwrap_or_else(|e| e.into_inner());
-            let req = RunRequest {
-                scenario: ScenarioSource::Value {
-                    value: &point.scenario,
-                    origin: &job.origin,
-                    base_dir: plan.exp.scenario_file.parent().unwrap_or(Path::new("")),
-                },
-                seed: Some(job.seed),
-                trace: job.trace,
-                pcap_dir: None,
-            };
-            runner.run(&req).map(RunOutput::Sim)
+            runner.run(&request()).map(RunOutput::Sim)
         }
         RunnerKind::Testbed => {
             let cfg = testbed_config(point, job.seed).map_err(|e| anyhow!("{}: {e}", job.origin))?;
             let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
             runner.run_testbed(&cfg).map(RunOutput::Testbed)
+        }
+        RunnerKind::Scale => {
+            // Wall time and peak memory are measured with no other run beside this one.
+            let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
+            runner.run_scale(&request()).map(RunOutput::Scale)
         }
     }));
     match r {
@@ -262,7 +268,7 @@ impl Progress {
         }
     }
 
-    /// A testbed run takes seconds: each is shown.
+    /// A testbed or scale run takes seconds: each is shown.
     fn testbed_run(&self, job: &Job, r: &JobResult) {
         let what = match r {
             Ok(RunOutput::Testbed(t)) => format!(
@@ -271,6 +277,13 @@ impl Progress {
                 t.bytes,
                 t.duration_s,
                 if t.hash_ok { "ok" } else { "MISMATCH" }
+            ),
+            Ok(RunOutput::Scale(s)) => format!(
+                "{} flows, {} events played in {:.3} s, peak RSS {:.1} MB",
+                s.result.flows.len(),
+                s.result.events,
+                s.timing.events_s,
+                s.peak_rss_bytes as f64 / 1e6
             ),
             Ok(RunOutput::Sim(_)) => "?".into(),
             Err(err) => format!("FAILED: {err}"),
@@ -323,7 +336,7 @@ impl<'a> Collector<'a> {
     /// The result of job `i`.
     fn collect(&mut self, i: usize, r: JobResult) {
         let e = self.jobs[i].exp;
-        if self.plans[e].exp.runner == RunnerKind::Testbed {
+        if self.plans[e].exp.runner != RunnerKind::Sim {
             self.progress.testbed_run(&self.jobs[i], &r);
         }
         self.results[i] = Some(r);
@@ -409,6 +422,7 @@ pub fn build_table(
                         RunOutput::Testbed(r) => {
                             testbed_config(p, seed).and_then(|cfg| t.push_testbed(&p.values, seed, &cfg, r))
                         }
+                        RunOutput::Scale(r) => crate::scale::push_row(&mut t, &p.values, seed, r),
                     };
                     if let Err(e) = pushed {
                         failed.push(format!("{label}: {e}"));
@@ -425,6 +439,9 @@ pub fn build_table(
             }
             k += 1;
         }
+    }
+    if exp.runner == RunnerKind::Scale {
+        crate::scale::fill_relative(&mut t);
     }
     (t, failed)
 }
@@ -624,7 +641,7 @@ mod tests {
             match r.expect("every job reported") {
                 Ok(RunOutput::Sim(r)) => assert_eq!((r.seed, job.seed == 3), (job.seed, false)),
                 Err(e) => assert!(job.seed == 3 && e.starts_with("panicked: ") && e.contains("seed 3 breaks"), "{e}"),
-                Ok(RunOutput::Testbed(_)) => panic!("a simulator experiment ran on the testbed"),
+                Ok(RunOutput::Testbed(_) | RunOutput::Scale(_)) => panic!("a simulator experiment ran elsewhere"),
             }
         }
     }

@@ -37,6 +37,12 @@ pub trait Runner: Sync {
     fn run_testbed(&self, cfg: &TestbedConfig) -> Result<TestbedResult> {
         Ok(lasthop_net::run_testbed_transfer(cfg)?)
     }
+
+    /// One run of a `runner = "scale"` experiment: by default a child process of this program
+    /// ([`crate::scale::run_child`]). Tests override it.
+    fn run_scale(&self, req: &RunRequest<'_>) -> Result<crate::scale::ScaleRun> {
+        crate::scale::run_child(&std::env::current_exe()?, req)
+    }
 }
 
 /// What one run of an experiment produced: simulator metrics, or a testbed transfer's result.
@@ -46,6 +52,7 @@ pub trait Runner: Sync {
 pub enum RunOutput {
     Sim(RunResult),
     Testbed(TestbedResult),
+    Scale(crate::scale::ScaleRun),
 }
 
 impl<F> Runner for F
@@ -61,8 +68,46 @@ where
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SimRunner;
 
-impl Runner for SimRunner {
-    fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
+/// How long the phases of one run took on this machine's clock, seconds (`lasthop run --timing`): not
+/// deterministic, never part of the results.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub struct Timing {
+    /// Reading and validating the scenario (with its `[scale]` copies).
+    pub parse_s: f64,
+    /// Building the world: nodes, links, routes, agents, endpoints.
+    pub build_s: f64,
+    /// Playing the events.
+    pub events_s: f64,
+    /// Collecting the metrics.
+    pub finish_s: f64,
+    /// All four.
+    pub wall_s: f64,
+}
+
+impl SimRunner {
+    /// [`Runner::run`] with its phases timed.
+    pub fn run_timed(&self, req: &RunRequest<'_>) -> Result<(RunResult, Timing)> {
+        let t0 = std::time::Instant::now();
+        let scenario = self.scenario(req)?;
+        let t1 = std::time::Instant::now();
+        let mut staged = lasthop_sim::stage(&scenario, &self.options(req))?;
+        let t2 = std::time::Instant::now();
+        staged.play();
+        let t3 = std::time::Instant::now();
+        let result = staged.finish()?;
+        let t4 = std::time::Instant::now();
+        let s = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64();
+        let timing = Timing {
+            parse_s: s(t0, t1),
+            build_s: s(t1, t2),
+            events_s: s(t2, t3),
+            finish_s: s(t3, t4),
+            wall_s: s(t0, t4),
+        };
+        Ok((result, timing))
+    }
+
+    fn scenario(&self, req: &RunRequest<'_>) -> Result<Scenario> {
         let mut scenario = match req.scenario {
             ScenarioSource::File(p) => Scenario::load(p)?,
             ScenarioSource::Value { value, origin, base_dir } => {
@@ -72,8 +117,17 @@ impl Runner for SimRunner {
         if let Some(seed) = req.seed {
             scenario.set_seed(seed);
         }
-        let options = RunOptions { trace: req.trace, pcap_dir: req.pcap_dir.map(Path::to_path_buf) };
-        Ok(lasthop_sim::run(&scenario, &options)?)
+        Ok(scenario)
+    }
+
+    fn options(&self, req: &RunRequest<'_>) -> RunOptions {
+        RunOptions { trace: req.trace, pcap_dir: req.pcap_dir.map(Path::to_path_buf) }
+    }
+}
+
+impl Runner for SimRunner {
+    fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
+        Ok(lasthop_sim::run(&self.scenario(req)?, &self.options(req))?)
     }
 }
 

@@ -93,7 +93,7 @@ impl Feature for Failure {
                 for l in 0..world.links.len() {
                     if world.links[l].ends.contains(&self.node) {
                         let dir = world.links[l].dir_from(self.node);
-                        self.lost += world.links[l].purge(dir, |_| true);
+                        self.lost += world.purge_link(l, dir, |_| true);
                     }
                 }
                 if let Some(d) = self.restart_after {

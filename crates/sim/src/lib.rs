@@ -22,6 +22,8 @@ pub mod link;
 pub mod metrics;
 pub mod mobile_ip;
 pub mod mobility;
+mod routes;
+pub mod scale;
 pub mod scenario;
 pub mod split;
 pub mod web;
@@ -56,4 +58,26 @@ pub enum SimError {
 /// simulated-time limit reached).
 pub fn run(scenario: &Scenario, options: &RunOptions) -> Result<RunResult, SimError> {
     world::World::build(scenario, options)?.run()
+}
+
+/// [`run`] in its three phases, so that a caller can time them apart (`lasthop run --timing`): [`stage`]
+/// builds the world, [`Staged::play`] plays the events, [`Staged::finish`] collects the metrics. The
+/// result is the same as [`run`]'s.
+pub struct Staged(world::World);
+
+/// Builds the world of `scenario` (see [`Staged`]).
+pub fn stage(scenario: &Scenario, options: &RunOptions) -> Result<Staged, SimError> {
+    Ok(Staged(world::World::build(scenario, options)?))
+}
+
+impl Staged {
+    /// Plays every event of the run.
+    pub fn play(&mut self) {
+        self.0.play();
+    }
+
+    /// The run's metrics.
+    pub fn finish(self) -> Result<RunResult, SimError> {
+        self.0.finish()
+    }
 }

@@ -53,6 +53,10 @@ pub struct Scenario {
     /// A node that fails during the run (see `crate::failure`); absent: nothing fails.
     #[serde(default)]
     pub failure: Option<crate::failure::FailureConfig>,
+    /// Many mobiles or flows from one template (see `crate::scale`); expanded, and emptied, when the
+    /// scenario is read.
+    #[serde(default)]
+    pub scale: Option<crate::scale::ScaleConfig>,
     #[serde(skip)]
     origin: String,
 }
@@ -343,7 +347,7 @@ impl Scenario {
             toml::from_str(text).map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
         s.resolve_paths(base_dir);
-        s.validate().map_err(|(path, message)| {
+        crate::scale::expand(&mut s).and_then(|()| s.validate()).map_err(|(path, message)| {
             let line = line_of(text, &path).map(|l| format!(" (line {l})")).unwrap_or_default();
             ScenarioError { origin: origin.to_string(), message: format!("`{path}`{line}: {message}") }
         })?;
@@ -362,7 +366,7 @@ impl Scenario {
             .map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
         s.origin = origin.to_string();
         s.resolve_paths(base_dir);
-        s.validate().map_err(|(path, message)| ScenarioError {
+        crate::scale::expand(&mut s).and_then(|()| s.validate()).map_err(|(path, message)| ScenarioError {
             origin: origin.to_string(),
             message: format!("`{path}`: {message}"),
         })?;

@@ -11,6 +11,7 @@ use crate::engine::Scheduler;
 use crate::feature::{Feature, FeatureEvent, FeatureId};
 use crate::link::{Link, Medium, Transmission};
 use crate::metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+use crate::routes::Routes;
 use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
@@ -21,7 +22,7 @@ use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::tcp::TcpPacket;
 use lasthop_wire::{SeqNum, Time};
 use rand::RngCore;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 pub(crate) enum Event {
@@ -56,14 +57,52 @@ pub(crate) enum Event {
 pub(crate) struct Node {
     pub name: String,
     pub addr: Ipv4Addr,
-    /// Next hop toward each node: (link, direction), `None` for itself or unreachable.
-    pub routes: Vec<Option<(usize, usize)>>,
+    /// Next hop toward each node (`routes[to]`): (link, direction), `None` for itself or unreachable.
+    pub routes: Routes,
     /// A default gateway that overrides `routes` for every destination but the node itself (a mobile host's
     /// current cell, set by mobility).
     pub gateway: Option<(usize, usize)>,
     pub agent: Option<Box<dyn Agent>>,
     agent_timer: Option<Time>,
+    /// The node's open endpoints, in the order they were added.
     pub endpoints: Vec<usize>,
+    /// The first of `endpoints` for each (local port, remote address, remote port), for nodes with many
+    /// endpoints (a fixed host serving thousands of flows), where scanning the list would cost per packet.
+    by_key: HashMap<EndpointKey, usize>,
+}
+
+/// What a packet arriving at a node names its endpoint by: (local port, remote address, remote port).
+type EndpointKey = (u16, Ipv4Addr, u16);
+
+/// Nodes with at most this many endpoints find one by scanning the list (cheaper than hashing for a few).
+const SCAN_ENDPOINTS_UP_TO: usize = 8;
+
+impl Node {
+    fn add_endpoint(&mut self, ep: usize, key: EndpointKey) {
+        self.endpoints.push(ep);
+        self.by_key.entry(key).or_insert(ep);
+    }
+
+    /// Endpoint `ep` (named by `key`) closed: the next open endpoint with the same key, if any, takes its
+    /// place, as a scan of the list would find it.
+    fn remove_endpoint(&mut self, ep: usize, key: EndpointKey, endpoints: &[Endpoint]) {
+        self.endpoints.retain(|&e| e != ep);
+        if self.by_key.get(&key) == Some(&ep) {
+            match self.endpoints.iter().copied().find(|&e| endpoints[e].key() == key) {
+                Some(next) => self.by_key.insert(key, next),
+                None => self.by_key.remove(&key),
+            };
+        }
+    }
+
+    /// The first open endpoint named by `key`.
+    fn find_endpoint(&self, key: EndpointKey, endpoints: &[Endpoint]) -> Option<usize> {
+        if self.endpoints.len() <= SCAN_ENDPOINTS_UP_TO {
+            self.endpoints.iter().copied().find(|&e| endpoints[e].key() == key)
+        } else {
+            self.by_key.get(&key).copied()
+        }
+    }
 }
 
 pub(crate) enum Role {
@@ -87,6 +126,12 @@ pub(crate) struct Endpoint {
     pub remote: SocketAddrV4,
     pub role: Role,
     timer: Option<Time>,
+}
+
+impl Endpoint {
+    fn key(&self) -> EndpointKey {
+        (self.local.port(), *self.remote.ip(), self.remote.port())
+    }
 }
 
 pub(crate) struct Flow {
@@ -168,19 +213,20 @@ impl World {
         opts: &RunOptions,
         register: impl FnOnce(&Scenario, &mut World) -> Result<(), SimError>,
     ) -> Result<World, SimError> {
-        let names: Vec<&String> = s.nodes.keys().collect();
-        let index = |n: &str| names.iter().position(|x| *x == n).expect("validated");
+        let names: HashMap<&str, usize> = s.nodes.keys().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+        let index = |n: &str| *names.get(n).expect("validated");
         let mut nodes: Vec<Node> = s
             .nodes
             .iter()
             .map(|(name, n)| Node {
                 name: name.clone(),
                 addr: n.addr,
-                routes: Vec::new(),
+                routes: Routes::default(),
                 gateway: None,
                 agent: build_agent(&n.agent, s),
                 agent_timer: None,
                 endpoints: Vec::new(),
+                by_key: HashMap::new(),
             })
             .collect();
         let mut links = Vec::new();
@@ -367,16 +413,17 @@ impl World {
         role: Role,
     ) -> usize {
         let ep = self.endpoints.len();
-        self.endpoints.push(Endpoint { owner, node, local, remote, role, timer: None });
-        self.nodes[node].endpoints.push(ep);
+        let e = Endpoint { owner, node, local, remote, role, timer: None };
+        self.nodes[node].add_endpoint(ep, e.key());
+        self.endpoints.push(e);
         ep
     }
 
     /// Closes endpoint `ep` (its timers may still fire, to no effect) and returns what it was.
     pub(crate) fn close_endpoint(&mut self, ep: usize) -> Role {
         let role = std::mem::replace(&mut self.endpoints[ep].role, Role::Closed);
-        let node = self.endpoints[ep].node;
-        self.nodes[node].endpoints.retain(|&e| e != ep);
+        let (node, key) = (self.endpoints[ep].node, self.endpoints[ep].key());
+        self.nodes[node].remove_endpoint(ep, key, &self.endpoints);
         role
     }
 
@@ -414,6 +461,13 @@ impl World {
     }
 
     pub fn run(mut self) -> Result<RunResult, SimError> {
+        self.play();
+        self.finish()
+    }
+
+    /// Plays the events until the run is over (see the module docs); [`World::finish`] then collects the
+    /// metrics.
+    pub(crate) fn play(&mut self) {
         while let Some(at) = self.sched.peek_time() {
             if at > self.time_limit {
                 break;
@@ -473,7 +527,6 @@ impl World {
                 }
             }
         }
-        self.finish()
     }
 
     /// Captures `packet` in the pcap of `end` of `link`, if it has one; a write error is kept for the end of
@@ -586,8 +639,29 @@ impl World {
     /// Queues `packet` on direction `dir` of `link` and starts what can start.
     pub(crate) fn send(&mut self, now: Time, (link, dir): (usize, usize), packet: Bytes, priority: bool) {
         if self.links[link].enqueue(dir, packet, priority) {
+            self.medium_update(link);
             self.kick(now, link);
         }
+    }
+
+    /// Tells the medium of `link` (if it sends on one) what the link would send next, after its queues
+    /// changed (see [`Medium::update`]).
+    #[inline]
+    fn medium_update(&mut self, link: usize) {
+        if let Some(m) = self.links[link].medium {
+            if self.media[m].is_indexed() {
+                let next = self.links[link].next_on_medium();
+                self.media[m].update(link, next);
+            }
+        }
+    }
+
+    /// Takes out of both transmit queues of direction `dir` of `link` every frame not yet on the air for which
+    /// `matches` holds; returns how many (see [`Link::purge`]).
+    pub(crate) fn purge_link(&mut self, link: usize, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
+        let purged = self.links[link].purge(dir, matches);
+        self.medium_update(link);
+        purged
     }
 
     /// Starts whatever transmissions the link (or the medium it sends on) can start now.
@@ -597,6 +671,7 @@ impl World {
                 let links = &self.links;
                 if let Some((l, dir)) = self.media[m].acquire(|l| links[l].next_on_medium()) {
                     let t = self.links[l].start(now, dir);
+                    self.medium_update(l);
                     self.launch(now, l, t);
                 }
             }
@@ -651,11 +726,7 @@ impl World {
             return;
         };
         let (sport, dport) = (tcp.src_port(), tcp.dst_port());
-        let found = self.nodes[node].endpoints.iter().copied().find(|&e| {
-            let ep = &self.endpoints[e];
-            ep.local.port() == dport && *ep.remote.ip() == src && ep.remote.port() == sport
-        });
-        let Some(ep) = found else {
+        let Some(ep) = self.nodes[node].find_endpoint((dport, src, sport), &self.endpoints) else {
             self.undeliverable += 1;
             return;
         };
@@ -841,7 +912,7 @@ impl World {
         path.iter().filter_map(|&n| agents.get(&self.nodes[n].name)).filter_map(|c| c.get(name)).sum()
     }
 
-    fn finish(mut self) -> Result<RunResult, SimError> {
+    pub(crate) fn finish(mut self) -> Result<RunResult, SimError> {
         let end = self.sched.now().min(self.time_limit);
         let hit_time_limit = self.flows_open > 0;
         let agents = self.agent_counters();
@@ -959,6 +1030,9 @@ fn build_media(s: &Scenario, links: &mut [Link]) -> Vec<Medium> {
         media[m].links.push(i);
         l.medium = Some(m);
     }
+    for m in &mut media {
+        m.reindex(|l| links[l].next_on_medium());
+    }
     media
 }
 
@@ -978,36 +1052,74 @@ impl World {
             }
             self.media[target].links.extend(moved);
         }
+        for m in links.iter().filter_map(|&l| self.links[l].medium) {
+            let links = &self.links;
+            self.media[m].reindex(|l| links[l].next_on_medium());
+        }
     }
 }
 
-/// Shortest-path (hop count) routes by breadth-first search from every node; ties go to the link listed first.
-/// `no_transit`: a node that originates and receives but never relays (the mobile host: a path between two
-/// base stations must not cross the air through it).
+/// Shortest-path (hop count) routes from every node (see [`crate::routes`]); `no_transit`: a node that
+/// originates and receives but never relays (the mobile host).
 fn compute_routes(nodes: &mut [Node], links: &[Link], no_transit: Option<usize>) {
-    let n = nodes.len();
-    let mut adj: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); n]; // (neighbour, link, dir)
-    for (i, l) in links.iter().enumerate() {
-        adj[l.ends[0]].push((l.ends[1], i, 0));
-        adj[l.ends[1]].push((l.ends[0], i, 1));
+    let ends: Vec<[usize; 2]> = links.iter().map(|l| l.ends).collect();
+    let routes = crate::routes::compute(nodes.len(), &ends, no_transit);
+    for (node, routes) in nodes.iter_mut().zip(routes) {
+        node.routes = routes;
     }
-    for src in 0..n {
-        let mut first_hop: Vec<Option<(usize, usize)>> = vec![None; n];
-        let mut seen = vec![false; n];
-        seen[src] = true;
-        let mut queue = std::collections::VecDeque::from([src]);
-        while let Some(u) = queue.pop_front() {
-            if Some(u) == no_transit && u != src {
-                continue;
-            }
-            for &(v, link, dir) in &adj[u] {
-                if !seen[v] {
-                    seen[v] = true;
-                    first_hop[v] = if u == src { Some((link, dir)) } else { first_hop[u] };
-                    queue.push_back(v);
-                }
-            }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node() -> Node {
+        Node {
+            name: "fh".into(),
+            addr: Ipv4Addr::new(10, 0, 0, 1),
+            routes: Routes::default(),
+            gateway: None,
+            agent: None,
+            agent_timer: None,
+            endpoints: Vec::new(),
+            by_key: HashMap::new(),
         }
-        nodes[src].routes = first_hop;
+    }
+
+    fn endpoint(local_port: u16, remote_port: u16) -> Endpoint {
+        Endpoint {
+            owner: Owner::Flow(0),
+            node: 0,
+            local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), local_port),
+            remote: SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 1), remote_port),
+            role: Role::Closed,
+            timer: None,
+        }
+    }
+
+    /// The scan (few endpoints) and the map (many) find the same endpoint: the first open one with the key,
+    /// also after the first of two with one key closed.
+    #[test]
+    fn endpoint_lookup_by_key_finds_what_the_scan_finds() {
+        for count in [4usize, 40] {
+            let mut n = node();
+            // Every key twice: endpoints 2k and 2k + 1 share key k.
+            let eps: Vec<Endpoint> = (0..count).map(|i| endpoint(20_000 + (i / 2) as u16, 5001)).collect();
+            for (i, e) in eps.iter().enumerate() {
+                n.add_endpoint(i, e.key());
+            }
+            let scan = |n: &Node, key| n.endpoints.iter().copied().find(|&e| eps[e].key() == key);
+            for k in 0..count / 2 {
+                let key = eps[2 * k].key();
+                assert_eq!(n.find_endpoint(key, &eps), Some(2 * k));
+                assert_eq!(n.find_endpoint(key, &eps), scan(&n, key));
+            }
+            n.remove_endpoint(0, eps[0].key(), &eps);
+            assert_eq!(n.find_endpoint(eps[0].key(), &eps), Some(1), "the second with the key takes over");
+            n.remove_endpoint(1, eps[1].key(), &eps);
+            assert_eq!(n.find_endpoint(eps[0].key(), &eps), None);
+            assert_eq!(n.find_endpoint((9, Ipv4Addr::new(10, 1, 0, 1), 5001), &eps), None);
+            assert_eq!(n.by_key.len(), count / 2 - 1);
+        }
     }
 }

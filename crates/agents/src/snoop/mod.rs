@@ -331,6 +331,29 @@ impl Snoop {
         self.table.len()
     }
 
+    /// The most connections with state at once.
+    pub fn connections_peak(&self) -> usize {
+        self.table.peak()
+    }
+
+    /// The agent's own accounting of what its connection table holds: the bytes allocated for the slab of
+    /// per-connection state, the hash map and the timer heap (high-water mark: capacities never shrink),
+    /// without the cached packets (bounded per connection by `high_water_bytes` and `max_cache_bytes`).
+    pub fn table_bytes(&self) -> usize {
+        self.table.allocated_bytes()
+    }
+
+    /// The agent's own accounting of what one connection costs its table, cache aside (see
+    /// `Table::bytes_per_connection`).
+    pub fn bytes_per_connection() -> usize {
+        Table::bytes_per_connection()
+    }
+
+    /// `size_of` the inline state of one connection in the table (its slot).
+    pub fn connection_state_size() -> usize {
+        Table::slot_size()
+    }
+
     /// Bytes of sequence space cached for a connection (FH→MH key), if it has state.
     pub fn cached_bytes(&self, key: &FlowKey) -> Option<usize> {
         self.table.lookup(key).map(|s| self.table.conn(s).cache_bytes())
@@ -497,6 +520,8 @@ impl Agent for Snoop {
             ("spurious_acks_dropped", s.spurious_acks_dropped),
             ("sender_retransmissions_seen", s.sender_retransmissions_seen),
             ("rtt_samples", s.rtt_samples),
+            ("connections_peak", self.table.peak() as u64),
+            ("table_bytes", self.table.allocated_bytes() as u64),
         ];
         named.extend(s.pass.named());
         named

@@ -92,6 +92,8 @@ pub(super) struct Table {
     /// Most recently active live slot.
     newest: u32,
     live: usize,
+    /// The most connections live at once.
+    peak: usize,
     max: usize,
     /// The last key found and its slot: a burst of one connection's data and ACKs (both directions use the
     /// same FH→MH key) skips the hash. Reset when that slot is freed.
@@ -108,6 +110,7 @@ impl Table {
             oldest: NIL,
             newest: NIL,
             live: 0,
+            peak: 0,
             max,
             last: None,
             heap: BinaryHeap::new(),
@@ -116,6 +119,11 @@ impl Table {
 
     pub fn len(&self) -> usize {
         self.live
+    }
+
+    /// The most connections that were live at once.
+    pub fn peak(&self) -> usize {
+        self.peak
     }
 
     pub fn lookup(&self, key: &FlowKey) -> Option<u32> {
@@ -193,6 +201,7 @@ impl Table {
         self.map.insert(key, slot);
         self.link_newest(slot);
         self.live += 1;
+        self.peak = self.peak.max(self.live);
         Some((slot, evicted))
     }
 
@@ -313,6 +322,35 @@ impl Table {
                 s.gen == gen && s.conn.as_ref().is_some_and(|c| c.scheduled == Some(t))
             });
         }
+    }
+
+    /// Bytes the table's own structures hold allocated: the slab of slots (each with its inline
+    /// per-connection state), the free list, the hash map's buckets (key, slot and one control byte each)
+    /// and the timer heap. Their capacities never shrink, so this is also their high-water mark. A
+    /// connection's cache (its queue of entries and the packets they hold) comes on top; see
+    /// [`Conn::cache_held`].
+    pub fn allocated_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.slots.capacity() * size_of::<Slot>()
+            + self.free.capacity() * size_of::<u32>()
+            + self.map.capacity() * (size_of::<(u128, u32)>() + 1)
+            + self.heap.capacity() * size_of::<Reverse<(Time, u32, u32)>>()
+    }
+
+    /// What one more connection costs the table: its slot (inline state and list links), a free-list entry,
+    /// a hash-map bucket at the map's highest load (7/8: key, slot and control byte), one timer-heap entry.
+    /// Its cache's entries and packets come on top.
+    pub fn bytes_per_connection() -> usize {
+        use std::mem::size_of;
+        size_of::<Slot>()
+            + size_of::<u32>()
+            + (size_of::<(u128, u32)>() + 1) * 8 / 7
+            + size_of::<Reverse<(Time, u32, u32)>>()
+    }
+
+    /// Size of one slot: the inline per-connection state and its list links.
+    pub fn slot_size() -> usize {
+        std::mem::size_of::<Slot>()
     }
 
     pub fn next_deadline(&self) -> Option<Time> {

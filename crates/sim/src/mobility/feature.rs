@@ -360,13 +360,13 @@ impl Mobility {
                 {
                     // `mobility.old_bs_drains = false`: the old BS discards what it queued for the mobile.
                     if let Some(i) = m.bss.iter().position(|&b| b == node) {
-                        let link = &mut world.links[m.bs_link[i]];
-                        let dir = link.dir_from(node);
+                        let link = m.bs_link[i];
+                        let dir = world.links[link].dir_from(node);
                         let to_mobile = |p: &[u8]| {
                             Ipv4Packet::new_checked(p)
                                 .is_ok_and(|ip| ip.dst_addr() == mh_addr && ip.protocol() != handoff::PROTO_HANDOFF)
                         };
-                        h.purged_at_old_bs += link.purge(dir, to_mobile);
+                        h.purged_at_old_bs += world.purge_link(link, dir, to_mobile);
                     }
                 }
             }
