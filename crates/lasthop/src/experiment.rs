@@ -587,6 +587,7 @@ fn reserved_columns(runner: RunnerKind, web: bool, mobile_ip: bool) -> Vec<Strin
     let taken_over = match runner {
         RunnerKind::Sim => table::CONFIG_COLUMNS,
         RunnerKind::Testbed => table::TESTBED_CONFIG_COLUMNS,
+        RunnerKind::Scale => &[],
     };
     let mut reserved = results_columns(runner, web, mobile_ip, &[]);
     if runner == RunnerKind::Sim {
