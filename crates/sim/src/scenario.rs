@@ -582,12 +582,19 @@ impl Scenario {
             for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
                 // The handoff agent runs Snoop itself; split relays move between base stations (`crate::split`);
                 // the others have no handoff-aware version.
-                let handoff_aware = |k: &AgentKind| *k == AgentKind::Snoop || k.is_split();
-                if let Some(k) = self.nodes[b].agent.0.iter().find(|k| !handoff_aware(k)) {
+                let kinds = &self.nodes[b].agent.0;
+                let handoff_aware = |k: &AgentKind| *k == AgentKind::Snoop || *k == AgentKind::Mtcp || k.is_split();
+                if kinds.len() > 1 && kinds.contains(&AgentKind::Mtcp) {
+                    return Err((
+                        format!("nodes.{b}.agent"),
+                        "a mobility base station runs M-TCP's supervisor alone: expected \"mtcp\" without other agents".into(),
+                    ));
+                }
+                if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {
                     return Err((
                         format!("nodes.{b}.agent"),
                         format!(
-                            "a mobility base station runs \"none\" or \"snoop\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
+                            "a mobility base station runs \"none\", \"snoop\" or \"mtcp\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
                             AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
                         ),
                     ));
