@@ -18,8 +18,8 @@ pub mod snoop;
 mod triage;
 
 use bytes::Bytes;
-use std::net::Ipv4Addr;
 pub use lasthop_wire::Time;
+use std::net::Ipv4Addr;
 pub use triage::PassCounters;
 
 /// Which way a packet travels through the node that hosts the agent.

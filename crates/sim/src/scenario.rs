@@ -587,7 +587,8 @@ impl Scenario {
                 if kinds.len() > 1 && kinds.contains(&AgentKind::Mtcp) {
                     return Err((
                         format!("nodes.{b}.agent"),
-                        "a mobility base station runs M-TCP's supervisor alone: expected \"mtcp\" without other agents".into(),
+                        "a mobility base station runs M-TCP's supervisor alone: expected \"mtcp\" without other agents"
+                            .into(),
                     ));
                 }
                 if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {

@@ -115,6 +115,9 @@ struct Slot {
     moving: bool,
     /// The base station the mobile greeted, before the relay leaves the old one.
     expected_at: Option<usize>,
+    /// While `moving`: its destination was told the mobile has moved on again (a handoff shorter than the
+    /// transfer), so it leaves for this base station as soon as it arrives.
+    then_to: Option<usize>,
     /// Packets of the connection that reached `node` (or `expected_at`) before the relay did, in order, with
     /// whether they came from the mobile.
     held: Vec<(bool, Bytes)>,
@@ -141,7 +144,8 @@ struct Cells {
 /// Packets held for a moving relay beyond which more are dropped (a window of 64 KB is 45 segments).
 const MAX_HELD: usize = 1024;
 
-/// What the relays' handoffs did.
+/// What the relays' handoffs did at one base station: the moves that left it, the packets it held and the
+/// strays it dropped.
 #[derive(Default)]
 struct HandoffStats {
     moves: u64,
@@ -166,7 +170,7 @@ pub(crate) struct Split {
     orphaned: u64,
     /// `Some` when the split nodes are mobility base stations.
     cells: Option<Cells>,
-    moves: HandoffStats,
+    moves: BTreeMap<usize, HandoffStats>,
 }
 
 impl Split {
@@ -211,7 +215,7 @@ impl Split {
             by_key: BTreeMap::new(),
             orphaned: 0,
             cells,
-            moves: HandoffStats::default(),
+            moves: BTreeMap::new(),
         }))
     }
 
@@ -235,6 +239,7 @@ impl Split {
             timer: None,
             moving: false,
             expected_at: None,
+            then_to: None,
             held: Vec::new(),
         });
         i
@@ -249,16 +254,26 @@ impl Split {
         let mine = |s: &Slot| s.mobile == c.mobile && s.relay.is_some();
         match c.kind {
             Kind::Greeting if src == c.mobile => {
-                for slot in self.relays.iter_mut().filter(|s| mine(s) && !s.moving && s.node != node) {
-                    slot.expected_at = Some(node);
+                for slot in self.relays.iter_mut().filter(|s| mine(s)) {
+                    if headed_to(slot, node) {
+                        // The mobile came back to where its relay is going: it stays there.
+                        slot.then_to = None;
+                        slot.expected_at = None;
+                    } else if slot.node != node {
+                        slot.expected_at = Some(node);
+                    }
                 }
             }
             Kind::Notify if src == c.peer => {
                 let Some(to) = peer.filter(|&p| p != node) else { return };
-                let here = |s: &Slot| mine(s) && s.node == node && !s.moving;
+                let here = |s: &Slot| mine(s) && s.node == node;
                 let leaving: Vec<usize> = (0..self.relays.len()).filter(|&i| here(&self.relays[i])).collect();
                 for i in leaving {
-                    self.depart(world, now, i, to);
+                    if self.relays[i].moving {
+                        self.relays[i].then_to = Some(to); // still on its way here: it goes on when it arrives
+                    } else {
+                        self.depart(world, now, i, to);
+                    }
                 }
             }
             _ => {}
@@ -274,37 +289,45 @@ impl Split {
         let bytes = relay.state_bytes();
         let wire_ns = route_time_ns(world, slot.node, to, bytes);
         let took = cells.cost.latency(bytes).as_nanos() as u64 + wire_ns;
+        let stats = self.moves.entry(slot.node).or_default();
+        stats.moves += 1;
+        stats.state_bytes += bytes;
+        stats.transfer_ns.push(took);
         slot.node = to;
         slot.moving = true;
-        slot.expected_at = None;
+        slot.expected_at = slot.expected_at.filter(|&e| e != to);
         slot.timer = None;
-        self.moves.moves += 1;
-        self.moves.state_bytes += bytes;
-        self.moves.transfer_ns.push(took);
         world.schedule(Time(now.0 + took), self.id, FeatureEvent::Split(SplitEvent::Moved { relay: i }));
     }
 
-    /// Relay `i` has reached its new base station: it resumes and takes what waited for it.
+    /// Relay `i` has reached its new base station: it takes what waited for it and resumes, or, when the
+    /// mobile has already moved on, leaves again.
     fn arrive(&mut self, world: &mut World, now: Time, i: usize) {
         let slot = &mut self.relays[i];
         slot.moving = false;
-        let held = std::mem::take(&mut slot.held);
         let Some(relay) = slot.relay.as_mut() else { return };
-        relay.resume_after_move(now);
-        for (from_mobile, p) in held {
+        let onward = slot.then_to.take();
+        if onward.is_none() {
+            relay.resume_after_move(now);
+        }
+        for (from_mobile, p) in std::mem::take(&mut slot.held) {
             relay.handle_packet(now, from_mobile, &p);
         }
-        self.drain(world, now, i);
+        match onward {
+            Some(to) => self.depart(world, now, i, to),
+            None => self.drain(world, now, i),
+        }
     }
 
-    /// Keeps a packet of relay `i` until it arrives.
-    fn hold(&mut self, i: usize, from_mobile: bool, packet: Bytes) {
+    /// Keeps a packet of relay `i` that reached `node` until the relay arrives.
+    fn hold(&mut self, node: usize, i: usize, from_mobile: bool, packet: Bytes) {
         let slot = &mut self.relays[i];
+        let stats = self.moves.entry(node).or_default();
         if slot.held.len() < MAX_HELD {
             slot.held.push((from_mobile, packet));
-            self.moves.held += 1;
+            stats.held += 1;
         } else {
-            self.moves.held_dropped += 1;
+            stats.held_dropped += 1;
         }
     }
 
@@ -314,7 +337,9 @@ impl Split {
     fn untunnel(&self, node: usize, packet: &Bytes) -> Option<Bytes> {
         let cells = self.cells.as_ref()?;
         let outer = Ipv4Packet::new_unchecked(&packet[..]);
-        if outer.protocol() != PROTO_IPIP || !cells.bss.contains(&node) || !cells.tunnel_sources.contains(&outer.src_addr())
+        if outer.protocol() != PROTO_IPIP
+            || !cells.bss.contains(&node)
+            || !cells.tunnel_sources.contains(&outer.src_addr())
         {
             return None;
         }
@@ -399,14 +424,14 @@ impl Feature for Split {
         let i = match self.by_key.get(&key) {
             Some(&i) if self.relays[i].node == node && !self.relays[i].moving => i,
             Some(&i) if self.relays[i].awaited_at(node) => {
-                self.hold(i, from_mobile, packet.clone());
+                self.hold(node, i, from_mobile, packet.clone());
                 return true;
             }
             // Moved elsewhere: a tunnelled packet goes to the handoff agent (re-tunnelled to the new base
             // station); one that reached the old cell over the air has no connection here.
             Some(_) if untunnelled.is_some() => return false,
             Some(_) => {
-                self.moves.stray += 1;
+                self.moves.entry(node).or_default().stray += 1;
                 return true;
             }
             None => {
@@ -451,7 +476,8 @@ impl Feature for Split {
             c.insert("split_wireless_retransmitted".into(), sum(&|r| r.wireless().stats().segments_retransmitted));
             c.insert("split_wireless_timeouts".into(), sum(&|r| r.wireless().stats().timeouts));
             if self.cells.is_some() {
-                let m = &self.moves;
+                let none = HandoffStats::default();
+                let m = self.moves.get(&node).unwrap_or(&none);
                 c.insert("split_handoffs".into(), m.moves);
                 c.insert("split_handoff_state_bytes".into(), m.state_bytes);
                 c.insert("split_handoff_transfer_max_us".into(), m.transfer_ns.iter().max().map_or(0, |t| t / 1000));
@@ -461,6 +487,11 @@ impl Feature for Split {
             }
         }
     }
+}
+
+/// Whether relay `slot` is on its way to `node`.
+fn headed_to(slot: &Slot, node: usize) -> bool {
+    slot.moving && slot.node == node
 }
 
 /// The state's time on the wired route from `from` to `to`: `bytes` at the route's slowest link, plus its
