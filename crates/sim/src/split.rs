@@ -41,6 +41,8 @@
 //! to the mobile from its last acknowledgment at once ([`SplitRelay::resume_after_move`]). Packets of a
 //! moved connection that still reach the old base station over the air are dropped and counted
 //! (`split_stray_packets`); tunnelled ones go to its handoff agent, which re-tunnels them to the new one.
+//! When handoffs come faster than the state moves, a relay whose destination learns that the mobile has
+//! moved on leaves again as soon as it arrives, and stays when the mobile comes back to it.
 //!
 //! Data from the mobile is forwarded, not split (the reverse split is not built).
 

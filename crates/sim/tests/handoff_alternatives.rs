@@ -4,19 +4,9 @@
 //! payload bytes), the handoff's latency following the bytes the relay held, and the combinations still
 //! refused.
 
+mod support;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
-
-fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
-    let mut cur = v;
-    let parts: Vec<&str> = path.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        if cur.get(*p).is_none() {
-            cur.as_table_mut().unwrap().insert(p.to_string(), toml::Value::Table(Default::default()));
-        }
-        cur = cur.get_mut(*p).unwrap();
-    }
-    cur.as_table_mut().unwrap().insert(parts[parts.len() - 1].to_string(), value.into());
-}
+use support::set;
 
 /// examples/handoff.toml with a handoff every 2 s from 1 s, `agent` at both base stations, and `edit`.
 fn scenario(agent: &str, edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {
