@@ -128,7 +128,12 @@ struct Slot {
 impl Slot {
     /// Whether packets for this relay that reach `node` wait there for it.
     fn awaited_at(&self, node: usize) -> bool {
-        (self.moving && self.node == node) || self.expected_at == Some(node)
+        self.headed_to(node) || self.expected_at == Some(node)
+    }
+
+    /// Whether the relay is on its way to `node`.
+    fn headed_to(&self, node: usize) -> bool {
+        self.moving && self.node == node
     }
 }
 
@@ -152,7 +157,7 @@ const MAX_HELD: usize = 1024;
 struct HandoffStats {
     moves: u64,
     state_bytes: u64,
-    transfer_ns: Vec<u64>,
+    transfer_max_ns: u64,
     held: u64,
     held_dropped: u64,
     stray: u64,
@@ -257,7 +262,7 @@ impl Split {
         match c.kind {
             Kind::Greeting if src == c.mobile => {
                 for slot in self.relays.iter_mut().filter(|s| mine(s)) {
-                    if headed_to(slot, node) {
+                    if slot.headed_to(node) {
                         // The mobile came back to where its relay is going: it stays there.
                         slot.then_to = None;
                         slot.expected_at = None;
@@ -294,7 +299,7 @@ impl Split {
         let stats = self.moves.entry(slot.node).or_default();
         stats.moves += 1;
         stats.state_bytes += bytes;
-        stats.transfer_ns.push(took);
+        stats.transfer_max_ns = stats.transfer_max_ns.max(took);
         slot.node = to;
         slot.moving = true;
         slot.expected_at = slot.expected_at.filter(|&e| e != to);
@@ -482,18 +487,13 @@ impl Feature for Split {
                 let m = self.moves.get(&node).unwrap_or(&none);
                 c.insert("split_handoffs".into(), m.moves);
                 c.insert("split_handoff_state_bytes".into(), m.state_bytes);
-                c.insert("split_handoff_transfer_max_us".into(), m.transfer_ns.iter().max().map_or(0, |t| t / 1000));
+                c.insert("split_handoff_transfer_max_us".into(), m.transfer_max_ns / 1000);
                 c.insert("split_held_packets".into(), m.held);
                 c.insert("split_held_dropped".into(), m.held_dropped);
                 c.insert("split_stray_packets".into(), m.stray);
             }
         }
     }
-}
-
-/// Whether relay `slot` is on its way to `node`.
-fn headed_to(slot: &Slot, node: usize) -> bool {
-    slot.moving && slot.node == node
 }
 
 /// The state's time on the wired route from `from` to `to`: `bytes` at the route's slowest link, plus its
