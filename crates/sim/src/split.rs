@@ -86,12 +86,7 @@ impl SplitSettings {
         if !(1..=1 << 30).contains(&self.buffer_bytes) {
             return Err(("buffer_bytes".into(), "expected 1 to 1073741824 bytes".into()));
         }
-        for (field, v) in [("handoff.fixed_ms", self.handoff.fixed_ms), ("handoff.per_kb_ms", self.handoff.per_kb_ms)] {
-            if !(v.is_finite() && (0.0..=3_600_000.0).contains(&v)) {
-                return Err((field.into(), format!("expected milliseconds in 0 ..= 3600000, got {v}")));
-            }
-        }
-        Ok(())
+        self.handoff.validate().map_err(|(field, m)| (format!("handoff.{field}"), m))
     }
 }
 

@@ -87,10 +87,11 @@ impl StateTransferCost {
         Duration::from_nanos((ms.max(0.0) * 1e6).round().min(u64::MAX as f64) as u64)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks both costs are milliseconds in 0 ..= 3600000; the error names the field and what was wrong.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
         for (name, v) in [("fixed_ms", self.fixed_ms), ("per_kb_ms", self.per_kb_ms)] {
             if !(v.is_finite() && (0.0..=3_600_000.0).contains(&v)) {
-                return Err(format!("split.handoff.{name} = {v}: expected milliseconds in 0 ..= 3600000"));
+                return Err((name, format!("expected milliseconds in 0 ..= 3600000, got {v}")));
             }
         }
         Ok(())

@@ -224,7 +224,9 @@ fn state_transfer_cost_follows_the_i_tcp_measurements() {
     assert_eq!(c.latency(32 * 1024), Duration::from_millis(1430));
     assert!(c.validate().is_ok());
     let bad = StateTransferCost { per_kb_ms: f64::NAN, ..c };
-    assert!(bad.validate().unwrap_err().contains("split.handoff.per_kb_ms"));
+    let (field, message) = bad.validate().unwrap_err();
+    assert_eq!(field, "per_kb_ms");
+    assert!(message.contains("NaN"), "{message}");
 }
 
 #[test]
