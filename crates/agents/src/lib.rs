@@ -19,6 +19,7 @@ mod triage;
 
 use bytes::Bytes;
 pub use lasthop_wire::Time;
+use std::net::Ipv4Addr;
 pub use triage::PassCounters;
 
 /// Which way a packet travels through the node that hosts the agent.
@@ -98,6 +99,28 @@ pub trait Agent {
     /// How full (0.0 empty – 1.0 full) the host's transmit queue toward `side` is now. Hosts call it before
     /// `on_packet` whenever it may have changed (ELN classifies losses by it: seed 002 §3).
     fn on_queue_occupancy(&mut self, _side: Side, _fraction: f64) {}
+
+    /// The host's radio lost (`reachable` false: the mobile left the cell, a handoff gap) or regained the
+    /// mobile host `mobile`. Hosts that know (the simulator's mobility) call it; an agent that freezes or
+    /// resumes senders on it (M-TCP) may emit actions.
+    fn on_reachability(&mut self, _now: Time, _mobile: Ipv4Addr, _reachable: bool, _out: &mut Vec<Action>) {}
+
+    /// At a handoff, takes out the per-mobile state this agent hands to the agent of the mobile's next base
+    /// station (M-TCP's supervisor state); [`take_over`](Self::take_over) receives it there.
+    fn hand_over(&mut self, _mobile: Ipv4Addr) -> HandoverState {
+        HandoverState::default()
+    }
+
+    /// Takes from `state` what belongs to this agent (leaving the rest for others).
+    fn take_over(&mut self, _state: &mut HandoverState) {}
+}
+
+/// Per-mobile state that moves with a mobile host from one base station's agent to the next one's at a
+/// handoff ([`Agent::hand_over`]).
+#[derive(Debug, Default)]
+pub struct HandoverState {
+    /// The M-TCP supervisor's connections of the mobile.
+    pub mtcp: Option<mtcp::Handover>,
 }
 
 /// Agents run one after another on the same packet, as configured at a node (e.g. Snoop then ELN).
@@ -189,6 +212,27 @@ impl Agent for Chain {
     fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
         for a in &mut self.agents {
             a.on_queue_occupancy(side, fraction);
+        }
+    }
+
+    fn on_reachability(&mut self, now: Time, mobile: Ipv4Addr, reachable: bool, out: &mut Vec<Action>) {
+        for a in &mut self.agents {
+            a.on_reachability(now, mobile, reachable, out);
+        }
+    }
+
+    fn hand_over(&mut self, mobile: Ipv4Addr) -> HandoverState {
+        let mut state = HandoverState::default();
+        for a in &mut self.agents {
+            let mine = a.hand_over(mobile);
+            state.mtcp = state.mtcp.or(mine.mtcp);
+        }
+        state
+    }
+
+    fn take_over(&mut self, state: &mut HandoverState) {
+        for a in &mut self.agents {
+            a.take_over(state);
         }
     }
 }

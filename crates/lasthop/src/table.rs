@@ -171,7 +171,9 @@ pub const FLOW_COLUMNS: &[&str] = &[
 /// move past what was sent before it, [`lasthop_sim::HandoffMetrics::pause_s`]) and
 /// `handoff_resume_mean_ms` (the same pause less the rendezvous delay: from hearing the new BS),
 /// `handoff_completion_min_ms`, `handoff_completion_median_ms`, `handoff_completion_max_ms` (decision to the
-/// first word from the new BS, data or acceptance: defined idle too, seed 000 Fig. 10).
+/// first word from the new BS, data or acceptance: defined idle too, seed 000 Fig. 10); `handoff_latency_ms`
+/// and `pause_s`, the medians over the run's handoffs of the latency and the pause (the handoff comparison's
+/// names, issue 13's column contract).
 pub const RUN_COLUMNS: &[&str] = &[
     "ideal_ratio",
     "sim_time_s",
@@ -190,6 +192,8 @@ pub const RUN_COLUMNS: &[&str] = &[
     "handoff_completion_min_ms",
     "handoff_completion_median_ms",
     "handoff_completion_max_ms",
+    "handoff_latency_ms",
+    "pause_s",
 ];
 
 /// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (seed 001), summed over the
@@ -519,6 +523,12 @@ fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
     row.push(float(done.first().copied()));
     row.push(float(median(&done)));
     row.push(float(done.last().copied()));
+    let sorted = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    row.push(float(median(&sorted(lat))));
+    row.push(float(median(&sorted(pauses))));
 }
 
 /// Appends the [`MIP_COLUMNS`] cells of `result` (empty without Mobile IP).

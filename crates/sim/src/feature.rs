@@ -79,6 +79,15 @@ pub(crate) enum FeatureEvent {
 
 /// Builds and registers every feature the scenario asks for, in the order that fixes same-instant ties.
 pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError> {
+    // Before the split relays, so that a failed node drops packets before a relay could take them.
+    if let Some(f) = crate::failure::Failure::build(s, world, world.next_feature_id()) {
+        world.add_feature(Box::new(f));
+    }
+    // Before mobility, so that a split base station takes its connections' packets out of the home agent's
+    // tunnel before the handoff agent would forward them (`crate::split`).
+    if let Some(f) = crate::split::Split::build(s, world, world.next_feature_id())? {
+        world.add_feature(Box::new(f));
+    }
     if let Some(m) = crate::mobility::feature::Mobility::build(s, world, world.next_feature_id()) {
         world.add_feature(Box::new(m));
     }
@@ -87,13 +96,6 @@ pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError>
     }
     if let Some(m) = crate::mobile_ip::feature::MobileIp::build(s, world, world.next_feature_id()) {
         world.add_feature(Box::new(m));
-    }
-    // Before the split relays, so that a failed node drops packets before a relay could take them.
-    if let Some(f) = crate::failure::Failure::build(s, world, world.next_feature_id()) {
-        world.add_feature(Box::new(f));
-    }
-    if let Some(f) = crate::split::Split::build(s, world, world.next_feature_id())? {
-        world.add_feature(Box::new(f));
     }
     if let Some(f) = crate::arq::Arq::build(s, world, world.next_feature_id()) {
         world.add_feature(Box::new(f));

@@ -587,13 +587,24 @@ impl Scenario {
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
         if let Some(m) = &self.mobility {
             m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
+            self.validate_split_cells(m)?;
             for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
-                // The handoff agent runs Snoop itself; the others have no handoff-aware version.
-                if let Some(k) = self.nodes[b].agent.0.iter().find(|k| **k != AgentKind::Snoop) {
+                // The handoff agent runs Snoop itself; split relays move between base stations (`crate::split`);
+                // the others have no handoff-aware version.
+                let kinds = &self.nodes[b].agent.0;
+                let handoff_aware = |k: &AgentKind| *k == AgentKind::Snoop || *k == AgentKind::Mtcp || k.is_split();
+                if kinds.len() > 1 && kinds.contains(&AgentKind::Mtcp) {
+                    return Err((
+                        format!("nodes.{b}.agent"),
+                        "a mobility base station runs M-TCP's supervisor alone: expected \"mtcp\" without other agents"
+                            .into(),
+                    ));
+                }
+                if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {
                     return Err((
                         format!("nodes.{b}.agent"),
                         format!(
-                            "a mobility base station runs \"none\" or \"snoop\" inside its handoff agent; `{}` is not supported there",
+                            "a mobility base station runs \"none\", \"snoop\" or \"mtcp\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
                             AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
                         ),
                     ));
@@ -638,6 +649,30 @@ impl Scenario {
         }
         self.eln.validate().map_err(|(f, m)| (format!("eln.{f}"), m))?;
         self.nack.validate().map_err(|(f, m)| (format!("nack.{f}"), m))?;
+        Ok(())
+    }
+
+    /// Split connections at mobility base stations hand off by moving their relays (`crate::split`): every
+    /// base station must split the same way, and the routing must be the plain scheme's (the multicast
+    /// scheme's buffering base stations would send the fixed host's segments into the relay's connection).
+    fn validate_split_cells(&self, m: &crate::mobility::MobilityConfig) -> Result<(), (String, String)> {
+        if m.scheme == crate::mobility::SchemeKind::None {
+            return Ok(());
+        }
+        let split = |b: &String| self.nodes[b].agent.0.iter().find(|k| k.is_split()).copied();
+        let first = split(&m.base_stations[0]);
+        if let Some(b) = m.base_stations.iter().find(|b| split(b) != first) {
+            return Err((
+                format!("nodes.{b}.agent"),
+                "split connections hand off between base stations that all split: expected every mobility base station to run the same \"split\" / \"split-sack\" or none".into(),
+            ));
+        }
+        if first.is_some() && m.scheme != crate::mobility::SchemeKind::Plain {
+            return Err((
+                "mobility.scheme".into(),
+                "I-TCP hands off by moving its relays' state (`[split.handoff]`): expected scheme = \"plain\" with split base stations".into(),
+            ));
+        }
         Ok(())
     }
 

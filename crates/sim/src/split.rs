@@ -14,9 +14,37 @@
 //! packets of those connections that reach the node afterwards are dropped (`split_orphaned_packets`), as a
 //! restarted I-TCP base station would refuse them, and the fixed sender keeps the acknowledgments it got.
 //!
-//! Not here yet: handoff of relays between base stations (state transfer priced by
-//! `lasthop_tcp::split::StateTransferCost`); a split node cannot be a mobility base station (refused by
-//! scenario validation), and data from the mobile is forwarded, not split.
+//! # At mobility base stations: handoff by state transfer (seed 000 §2)
+//!
+//! With `[mobility]` (`scheme = "plain"`, every base station splitting), the home agent tunnels the fixed
+//! host's packets to the base station serving the mobile, whose relay takes them out of the tunnel (this
+//! feature runs before mobility's, so the handoff agent never forwards them). I-TCP hands off by moving the
+//! relay: "the I-TCP connections must be moved from the base station currently forwarding data to another
+//! one. This is done by transferring the state associated with the two connections to the new base station"
+//! (seed 000 §2). The mobile greets the new base station, which notifies the old one (seed 004's messages,
+//! real packets); when the old base station learns of the handoff its relays leave it and reach the new one
+//! after a **modelled** transfer:
+//!
+//! - `[split.handoff]`'s cost, `fixed_ms` + `per_kb_ms` per KB of socket buffer
+//!   ([`lasthop_tcp::split::StateTransferCost`]: 265 ms + 36.4 ms/KB from I-TCP's "265 ms for empty socket
+//!   buffers to 1430 ms for 32KByte socket buffers", seed 000 §2, measured on 1995 hardware), plus
+//! - the bytes' own time on the wired route between the two base stations: the buffered bytes at the
+//!   route's slowest link plus its propagation delays (at 10 Mb/s, 26 ms for 32 KB: the measured per-KB cost
+//!   already includes I-TCP's own transfer over its Ethernet, so this share is counted twice, about 2 %).
+//!
+//! The transfer is modelled, not sent as packets, because what dominates it is I-TCP's measured processing
+//! (moving sockets between kernels), which packets on our links would not reproduce; a reliable bulk
+//! protocol between base stations for a few tens of KB would add machinery and no information. While the
+//! state is on its way, the connection's packets that reach the new base station (the home agent's binding
+//! and the old base station's re-tunnelling point there, and the mobile's ACKs) wait there, and are handed to
+//! the relay in order when it arrives; the mobile's data waits in the moving buffer. The relay then resends
+//! to the mobile from its last acknowledgment at once ([`SplitRelay::resume_after_move`]). Packets of a
+//! moved connection that still reach the old base station over the air are dropped and counted
+//! (`split_stray_packets`); tunnelled ones go to its handoff agent, which re-tunnels them to the new one.
+//! When handoffs come faster than the state moves, a relay whose destination learns that the mobile has
+//! moved on leaves again as soon as it arrives, and stays when the mobile comes back to it.
+//!
+//! Data from the mobile is forwarded, not split (the reverse split is not built).
 
 use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
 use crate::metrics::RunResult;
@@ -24,13 +52,15 @@ use crate::scenario::{LinkKind, Scenario};
 use crate::world::World;
 use crate::{rng, SimError};
 use bytes::Bytes;
-use lasthop_tcp::split::{SplitConfig, SplitRelay, Toward};
+use lasthop_agents::handoff::{Control, Kind, PROTO_HANDOFF};
+use lasthop_tcp::split::{SplitConfig, SplitRelay, StateTransferCost, Toward};
 use lasthop_tcp::{TcpConfig, Variant};
-use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
+use lasthop_wire::ipip;
+use lasthop_wire::ipv4::{Ipv4Packet, PROTO_IPIP, PROTO_TCP};
 use lasthop_wire::{SeqNum, TcpPacket, Time};
 use rand::RngCore;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// The scenario's `[split]` table.
@@ -40,11 +70,14 @@ pub struct SplitSettings {
     /// The socket buffer between the two connections at the base station, bytes (default 65536, I-TCP's
     /// 64 KB).
     pub buffer_bytes: u32,
+    /// `[split.handoff]`: the cost of moving a relay to the new base station at a handoff (`fixed_ms`,
+    /// default 265, and `per_kb_ms`, default 36.4; [`StateTransferCost`]).
+    pub handoff: StateTransferCost,
 }
 
 impl Default for SplitSettings {
     fn default() -> Self {
-        SplitSettings { buffer_bytes: 65536 }
+        SplitSettings { buffer_bytes: 65536, handoff: StateTransferCost::default() }
     }
 }
 
@@ -53,7 +86,7 @@ impl SplitSettings {
         if !(1..=1 << 30).contains(&self.buffer_bytes) {
             return Err(("buffer_bytes".into(), "expected 1 to 1073741824 bytes".into()));
         }
-        Ok(())
+        self.handoff.validate().map_err(|(field, m)| (format!("handoff.{field}"), m))
     }
 }
 
@@ -63,19 +96,67 @@ pub(crate) enum SplitEvent {
     Timer { relay: usize },
     /// The node of `[failure]` fails: its relays are lost.
     NodeFails { node: usize },
+    /// Relay `relay`'s state has reached the base station it was moved to.
+    Moved { relay: usize },
 }
 
 struct Slot {
+    /// Where the relay runs, or, while `moving`, where it is going.
     node: usize,
     /// `None` once lost in a failure of its node.
     relay: Option<SplitRelay>,
     fixed: Ipv4Addr,
     mobile: Ipv4Addr,
     timer: Option<Time>,
+    /// The state is on the wired network between two base stations.
+    moving: bool,
+    /// The base station the mobile greeted, before the relay leaves the old one.
+    expected_at: Option<usize>,
+    /// While `moving`: its destination was told the mobile has moved on again (a handoff shorter than the
+    /// transfer), so it leaves for this base station as soon as it arrives.
+    then_to: Option<usize>,
+    /// Packets of the connection that reached `node` (or `expected_at`) before the relay did, in order, with
+    /// whether they came from the mobile.
+    held: Vec<(bool, Bytes)>,
 }
 
-/// Connection key: (node, fixed host, its port, mobile, its port).
-type Key = (usize, Ipv4Addr, u16, Ipv4Addr, u16);
+impl Slot {
+    /// Whether packets for this relay that reach `node` wait there for it.
+    fn awaited_at(&self, node: usize) -> bool {
+        self.headed_to(node) || self.expected_at == Some(node)
+    }
+
+    /// Whether the relay is on its way to `node`.
+    fn headed_to(&self, node: usize) -> bool {
+        self.moving && self.node == node
+    }
+}
+
+/// Connection key: (fixed host, its port, mobile, its port). A connection has one relay, wherever it is.
+type Key = (Ipv4Addr, u16, Ipv4Addr, u16);
+
+/// The mobility base stations whose relays hand off, and who may tunnel to them.
+struct Cells {
+    bss: BTreeSet<usize>,
+    /// Addresses of the home agent and the base stations (the tunnels' trusted sources).
+    tunnel_sources: BTreeSet<Ipv4Addr>,
+    cost: StateTransferCost,
+}
+
+/// Packets held for a moving relay beyond which more are dropped (a window of 64 KB is 45 segments).
+const MAX_HELD: usize = 1024;
+
+/// What the relays' handoffs did at one base station: the moves that left it, the packets it held and the
+/// strays it dropped.
+#[derive(Default)]
+struct HandoffStats {
+    moves: u64,
+    state_bytes: u64,
+    transfer_max_ns: u64,
+    held: u64,
+    held_dropped: u64,
+    stray: u64,
+}
 
 pub(crate) struct Split {
     id: FeatureId,
@@ -89,6 +170,9 @@ pub(crate) struct Split {
     relays: Vec<Slot>,
     by_key: BTreeMap<Key, usize>,
     orphaned: u64,
+    /// `Some` when the split nodes are mobility base stations.
+    cells: Option<Cells>,
+    moves: BTreeMap<usize, HandoffStats>,
 }
 
 impl Split {
@@ -116,6 +200,12 @@ impl Split {
                 world.schedule(f.at(), id, FeatureEvent::Split(SplitEvent::NodeFails { node }));
             }
         }
+        let cells = s.mobility.as_ref().filter(|m| m.scheme != crate::mobility::SchemeKind::None).map(|m| {
+            let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| world.node_index(b)).collect();
+            let ha = world.node_index(&m.home_agent);
+            let tunnel_sources = bss.iter().chain([&ha]).map(|&n| world.nodes[n].addr).collect();
+            Cells { bss, tunnel_sources, cost: s.split.handoff.clone() }
+        });
         Ok(Some(Split {
             id,
             nodes,
@@ -126,6 +216,8 @@ impl Split {
             relays: Vec::new(),
             by_key: BTreeMap::new(),
             orphaned: 0,
+            cells,
+            moves: BTreeMap::new(),
         }))
     }
 
@@ -147,14 +239,121 @@ impl Split {
             fixed: *fixed.ip(),
             mobile: *mobile.ip(),
             timer: None,
+            moving: false,
+            expected_at: None,
+            then_to: None,
+            held: Vec::new(),
         });
         i
+    }
+
+    /// A handoff control message reached mobility base station `node`: a Greeting tells the new base station
+    /// to expect the mobile's relays, a Notify tells the old one to send them (seed 004's messages; the
+    /// handoff agent checks and applies them too, after this).
+    fn on_control(&mut self, world: &mut World, now: Time, node: usize, src: Ipv4Addr, c: &Control) {
+        let Some(cells) = &self.cells else { return };
+        let peer = cells.bss.iter().copied().find(|&b| world.nodes[b].addr == c.peer);
+        let mine = |s: &Slot| s.mobile == c.mobile && s.relay.is_some();
+        match c.kind {
+            Kind::Greeting if src == c.mobile => {
+                for slot in self.relays.iter_mut().filter(|s| mine(s)) {
+                    if slot.headed_to(node) {
+                        // The mobile came back to where its relay is going: it stays there.
+                        slot.then_to = None;
+                        slot.expected_at = None;
+                    } else if slot.node != node {
+                        slot.expected_at = Some(node);
+                    }
+                }
+            }
+            Kind::Notify if src == c.peer => {
+                let Some(to) = peer.filter(|&p| p != node) else { return };
+                let here = |s: &Slot| mine(s) && s.node == node;
+                let leaving: Vec<usize> = (0..self.relays.len()).filter(|&i| here(&self.relays[i])).collect();
+                for i in leaving {
+                    if self.relays[i].moving {
+                        self.relays[i].then_to = Some(to); // still on its way here: it goes on when it arrives
+                    } else {
+                        self.depart(world, now, i, to);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Relay `i` leaves its base station for `to`: it arrives after the state transfer's cost plus the bytes'
+    /// time on the wired route (see the module documentation).
+    fn depart(&mut self, world: &mut World, now: Time, i: usize, to: usize) {
+        let Some(cells) = &self.cells else { return };
+        let slot = &mut self.relays[i];
+        let Some(relay) = slot.relay.as_ref() else { return };
+        let bytes = relay.state_bytes();
+        let wire_ns = route_time_ns(world, slot.node, to, bytes);
+        let took = cells.cost.latency(bytes).as_nanos() as u64 + wire_ns;
+        let stats = self.moves.entry(slot.node).or_default();
+        stats.moves += 1;
+        stats.state_bytes += bytes;
+        stats.transfer_max_ns = stats.transfer_max_ns.max(took);
+        slot.node = to;
+        slot.moving = true;
+        slot.expected_at = slot.expected_at.filter(|&e| e != to);
+        slot.timer = None;
+        world.schedule(Time(now.0 + took), self.id, FeatureEvent::Split(SplitEvent::Moved { relay: i }));
+    }
+
+    /// Relay `i` has reached its new base station: it takes what waited for it and resumes, or, when the
+    /// mobile has already moved on, leaves again.
+    fn arrive(&mut self, world: &mut World, now: Time, i: usize) {
+        let slot = &mut self.relays[i];
+        slot.moving = false;
+        let Some(relay) = slot.relay.as_mut() else { return };
+        let onward = slot.then_to.take();
+        if onward.is_none() {
+            relay.resume_after_move(now);
+        }
+        for (from_mobile, p) in std::mem::take(&mut slot.held) {
+            relay.handle_packet(now, from_mobile, &p);
+        }
+        match onward {
+            Some(to) => self.depart(world, now, i, to),
+            None => self.drain(world, now, i),
+        }
+    }
+
+    /// Keeps a packet of relay `i` that reached `node` until the relay arrives.
+    fn hold(&mut self, node: usize, i: usize, from_mobile: bool, packet: Bytes) {
+        let slot = &mut self.relays[i];
+        let stats = self.moves.entry(node).or_default();
+        if slot.held.len() < MAX_HELD {
+            slot.held.push((from_mobile, packet));
+            stats.held += 1;
+        } else {
+            stats.held_dropped += 1;
+        }
+    }
+
+    /// A packet tunnelled to mobility base station `node`: the inner TCP packet of a connection toward the
+    /// mobile, for the relay here (or one on its way here), or a new connection's SYN. `None`: not the
+    /// relay's, the handoff agent takes it.
+    fn untunnel(&self, node: usize, packet: &Bytes) -> Option<Bytes> {
+        let cells = self.cells.as_ref()?;
+        let outer = Ipv4Packet::new_unchecked(&packet[..]);
+        if outer.protocol() != PROTO_IPIP
+            || !cells.bss.contains(&node)
+            || !cells.tunnel_sources.contains(&outer.src_addr())
+        {
+            return None;
+        }
+        let inner = ipip::decapsulate(packet).ok()?;
+        let ip = Ipv4Packet::new_checked(&inner[..]).ok()?;
+        (ip.protocol() == PROTO_TCP && !ip.is_fragment()).then_some(inner)
     }
 
     /// Sends what relay `i` has to send and re-arms its timer.
     fn drain(&mut self, world: &mut World, now: Time, i: usize) {
         let slot = &mut self.relays[i];
-        let Some(relay) = slot.relay.as_mut() else { return };
+        let Some(relay) = slot.relay.as_mut().filter(|_| !slot.moving) else { return };
         while let Some((toward, p)) = relay.poll_transmit(now) {
             let dst = if toward == Toward::Wired { slot.fixed } else { slot.mobile };
             world.route(now, slot.node, dst, p, false);
@@ -181,6 +380,9 @@ impl Feature for Split {
                 if slot.timer.is_some_and(|t| t <= now) {
                     slot.timer = None;
                 }
+                if slot.moving {
+                    return; // frozen on the wire; it resumes on arrival
+                }
                 if let Some(r) = slot.relay.as_mut() {
                     if r.poll_timeout().is_some_and(|t| t <= now) {
                         r.handle_timeout(now);
@@ -189,10 +391,11 @@ impl Feature for Split {
                 self.drain(world, now, i);
             }
             SplitEvent::NodeFails { node } => {
-                for slot in self.relays.iter_mut().filter(|s| s.node == node) {
+                for slot in self.relays.iter_mut().filter(|s| s.node == node && !s.moving) {
                     slot.relay = None;
                 }
             }
+            SplitEvent::Moved { relay } => self.arrive(world, now, relay),
         }
     }
 
@@ -200,18 +403,39 @@ impl Feature for Split {
         if !self.nodes.contains_key(&node) {
             return false;
         }
+        let outer = Ipv4Packet::new_unchecked(&packet[..]);
+        let to_me = outer.dst_addr() == world.nodes[node].addr;
+        if to_me && outer.protocol() == PROTO_HANDOFF {
+            if let Some(c) = Control::parse(packet) {
+                self.on_control(world, now, node, outer.src_addr(), &c);
+            }
+            return false;
+        }
+        let untunnelled = if to_me { self.untunnel(node, packet) } else { None };
+        let packet = untunnelled.as_ref().unwrap_or(packet);
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         if ip.protocol() != PROTO_TCP || ip.is_fragment() || ip.dst_addr() == world.nodes[node].addr {
             return false;
         }
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return false };
-        let from_mobile = world.links[link].kind == LinkKind::Wireless;
+        let from_mobile = world.links[link].kind == LinkKind::Wireless && untunnelled.is_none();
         let (src, dst) =
             (SocketAddrV4::new(ip.src_addr(), tcp.src_port()), SocketAddrV4::new(ip.dst_addr(), tcp.dst_port()));
         let (fixed, mobile) = if from_mobile { (dst, src) } else { (src, dst) };
-        let key = (node, *fixed.ip(), fixed.port(), *mobile.ip(), mobile.port());
+        let key = (*fixed.ip(), fixed.port(), *mobile.ip(), mobile.port());
         let i = match self.by_key.get(&key) {
-            Some(&i) => i,
+            Some(&i) if self.relays[i].node == node && !self.relays[i].moving => i,
+            Some(&i) if self.relays[i].awaited_at(node) => {
+                self.hold(node, i, from_mobile, packet.clone());
+                return true;
+            }
+            // Moved elsewhere: a tunnelled packet goes to the handoff agent (re-tunnelled to the new base
+            // station); one that reached the old cell over the air has no connection here.
+            Some(_) if untunnelled.is_some() => return false,
+            Some(_) => {
+                self.moves.entry(node).or_default().stray += 1;
+                return true;
+            }
             None => {
                 // A new connection from the wired side toward a host behind this node's wireless link.
                 let to = world.nodes.iter().position(|n| n.addr == *mobile.ip());
@@ -253,6 +477,31 @@ impl Feature for Split {
             );
             c.insert("split_wireless_retransmitted".into(), sum(&|r| r.wireless().stats().segments_retransmitted));
             c.insert("split_wireless_timeouts".into(), sum(&|r| r.wireless().stats().timeouts));
+            if self.cells.is_some() {
+                let none = HandoffStats::default();
+                let m = self.moves.get(&node).unwrap_or(&none);
+                c.insert("split_handoffs".into(), m.moves);
+                c.insert("split_handoff_state_bytes".into(), m.state_bytes);
+                c.insert("split_handoff_transfer_max_us".into(), m.transfer_max_ns / 1000);
+                c.insert("split_held_packets".into(), m.held);
+                c.insert("split_held_dropped".into(), m.held_dropped);
+                c.insert("split_stray_packets".into(), m.stray);
+            }
         }
     }
+}
+
+/// The state's time on the wired route from `from` to `to`: `bytes` at the route's slowest link, plus its
+/// propagation delays.
+fn route_time_ns(world: &World, from: usize, to: usize, bytes: u64) -> u64 {
+    let Some(path) = world.path(from, to) else { return 0 };
+    let (mut slowest, mut delay) = (0, 0);
+    for w in path.windows(2) {
+        if let Some((link, _)) = world.nodes[w[0]].routes[w[1]] {
+            let l = &world.links[link];
+            slowest = slowest.max(l.airtime_ns(bytes.min(usize::MAX as u64) as usize));
+            delay += l.delay_ns();
+        }
+    }
+    slowest + delay
 }

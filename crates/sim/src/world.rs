@@ -590,6 +590,13 @@ impl World {
         self.apply_actions(now, node);
     }
 
+    /// Lets `node`'s agent (if any) act on a host event outside a packet, then carries out what it asks for.
+    pub(crate) fn tell_agent(&mut self, now: Time, node: usize, event: impl FnOnce(&mut dyn Agent, &mut Vec<Action>)) {
+        let Some(agent) = self.nodes[node].agent.as_mut() else { return };
+        event(agent.as_mut(), &mut self.actions);
+        self.apply_actions(now, node);
+    }
+
     /// Carries out what the node's agent asked for, then re-arms its timer.
     fn apply_actions(&mut self, now: Time, node: usize) {
         let mut actions = std::mem::take(&mut self.actions);

@@ -3,7 +3,9 @@
 //! bit errors; every byte verified at the mobile, and a base-station failure mid-transfer showing which
 //! schemes keep end-to-end semantics.
 
+mod support;
 use lasthop_sim::{run, FlowMetrics, RunOptions, RunResult, Scenario};
+use support::set;
 
 fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
@@ -12,18 +14,6 @@ fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {
     set(&mut v, "tcp.sack", true);
     edit(&mut v);
     Scenario::from_toml(v, "snoop.toml").map_err(|e| e.to_string())
-}
-
-fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
-    let mut cur = v;
-    let parts: Vec<&str> = path.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        if cur.get(*p).is_none() {
-            cur.as_table_mut().unwrap().insert(p.to_string(), toml::Value::Table(Default::default()));
-        }
-        cur = cur.get_mut(*p).unwrap();
-    }
-    cur.as_table_mut().unwrap().insert(parts[parts.len() - 1].to_string(), value.into());
 }
 
 fn run_with(agent: &str, ber: f64, edit: impl FnOnce(&mut toml::Value)) -> RunResult {

@@ -1,8 +1,10 @@
 //! End-to-end runs of whole scenarios: integrity of every byte for every TCP variant with and without Snoop,
 //! determinism of metrics and pcap bytes, and the scenario file's error messages.
 
+mod support;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
 use proptest::prelude::*;
+use support::set;
 
 fn example() -> toml::Value {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
@@ -13,15 +15,6 @@ fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Scenario {
     let mut v = example();
     edit(&mut v);
     Scenario::from_toml(v, "test").unwrap()
-}
-
-fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
-    let mut at = v;
-    let parts: Vec<&str> = path.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        at = at.as_table_mut().unwrap().entry(p.to_string()).or_insert(toml::Value::Table(Default::default()));
-    }
-    at.as_table_mut().unwrap().insert(parts[parts.len() - 1].to_string(), value.into());
 }
 
 fn packet_loss(agent: &str, variant: &str, loss: f64, seed: i64, bytes: i64) -> Scenario {

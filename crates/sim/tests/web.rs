@@ -1,22 +1,15 @@
 //! End-to-end runs of the Web workload (seed 002 §5, `examples/web.toml`): every byte of every object is
 //! verified, downloads happen, persistent and parallel connections behave, and runs are deterministic.
 
+mod support;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario, WebMetrics};
+use support::set;
 
 fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Scenario {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/web.toml")).unwrap();
     let mut v: toml::Value = toml::from_str(&text).unwrap();
     edit(&mut v);
     Scenario::from_toml(v, "web.toml").unwrap()
-}
-
-fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
-    let mut cur = v;
-    let parts: Vec<&str> = path.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        cur = cur.get_mut(*p).unwrap();
-    }
-    cur.as_table_mut().unwrap().insert(parts[parts.len() - 1].to_string(), value.into());
 }
 
 fn web_run(edit: impl FnOnce(&mut toml::Value)) -> (RunResult, WebMetrics) {

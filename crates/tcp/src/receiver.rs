@@ -471,6 +471,11 @@ impl Receiver {
         self.delivered
     }
 
+    /// Bytes held out of order, waiting for a hole before them to fill.
+    pub fn out_of_order_bytes(&self) -> u64 {
+        self.ooo.values().map(|b| b.len() as u64).sum()
+    }
+
     /// The peer's SYN has been seen (the connection is half open or open): an application on this side could
     /// send now.
     pub fn is_synchronized(&self) -> bool {

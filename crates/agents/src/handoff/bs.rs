@@ -2,8 +2,9 @@
 //! the last packets tunnelled to the mobile, the Snoop mirror, and the plain scheme's forwarding pointer.
 
 use super::msg::{seq_after, Control, Kind, PROTO_HANDOFF};
+use crate::mtcp::{Mtcp, MtcpConfig};
 use crate::snoop::{Snoop, SnoopConfig};
-use crate::{Action, Agent, DropReason, Side, Time};
+use crate::{Action, Agent, DropReason, HandoverState, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::ipip;
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_IPIP};
@@ -42,6 +43,11 @@ pub struct BsConfig {
     pub mirror_packets: usize,
     /// Snoop at this base station, if it runs it.
     pub snoop: Option<SnoopConfig>,
+    /// M-TCP's supervisor at this base station, if it runs it (not with Snoop): it sees the data it forwards
+    /// to its mobiles and their ACKs, freezes and resumes their senders when the host reports a mobile
+    /// unreachable or back ([`Agent::on_reachability`]), and hands its state over at a handoff
+    /// ([`Agent::hand_over`]; `crate::mtcp`).
+    pub mtcp: Option<MtcpConfig>,
     /// The host's transmission reports (`Agent::on_transmit`) reach Snoop, which then times recovery from
     /// transmissions (lasthop's transmit-timed rules; false: seed 000 §6's queue-timed Snoop). Only for the
     /// Snoop of the primary the run starts with: a Snoop that takes over at a handoff is always queue-timed,
@@ -62,6 +68,7 @@ impl BsConfig {
             buffer_packets: 12,
             mirror_packets: 48,
             snoop: None,
+            mtcp: None,
             transmit_reports: true,
         }
     }
@@ -119,6 +126,8 @@ pub struct BaseStation {
     /// Snoop counters of Snoop instances discarded when this BS stopped being primary.
     retired: BTreeMap<&'static str, u64>,
     ident: u16,
+    /// M-TCP's supervisor, for every mobile this base station serves.
+    supervisor: Option<Mtcp>,
 }
 
 impl BaseStation {
@@ -126,7 +135,15 @@ impl BaseStation {
         let mut cfg = cfg;
         cfg.buffer_packets = cfg.buffer_packets.max(1);
         cfg.mirror_packets = cfg.mirror_packets.max(cfg.buffer_packets);
-        BaseStation { cfg, mobiles: BTreeMap::new(), stats: BsStats::default(), retired: BTreeMap::new(), ident: 0 }
+        let supervisor = cfg.mtcp.clone().map(Mtcp::new);
+        BaseStation {
+            cfg,
+            mobiles: BTreeMap::new(),
+            stats: BsStats::default(),
+            retired: BTreeMap::new(),
+            ident: 0,
+            supervisor,
+        }
     }
 
     /// Sets the role at start-up, without control messages (the run begins with the routes in place), and
@@ -403,6 +420,9 @@ impl BaseStation {
             return;
         }
         self.stats.forwarded_to_mobile += 1;
+        if let Some(sup) = self.supervisor.as_mut() {
+            return sup.on_packet(now, Side::ToMobile, inner, out);
+        }
         let m = self.mobiles.get_mut(&mobile).expect("inserted above");
         match m.snoop.as_mut() {
             Some(s) => s.on_packet(now, Side::ToMobile, inner, out),
@@ -444,9 +464,28 @@ impl Agent for BaseStation {
                 _ => {}
             }
         }
+        if let Some(sup) = self.supervisor.as_mut().filter(|_| side == Side::ToWired) {
+            return sup.on_packet(now, side, packet, out);
+        }
         match self.snoop_for(side, &packet) {
             Some(s) => s.on_packet(now, side, packet, out),
             None => out.push(Action::Forward(side, packet)),
+        }
+    }
+
+    fn on_reachability(&mut self, now: Time, mobile: Ipv4Addr, reachable: bool, out: &mut Vec<Action>) {
+        if let Some(sup) = self.supervisor.as_mut() {
+            sup.on_reachability(now, mobile, reachable, out);
+        }
+    }
+
+    fn hand_over(&mut self, mobile: Ipv4Addr) -> HandoverState {
+        self.supervisor.as_mut().map_or_else(HandoverState::default, |s| s.hand_over(mobile))
+    }
+
+    fn take_over(&mut self, state: &mut HandoverState) {
+        if let Some(sup) = self.supervisor.as_mut() {
+            sup.take_over(state);
         }
     }
 
@@ -499,6 +538,9 @@ impl Agent for BaseStation {
             ("tunnel_refused", s.tunnel_refused),
         ];
         v.extend(snoop);
+        if let Some(sup) = &self.supervisor {
+            v.extend(sup.counters());
+        }
         v
     }
 }

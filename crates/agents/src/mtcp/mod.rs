@@ -20,6 +20,13 @@
 //! active evicted: that connection then loses its withheld byte and is not frozen at the next disconnect,
 //! so it falls back to plain TCP).
 //!
+//! - **Handoff.** In Brown and Singh's architecture one supervisor host serves several cells, so a handoff
+//!   between them moves no supervisor state. Where each base station runs its own supervisor, the host
+//!   hands the mobile's connections (withheld ACK, the mobile's sequence number, window and timestamps,
+//!   frozen or not) from the old supervisor to the new one ([`Mtcp::export`], [`Mtcp::import`]), at
+//!   no cost: the same state in the same place as one shared supervisor. The per-mobile
+//!   [`Mtcp::mobile_unreachable`] and [`Mtcp::mobile_reachable`] freeze and resume one mobile's senders.
+//!
 //! Not here yet: the supervisor's own detection of a disconnection from missing link-layer ACKs (the host
 //! tells it), and M-TCP's custom wireless-side TCP between supervisor and mobile (the mobile runs plain
 //! TCP end to end).
@@ -30,9 +37,10 @@ mod tests;
 use crate::eln::parse::{self, Segment};
 use crate::eln::table::LruTable;
 use crate::flow::FlowKey;
-use crate::{Action, Agent, PassCounters, Side, Time};
+use crate::{Action, Agent, HandoverState, PassCounters, Side, Time};
 use bytes::{Bytes, BytesMut};
 use lasthop_wire::{checksum, SeqNum, TcpRepr};
+use std::net::Ipv4Addr;
 
 const TTL: u8 = 64;
 
@@ -61,6 +69,9 @@ pub struct MtcpStats {
     pub resumes: u64,
     /// Zero-window probes (or data) from the sender answered with a zero window while frozen.
     pub probes_answered: u64,
+    /// Connections handed to another supervisor at a handoff, and taken from one.
+    pub handed_over: u64,
+    pub taken_over: u64,
     /// What passed the supervisor by without a connection of its own (malformed, not TCP, fragments).
     pub pass: PassCounters,
 }
@@ -103,8 +114,43 @@ impl Mtcp {
 
     /// The mobile can no longer be reached: freeze every sender with the withheld ACK and a zero window.
     pub fn link_down(&mut self, _now: Time, out: &mut Vec<Action>) {
+        self.freeze(|_| true, out);
+    }
+
+    /// The mobile is reachable again: a window update resumes every frozen sender.
+    pub fn link_up(&mut self, _now: Time, out: &mut Vec<Action>) {
+        self.resume_all(|_| true, out);
+    }
+
+    /// Mobile `mobile` can no longer be reached: freeze the senders of its connections.
+    pub fn mobile_unreachable(&mut self, _now: Time, mobile: Ipv4Addr, out: &mut Vec<Action>) {
+        self.freeze(|c| c.key.dst == mobile, out);
+    }
+
+    /// Mobile `mobile` is reachable again: resume the frozen senders of its connections.
+    pub fn mobile_reachable(&mut self, _now: Time, mobile: Ipv4Addr, out: &mut Vec<Action>) {
+        self.resume_all(|c| c.key.dst == mobile, out);
+    }
+
+    /// Takes out the state of `mobile`'s connections, for the supervisor of its next base station.
+    pub fn export(&mut self, mobile: Ipv4Addr) -> Handover {
+        let keys: Vec<FlowKey> = self.table.values_mut().filter(|c| c.key.dst == mobile).map(|c| c.key).collect();
+        let conns: Vec<Conn> = keys.iter().filter_map(|k| self.table.remove(k)).collect();
+        self.stats.handed_over += conns.len() as u64;
+        Handover { conns }
+    }
+
+    /// Takes on connections another supervisor handed over (replacing what this one knew of them).
+    pub fn import(&mut self, state: Handover) {
+        for c in state.conns {
+            self.stats.taken_over += 1;
+            let _ = self.table.insert(c.key, c);
+        }
+    }
+
+    fn freeze(&mut self, which: impl Fn(&Conn) -> bool, out: &mut Vec<Action>) {
         let mut acks = Vec::new();
-        for c in self.table.values_mut().filter(|c| !c.frozen) {
+        for c in self.table.values_mut().filter(|c| !c.frozen && which(c)) {
             let Some(ack) = c.mh_ack.or(c.forwarded) else { continue };
             c.frozen = true;
             c.forwarded = Some(ack);
@@ -117,10 +163,9 @@ impl Mtcp {
         }
     }
 
-    /// The mobile is reachable again: a window update resumes every frozen sender.
-    pub fn link_up(&mut self, _now: Time, out: &mut Vec<Action>) {
+    fn resume_all(&mut self, which: impl Fn(&Conn) -> bool, out: &mut Vec<Action>) {
         let mut acks = Vec::new();
-        for c in self.table.values_mut().filter(|c| c.frozen) {
+        for c in self.table.values_mut().filter(|c| c.frozen && which(c)) {
             acks.push(resume(c));
         }
         self.stats.resumes += acks.len() as u64;
@@ -223,6 +268,19 @@ impl Mtcp {
 
 type AckFields = (FlowKey, SeqNum, SeqNum, u16, Option<(u32, u32)>);
 
+/// One mobile's connections as a supervisor knew them, on their way to the next one ([`Mtcp::export`]).
+#[derive(Debug, Default)]
+pub struct Handover {
+    conns: Vec<Conn>,
+}
+
+impl Handover {
+    /// How many connections it carries.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+}
+
 /// Unfreezes `c`: the window update to send.
 fn resume(c: &mut Conn) -> AckFields {
     c.frozen = false;
@@ -267,6 +325,24 @@ impl Agent for Mtcp {
         None
     }
 
+    fn on_reachability(&mut self, now: Time, mobile: Ipv4Addr, reachable: bool, out: &mut Vec<Action>) {
+        if reachable {
+            self.mobile_reachable(now, mobile, out);
+        } else {
+            self.mobile_unreachable(now, mobile, out);
+        }
+    }
+
+    fn hand_over(&mut self, mobile: Ipv4Addr) -> HandoverState {
+        HandoverState { mtcp: Some(self.export(mobile)) }
+    }
+
+    fn take_over(&mut self, state: &mut HandoverState) {
+        if let Some(h) = state.mtcp.take() {
+            self.import(h);
+        }
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
         let mut c = vec![
@@ -275,6 +351,8 @@ impl Agent for Mtcp {
             ("freezes", s.freezes),
             ("resumes", s.resumes),
             ("probes_answered", s.probes_answered),
+            ("handed_over", s.handed_over),
+            ("taken_over", s.taken_over),
         ];
         c.extend(s.pass.named());
         c

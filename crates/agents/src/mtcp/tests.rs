@@ -201,3 +201,33 @@ fn the_table_is_bounded() {
     // The first connection was evicted: its ACK passes unchanged.
     assert_eq!(read(&forwarded(&on(&mut m, Side::ToWired, ack(101, 10)))).0, s(101));
 }
+
+#[test]
+fn a_handoff_hands_the_frozen_state_to_the_next_supervisor_which_resumes_the_sender() {
+    let mut old = after(2001);
+    let mut out = Vec::new();
+    // The mobile leaves the old cell: only its connections freeze (another mobile's would not).
+    old.on_reachability(Time::ZERO, Ipv4Addr::new(10, 9, 9, 9), false, &mut out);
+    assert!(out.is_empty());
+    old.on_reachability(Time::ZERO, MH, false, &mut out);
+    assert_eq!(read(&injected(&out)[0]), (s(2001), 0, true));
+    // The state moves with the mobile; the old supervisor forgets it.
+    let mut state = Agent::hand_over(&mut old, MH);
+    assert_eq!(state.mtcp.as_ref().map(Handover::connections), Some(1));
+    assert_eq!(Agent::hand_over(&mut old, MH).mtcp.map(|h| h.connections()), Some(0));
+    let mut new = Mtcp::new(MtcpConfig::default());
+    new.take_over(&mut state);
+    assert!(state.mtcp.is_none(), "taken");
+    // A probe at the new base station before the mobile is back: still frozen, answered with window zero.
+    let probe = on(&mut new, Side::ToMobile, data(2001, 1, false));
+    assert_eq!(read(&injected(&probe)[0]), (s(2001), 0, true));
+    // The mobile is accepted at the new base station: the window update with the mobile's own window.
+    out.clear();
+    new.on_reachability(Time::ZERO, MH, true, &mut out);
+    assert_eq!(read(&injected(&out)[0]), (s(2001), 8000, true));
+    // Withholding goes on where the old supervisor left it.
+    assert_eq!(read(&forwarded(&on(&mut new, Side::ToWired, ack(3001, 8000)))).0, s(3000));
+    let c = new.counters();
+    assert!(c.contains(&("taken_over", 1)) && c.contains(&("resumes", 1)), "{c:?}");
+    assert!(old.counters().contains(&("handed_over", 1)));
+}

@@ -105,8 +105,12 @@ impl Mobility {
             c.buffer_packets = cfg.buffer_packets;
             c.mirror_packets = cfg.mirror_packets;
             c.transmit_reports = cfg.snoop_transmit_reports;
-            if s.nodes[&world.nodes[b].name].agent.0.contains(&crate::scenario::AgentKind::Snoop) {
+            let kinds = &s.nodes[&world.nodes[b].name].agent.0;
+            if kinds.contains(&crate::scenario::AgentKind::Snoop) {
                 c.snoop = Some(s.snoop.config());
+            }
+            if kinds.contains(&crate::scenario::AgentKind::Mtcp) {
+                c.mtcp = Some(lasthop_agents::mtcp::MtcpConfig::default());
             }
             let mut agent = BaseStation::new(c);
             let role = if i == first {
@@ -203,19 +207,46 @@ impl Mobility {
         let Some(b) = m.beacons.as_ref() else { return };
         let x = b.walk.position(now.as_secs_f64());
         let mut left = false;
+        let mut reach = None;
         for i in 0..m.bss.len() {
             let out = !b.radio.in_range(x - b.positions[i]);
             let l = m.bs_link[i];
             if i == m.current && out != world.links[l].out_of_range {
                 m.left_at = out.then_some(now);
                 left = out;
+                reach = Some(!out);
             }
             world.links[l].out_of_range = out;
         }
         let next = Time(now.0 + b.step.0);
         schedule(world, self.id, next, MobilityEvent::Walk);
+        if let Some(reachable) = reach {
+            self.tell_reachability(world, now, self.m.current, reachable);
+        }
         if left {
             self.start_pause(world, now); // the crossing begins when the mobile leaves its cell's range
+        }
+    }
+
+    /// Tells base station `bs`'s agent (index into the visiting order) that the mobile left its cell or is
+    /// back in reach (M-TCP's supervisor freezes or resumes the senders).
+    fn tell_reachability(&self, world: &mut World, now: Time, bs: usize, reachable: bool) {
+        let mobile = world.nodes[self.m.mh].addr;
+        world.tell_agent(now, self.m.bss[bs], |a, out| a.on_reachability(now, mobile, reachable, out));
+    }
+
+    /// The mobile's per-connection state at the base stations' agents (M-TCP's supervisor) moves from base
+    /// station `from` to `to` with the handoff.
+    fn hand_over(&self, world: &mut World, from: usize, to: usize) {
+        let mobile = world.nodes[self.m.mh].addr;
+        let (from, to) = (self.m.bss[from], self.m.bss[to]);
+        if from == to {
+            return;
+        }
+        if let Some(mut state) = world.nodes[from].agent.as_mut().map(|a| a.hand_over(mobile)) {
+            if let Some(a) = world.nodes[to].agent.as_mut() {
+                a.take_over(&mut state);
+            }
         }
     }
 
@@ -270,6 +301,7 @@ impl Mobility {
             m.left_at = Some(now);
             let at = Time(now.0 + m.rendezvous.0);
             schedule(world, self.id, at, MobilityEvent::Move { k, phase: 1 });
+            self.tell_reachability(world, now, self.m.current, false);
             self.start_pause(world, now);
             return;
         }
@@ -297,6 +329,7 @@ impl Mobility {
             self.start_pause(world, now); // overlapping cells: the crossing is the decision
         }
         self.settle_losses(world);
+        self.hand_over(world, self.m.current, target);
         let m = &mut self.m;
         let old = m.current;
         m.current = target;
@@ -505,7 +538,9 @@ impl Feature for Mobility {
                         h.accepted_s = since(decided);
                         h.completion_s = h.completion_s.or(h.accepted_s);
                     }
-                    if m.fast_retransmit {
+                    let fast = m.fast_retransmit;
+                    self.tell_reachability(world, now, self.m.current, true);
+                    if fast {
                         self.fast_retransmit(world, now, node);
                     }
                 }

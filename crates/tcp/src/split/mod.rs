@@ -18,7 +18,9 @@
 //! buffer may hold one byte more than its size.
 //!
 //! Handoff moves the whole relay (both connections and the buffered bytes) to the new base station over
-//! the wired network: [`SplitRelay`] is that state, and [`StateTransferCost`] prices the move.
+//! the wired network: [`SplitRelay`] is that state, [`SplitRelay::state_bytes`] the bytes that travel with
+//! it, [`StateTransferCost`] prices the move, and [`SplitRelay::resume_after_move`] restarts it at the new
+//! base station.
 //!
 //! The endpoints here are bulk-transfer endpoints whose content is [`crate::payload`]: the wireless sender
 //! regenerates the bytes it sends from their offsets, so the relay checks every byte it reads from the
@@ -85,10 +87,11 @@ impl StateTransferCost {
         Duration::from_nanos((ms.max(0.0) * 1e6).round().min(u64::MAX as f64) as u64)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks both costs are milliseconds in 0 ..= 3600000; the error names the field and what was wrong.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
         for (name, v) in [("fixed_ms", self.fixed_ms), ("per_kb_ms", self.per_kb_ms)] {
             if !(v.is_finite() && (0.0..=3_600_000.0).contains(&v)) {
-                return Err(format!("split.handoff.{name} = {v}: expected milliseconds in 0 ..= 3600000"));
+                return Err((name, format!("expected milliseconds in 0 ..= 3600000, got {v}")));
             }
         }
         Ok(())
@@ -172,6 +175,23 @@ impl SplitRelay {
     /// Bytes received from the fixed host that the mobile has not acknowledged.
     pub fn buffered_bytes(&self) -> u64 {
         self.read.saturating_sub(self.wireless.snd_una_offset())
+    }
+
+    /// What a handoff moves to the new base station besides the connections' control blocks: the socket
+    /// buffers' bytes, those received from the fixed host and not yet acknowledged by the mobile plus those
+    /// held out of order on the fixed host's connection (seed 000 §2: "The state maintained at a base station
+    /// in I-TCP consists mainly of a set of socket buffers").
+    pub fn state_bytes(&self) -> u64 {
+        self.buffered_bytes() + self.wired.out_of_order_bytes()
+    }
+
+    /// The relay has been moved to a new base station and resumes there at `now`. What it had sent toward the
+    /// mobile went into the old cell, so its connection to the mobile goes back to the mobile's last
+    /// acknowledgment at once (slow start, as after a timeout but without backing the timer off: the
+    /// handoff-aware retransmission of [`Sender::retransmit_now`], seed 004) rather than waiting for a
+    /// retransmission timer armed at the old base station. The fixed host's connection carries on as it was.
+    pub fn resume_after_move(&mut self, now: Time) {
+        self.wireless.retransmit_now(now);
     }
 
     /// The next packet to send, and where.

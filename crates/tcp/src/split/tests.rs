@@ -224,7 +224,9 @@ fn state_transfer_cost_follows_the_i_tcp_measurements() {
     assert_eq!(c.latency(32 * 1024), Duration::from_millis(1430));
     assert!(c.validate().is_ok());
     let bad = StateTransferCost { per_kb_ms: f64::NAN, ..c };
-    assert!(bad.validate().unwrap_err().contains("split.handoff.per_kb_ms"));
+    let (field, message) = bad.validate().unwrap_err();
+    assert_eq!(field, "per_kb_ms");
+    assert!(message.contains("NaN"), "{message}");
 }
 
 #[test]
@@ -261,4 +263,29 @@ fn set_window_limits_the_advertised_window_and_sends_an_update_when_it_opens() {
     r.set_window(70_000);
     assert_eq!(window(&r.poll_transmit(Time::ZERO).unwrap()), 65535, "never above max_window");
     assert_eq!(r.stats().window_updates_sent, 2);
+}
+
+#[test]
+fn a_moved_relay_carries_its_buffers_and_resends_from_the_mobiles_last_ack_at_once() {
+    use lasthop_wire::{Ipv4Packet, TcpPacket};
+    let mut n = Net::new(SplitConfig::default(), 300_000);
+    n.run(Time::from_millis(500));
+    let mut relay = n.relay.take().unwrap();
+    // Everything in order from the fixed host: the state is the bytes the mobile has not acknowledged.
+    assert_eq!(relay.wired().out_of_order_bytes(), 0);
+    assert_eq!(relay.state_bytes(), relay.buffered_bytes());
+    assert!(relay.state_bytes() > 20_000, "a full buffer moves: {}", relay.state_bytes());
+    let (una, max) = (relay.wireless().snd_una_offset(), relay.wireless().snd_max_offset());
+    assert!(una < max, "segments were in flight into the old cell");
+    // Resumed at the new base station 300 ms later: the first segment goes out at once, from SND.UNA.
+    let later = n.now + Duration::from_millis(300);
+    assert!(relay.poll_timeout().is_some_and(|t| t > later), "no timer would have fired by then");
+    relay.resume_after_move(later);
+    let (toward, p) = relay.poll_transmit(later).expect("a retransmission at once");
+    assert_eq!(toward, Toward::Mobile);
+    let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+    let seg = TcpPacket::new_checked(ip.payload()).unwrap();
+    assert_eq!(seg.seq_number(), SeqNum(12345) + 1 + una as u32);
+    assert_eq!(relay.poll_transmit(later), None, "slow start: one segment");
+    assert_eq!(relay.wireless().stats().fast_retransmits, 1);
 }
