@@ -1654,7 +1654,11 @@ value = 0.9
 
         let text = on_snoop_example(&format!("[quick]\nset = {{ \"tcp.max_window\" = 0 }}\n{grid}"));
         let e = load(&text).unwrap_err();
-        assert_eq!((e.line, e.field.as_str()), (Some(line_of(&text, "set = {")), "quick.set.\"tcp.max_window\""), "{e}");
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(line_of(&text, "set = {")), "quick.set.\"tcp.max_window\""),
+            "{e}"
+        );
 
         let text = on_snoop_example(&grid.replace("1.0]", "\n  1e-300]"));
         let e = load(&text).unwrap_err();
