@@ -782,6 +782,17 @@ fn parse_quick_grid(cx: &Ctx, q: &RawQuick, grid: &[Axis]) -> Result<Vec<(String
     Ok(subsets)
 }
 
+/// The field a scenario error names and what it says: scenario errors read "`dotted.path`: expected …".
+pub fn refused_field(message: &str) -> Option<(&str, &str)> {
+    message.strip_prefix('`')?.split_once("`: ")
+}
+
+/// Whether the override at `path` (`+` for an added field) sets `field` or a field inside it.
+pub fn override_sets(path: &str, field: &str) -> bool {
+    let path = path.trim_start_matches('+');
+    path == field || field.strip_prefix(path).is_some_and(|r| r.starts_with('.'))
+}
+
 /// A simulator experiment's overrides against the scenario checks (`Scenario::from_toml_in`): a value from
 /// `[set]`, `[quick.set]` or a grid axis's `values` that the scenario refuses (a rate of 1e-300 Mb/s, a window
 /// of 0) is an error at its own line here, not a failure of every run later. Only errors in a field the
@@ -794,17 +805,11 @@ fn check_sim_overrides(
 ) -> Result<(), ExperimentError> {
     let base_dir = scenario_file.parent().unwrap_or(Path::new(""));
     let origin = scenario_file.display().to_string();
-    // The field a scenario error names: its messages start with "`dotted.path`: ".
-    let refused = |d: &toml::Value| -> Option<(String, String)> {
+    let refused = |d: &toml::Value| {
         let e = lasthop_sim::Scenario::from_toml_in(d.clone(), &origin, base_dir).err()?;
-        let rest = e.message.strip_prefix('`')?;
-        let (field, message) = rest.split_once("`: ")?;
-        Some((field.to_string(), message.to_string()))
+        refused_field(&e.message).map(|(f, m)| (f.to_string(), m.to_string()))
     };
-    let touches = |path: &str, field: &str| {
-        let path = path.trim_start_matches('+');
-        path == field || field.strip_prefix(path).is_some_and(|r| r.starts_with('.'))
-    };
+    let touches = override_sets;
     let grid_sets = |field: &str| {
         raw.grid.values().any(|a| {
             let a = a.get_ref();

@@ -1,6 +1,6 @@
 //! Command-line interface (clap derive); [`main_with`] takes the runner so tests can use a fake one.
 
-use crate::experiment::{apply_override, load_dir};
+use crate::experiment::{apply_override, load_dir, override_sets, refused_field};
 use crate::reproduce::{experiments_dir, reproduce, ReproduceOptions};
 use crate::runner::{series_csv, write_file, RunRequest, Runner, ScenarioSource};
 use crate::table::fmt_num;
@@ -122,14 +122,8 @@ pub fn parse_set(s: &str) -> Result<(String, toml::Value)> {
 /// Any other error is left to the run, which names the file.
 fn check_set_values(doc: &toml::Value, origin: &str, base_dir: &Path, set: &[String]) -> Result<()> {
     let Err(e) = lasthop_sim::Scenario::from_toml_in(doc.clone(), origin, base_dir) else { return Ok(()) };
-    // Scenario errors name the field first: "`dotted.path`: expected ...".
-    let Some(field) = e.message.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(f, _)| f) else {
-        return Ok(());
-    };
-    let gave = |arg: &&String| {
-        let path = arg.split_once('=').map_or("", |(p, _)| p.trim().trim_start_matches('+'));
-        field == path || field.strip_prefix(path).is_some_and(|r| r.starts_with('.'))
-    };
+    let Some((field, _)) = refused_field(&e.message) else { return Ok(()) };
+    let gave = |arg: &&String| arg.split_once('=').is_some_and(|(p, _)| override_sets(p.trim(), field));
     match set.iter().rev().find(gave) {
         Some(arg) => Err(anyhow!("--set '{arg}' (command line): {}", e.message)),
         None => Ok(()),
