@@ -1,6 +1,6 @@
 //! Command-line interface (clap derive); [`main_with`] takes the runner so tests can use a fake one.
 
-use crate::experiment::{apply_override, load_dir};
+use crate::experiment::{apply_override, load_dir, override_sets, refused_field};
 use crate::reproduce::{experiments_dir, reproduce, ReproduceOptions};
 use crate::runner::{series_csv, write_file, RunRequest, Runner, ScenarioSource};
 use crate::table::fmt_num;
@@ -122,6 +122,19 @@ pub fn parse_set(s: &str) -> Result<(String, toml::Value)> {
     Ok((path.to_string(), v))
 }
 
+/// Validates the scenario `doc` (the file with every `--set` applied). A field the scenario refuses that a
+/// `--set` gave is the command line's mistake: the error names that `--set` (the file has no line for it).
+/// Any other error is left to the run, which names the file.
+fn check_set_values(doc: &toml::Value, origin: &str, base_dir: &Path, set: &[String]) -> Result<()> {
+    let Err(e) = lasthop_sim::Scenario::from_toml_in(doc.clone(), origin, base_dir) else { return Ok(()) };
+    let Some((field, _)) = refused_field(&e.message) else { return Ok(()) };
+    let gave = |arg: &&String| arg.split_once('=').is_some_and(|(p, _)| override_sets(p.trim(), field));
+    match set.iter().rev().find(gave) {
+        Some(arg) => Err(anyhow!("--set '{arg}' (command line): {}", e.message)),
+        None => Ok(()),
+    }
+}
+
 /// Runs the program with these arguments and this runner.
 pub fn main_with<I, T>(args: I, runner: &dyn Runner) -> Result<ExitCode>
 where
@@ -164,11 +177,13 @@ fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
     } else {
         let text = std::fs::read_to_string(&a.scenario).with_context(|| format!("reading {origin}"))?;
         let mut d: toml::Value = toml::from_str(&text).map_err(|e| anyhow!("{origin}: {e}"))?;
-        for (p, v) in &overrides {
-            apply_override(&mut d, p, v).map_err(|e| anyhow!("--set {p}: {e}"))?;
+        for ((p, v), arg) in overrides.iter().zip(&a.set) {
+            apply_override(&mut d, p, v).map_err(|e| anyhow!("--set '{arg}' (command line): {e}"))?;
         }
+        let base_dir = a.scenario.parent().unwrap_or(Path::new(""));
+        check_set_values(&d, &origin, base_dir, &a.set)?;
         doc = d;
-        ScenarioSource::Value { value: &doc, origin: &origin, base_dir: a.scenario.parent().unwrap_or(Path::new("")) }
+        ScenarioSource::Value { value: &doc, origin: &origin, base_dir }
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let req =
@@ -314,6 +329,32 @@ mod tests {
         assert_eq!(parse_set("a=10_000").unwrap(), ("a".into(), toml::Value::Integer(10_000)));
         assert!(parse_set("novalue").is_err());
         assert!(parse_set("=3").is_err());
+    }
+
+    #[test]
+    fn a_refused_set_value_names_the_set() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/snoop.toml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let apply = |set: &[&str]| {
+            let mut d: toml::Value = toml::from_str(&text).unwrap();
+            let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+            for s in &set {
+                let (p, v) = parse_set(s).unwrap();
+                apply_override(&mut d, &p, &v).unwrap();
+            }
+            check_set_values(&d, "examples/snoop.toml", file.parent().unwrap(), &set)
+        };
+        assert!(apply(&["links.wavelan.rate_mbps=1.5", "tcp.max_window=1000"]).is_ok());
+        let e = apply(&["tcp.max_window=1000", "links.wavelan.rate_mbps=1e-300"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "--set 'links.wavelan.rate_mbps=1e-300' (command line): `links.wavelan.rate_mbps`: expected a rate"
+            ),
+            "{e}"
+        );
+        // The last --set of a field is the one in force.
+        let e = apply(&["tcp.max_window=0", "tcp.max_window = 0"]).unwrap_err().to_string();
+        assert!(e.starts_with("--set 'tcp.max_window = 0' (command line): `tcp.max_window`: expected"), "{e}");
     }
 
     #[test]

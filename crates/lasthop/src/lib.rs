@@ -3,13 +3,13 @@
 //! format and [`reproduce::reproduce`] for what a reproduction writes.
 
 pub mod channel;
-pub mod claims;
 pub mod cli;
-pub mod experiment;
 pub mod figure;
 pub mod net;
 pub mod report;
 pub mod reproduce;
 pub mod runner;
 pub mod scale;
-pub mod table;
+
+// Experiment parsing, claims and the results table live in `lasthop-experiment` (fuzzed without plotters).
+pub use lasthop_experiment::{claims, experiment, table};

@@ -35,35 +35,6 @@ pub struct ScaleRun {
     pub peak_rss_bytes: u64,
 }
 
-/// The columns after the grid's and `seed`.
-pub const SCALE_COLUMNS: &[&str] = &[
-    "n_flows",
-    "flows_completed",
-    "all_completed",
-    "bytes_delivered",
-    "corrupt_bytes",
-    "sim_time_s",
-    "events",
-    "wall_s",
-    "events_s",
-    "setup_s",
-    "events_per_s",
-    "events_per_s_ratio",
-    "peak_rss_bytes",
-    "sim_bytes_per_flow",
-    "snoop_bytes_per_connection",
-    "snoop_table_bytes",
-    "snoop_connections_peak",
-];
-
-/// Every column of a scale experiment's table: grid columns, `seed`, [`SCALE_COLUMNS`].
-pub fn scale_columns(grid_columns: &[String]) -> Vec<String> {
-    let mut cols: Vec<String> = grid_columns.to_vec();
-    cols.push("seed".into());
-    cols.extend(SCALE_COLUMNS.iter().map(|s| s.to_string()));
-    cols
-}
-
 /// Runs `req` in a child process of the `lasthop` program `exe` and measures it. The scenario goes to the
 /// child as a file in a fresh temporary folder (relative file names in it, an empirical channel's CDFs, are
 /// not supported), removed afterwards.
@@ -196,7 +167,7 @@ mod tests {
 
     #[test]
     fn relative_columns_come_from_the_run_with_fewest_flows_of_the_same_seed() {
-        let mut t = Table::new(scale_columns(&["n".into()]));
+        let mut t = Table::new(crate::table::scale_columns(&["n".into()]));
         let run = |flows: usize, events: u64, wall_s: f64, rss: u64| {
             let mut result: RunResult = serde_json::from_value(serde_json::json!({
                 "seed": 1, "sim_time_s": 1.0, "hit_time_limit": false, "events": events,

@@ -7,8 +7,17 @@ use lasthop_net::bench_sockets::{SocketBench, SocketBenchConfig, SocketBenchSumm
 use lasthop_net::testbed::skip_or_fail;
 use lasthop_net::{AgentKind, NetError};
 
+/// The benchmark's defaults with a go-back-N timer of 2 s instead of 20 ms. veth loses nothing, so the
+/// generator only goes back when the base station or the reflector is descheduled for longer than the timer
+/// (seen at load 15 with 20 ms); the resent segments then show up as Snoop's `AlreadyAcked` drops and as
+/// cache beyond the window, which these tests check are absent. A 2 s stall is far beyond any scheduling
+/// delay, and every check below stays as strict.
+fn steady(cfg: SocketBenchConfig) -> SocketBenchConfig {
+    SocketBenchConfig { rto_ms: 2_000.0, ..cfg }
+}
+
 fn bench(cfg: SocketBenchConfig) -> Option<SocketBench> {
-    match SocketBench::new(cfg) {
+    match SocketBench::new(steady(cfg)) {
         Ok(b) => Some(b),
         Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
             skip_or_fail(e);

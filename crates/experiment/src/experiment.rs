@@ -142,7 +142,7 @@ pub enum RunnerKind {
     Sim,
     Testbed,
     /// The simulator, every run a child `lasthop run` process measured alone: one row per run with its
-    /// flows, events, wall time and peak memory ([`crate::scale`]).
+    /// flows, events, wall time and peak memory (`lasthop::scale`).
     Scale,
 }
 
@@ -576,7 +576,7 @@ fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, grid_columns:
         RunnerKind::Sim if mobile_ip => table::mobile_ip_columns(grid_columns),
         RunnerKind::Sim => table::columns(grid_columns),
         RunnerKind::Testbed => table::testbed_columns(grid_columns),
-        RunnerKind::Scale => crate::scale::scale_columns(grid_columns),
+        RunnerKind::Scale => table::scale_columns(grid_columns),
     }
 }
 
@@ -796,6 +796,83 @@ fn parse_quick_grid(cx: &Ctx, q: &RawQuick, grid: &[Axis]) -> Result<Vec<(String
         subsets.push((name.get_ref().clone(), out));
     }
     Ok(subsets)
+}
+
+/// The field a scenario error names and what it says: scenario errors read "`dotted.path`: expected …".
+pub fn refused_field(message: &str) -> Option<(&str, &str)> {
+    message.strip_prefix('`')?.split_once("`: ")
+}
+
+/// Whether the override at `path` (`+` for an added field) sets `field` or a field inside it.
+pub fn override_sets(path: &str, field: &str) -> bool {
+    let path = path.trim_start_matches('+');
+    path == field || field.strip_prefix(path).is_some_and(|r| r.starts_with('.'))
+}
+
+/// A simulator experiment's overrides against the scenario checks (`Scenario::from_toml_in`): a value from
+/// `[set]`, `[quick.set]` or a grid axis's `values` that the scenario refuses (a rate of 1e-300 Mb/s, a window
+/// of 0) is an error at its own line here, not a failure of every run later. Only errors in a field the
+/// override itself sets are blamed on it (a grid axis may still set what `[set]` leaves invalid).
+fn check_sim_overrides(
+    cx: &Ctx,
+    raw: &RawExperiment,
+    scenario_file: &Path,
+    doc: &toml::Value,
+) -> Result<(), ExperimentError> {
+    let base_dir = scenario_file.parent().unwrap_or(Path::new(""));
+    let origin = scenario_file.display().to_string();
+    let refused = |d: &toml::Value| {
+        let e = lasthop_sim::Scenario::from_toml_in(d.clone(), &origin, base_dir).err()?;
+        refused_field(&e.message).map(|(f, m)| (f.to_string(), m.to_string()))
+    };
+    let touches = override_sets;
+    let grid_sets = |field: &str| {
+        raw.grid.values().any(|a| {
+            let a = a.get_ref();
+            a.path.as_ref().is_some_and(|p| touches(p.get_ref(), field))
+                || a.variants.values().flat_map(|v| v.keys()).any(|p| touches(p.get_ref(), field))
+        })
+    };
+    let blame = |set: &RawSet, prefix: &str, d: &toml::Value| -> Result<(), ExperimentError> {
+        let Some((field, message)) = refused(d) else { return Ok(()) };
+        match set.keys().rev().find(|k| touches(k.get_ref(), &field)) {
+            Some(k) if !grid_sets(&field) => Err(cx.err(
+                k.span(),
+                format!("{prefix}.\"{}\"", k.get_ref()),
+                format!("`{field}` in {}: {message}", scenario_file.display()),
+            )),
+            _ => Ok(()),
+        }
+    };
+    blame(&raw.set, "set", doc)?;
+    let mut quick_doc = doc.clone();
+    if let Some(q) = &raw.quick {
+        for (k, v) in &q.set {
+            // Already checked by `parse_set`; an error here cannot happen, so nothing to blame.
+            if apply_override(&mut quick_doc, k.get_ref(), v.get_ref()).is_err() {
+                return Ok(());
+            }
+        }
+        blame(&q.set, "quick.set", &quick_doc)?;
+    }
+    for (name, a) in &raw.grid {
+        let a = a.get_ref();
+        let Some(path) = &a.path else { continue };
+        for v in a.values.get_ref() {
+            let mut d = doc.clone();
+            if apply_override(&mut d, path.get_ref(), v.get_ref()).is_err() {
+                continue;
+            }
+            if let Some((field, message)) = refused(&d).filter(|(f, _)| touches(path.get_ref(), f)) {
+                return Err(cx.err(
+                    v.span(),
+                    format!("grid.{}.values", name.get_ref()),
+                    format!("`{field}` in {}: {message}", scenario_file.display()),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A testbed experiment's base "scenario" is a testbed configuration, with `[set]` and with `[quick.set]`.
@@ -1240,6 +1317,9 @@ impl Experiment {
         if runner == RunnerKind::Testbed {
             check_testbed_config(&cx, &raw.scenario, &scenario_file, [(&doc, "set"), (&quick_doc, "quick.set")])?;
         }
+        if runner == RunnerKind::Sim {
+            check_sim_overrides(&cx, &raw, &scenario_file, &doc)?;
+        }
         let flow = parse_flow(&cx, raw.flow.as_ref(), runner, &base, &names)?;
         let figure = parse_figure(&cx, &raw.figure, &grid, &cols, runner)?;
         let claims = raw
@@ -1579,6 +1659,45 @@ value = 0.9
 
     fn line_of(text: &str, needle: &str) -> usize {
         text[..text.find(needle).unwrap()].matches('\n').count() + 1
+    }
+
+    /// An experiment on the repository's `examples/snoop.toml` (a valid scenario), with `extra` appended.
+    fn on_snoop_example(extra: &str) -> String {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/snoop.toml");
+        format!(
+            "id = \"exp\"\ntitle = \"T\"\npaper = \"P\"\nscenario = {:?}\n{extra}\n[figure]\nkind = \"line\"\nx = \"rate\"\ny = \"goodput_mbps\"\n",
+            base.display().to_string()
+        )
+    }
+
+    #[test]
+    fn an_override_the_scenario_refuses_is_blamed_on_its_line() {
+        let grid = "[grid.rate]\npath = \"links.wavelan.rate_mbps\"\nvalues = [2.0, 1.0]\n";
+        assert!(load(&on_snoop_example(grid)).is_ok());
+
+        let text = on_snoop_example(&format!("[set]\n\"tcp.max_window\" = 0\n{grid}"));
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "\"tcp.max_window\" = 0")), "{e}");
+        assert_eq!(e.field, "set.\"tcp.max_window\"");
+        assert!(e.message.contains("`tcp.max_window`") && e.message.contains("expected a window"), "{e}");
+
+        let text = on_snoop_example(&format!("[quick]\nset = {{ \"tcp.max_window\" = 0 }}\n{grid}"));
+        let e = load(&text).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_str()),
+            (Some(line_of(&text, "set = {")), "quick.set.\"tcp.max_window\""),
+            "{e}"
+        );
+
+        let text = on_snoop_example(&grid.replace("1.0]", "\n  1e-300]"));
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "1e-300")), "{e}");
+        assert_eq!(e.field, "grid.rate.values");
+        assert!(e.message.contains("expected a rate"), "{e}");
+
+        // A field `[set]` leaves invalid but every grid value sets is not the override's fault.
+        let text = on_snoop_example(&format!("[set]\n\"links.wavelan.rate_mbps\" = 1e-300\n{grid}"));
+        assert!(load(&text).is_ok());
     }
 
     #[test]

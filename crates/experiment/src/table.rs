@@ -196,6 +196,35 @@ pub const RUN_COLUMNS: &[&str] = &[
     "pause_s",
 ];
 
+/// The columns of a scale experiment (`runner = "scale"`, `lasthop::scale`) after the grid's and `seed`.
+pub const SCALE_COLUMNS: &[&str] = &[
+    "n_flows",
+    "flows_completed",
+    "all_completed",
+    "bytes_delivered",
+    "corrupt_bytes",
+    "sim_time_s",
+    "events",
+    "wall_s",
+    "events_s",
+    "setup_s",
+    "events_per_s",
+    "events_per_s_ratio",
+    "peak_rss_bytes",
+    "sim_bytes_per_flow",
+    "snoop_bytes_per_connection",
+    "snoop_table_bytes",
+    "snoop_connections_peak",
+];
+
+/// Every column of a scale experiment's table: grid columns, `seed`, [`SCALE_COLUMNS`].
+pub fn scale_columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols: Vec<String> = grid_columns.to_vec();
+    cols.push("seed".into());
+    cols.extend(SCALE_COLUMNS.iter().map(|s| s.to_string()));
+    cols
+}
+
 /// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (seed 001), summed over the
 /// run's handoffs ([`lasthop_sim::MipHandoffMetrics`]): `packets_dropped` (frames lost in the air),
 /// `t_loss_ms` (mean over the handoffs that lost a segment's first copy), `erroneous_fast_retransmits`,
