@@ -1,5 +1,6 @@
-//! Wall time and events per second of the simulator on seed 000's 10 MB Snoop transfer at BER 1.6e-5
-//! (the target: ≤ 15 ms per run on one core, release build).
+//! Wall time and events per second of the simulator on seed 000's 10 MB transfer at BER 1.6e-5, with Snoop
+//! at the base station and with plain Reno (target: ≤ 5 ms per run each on one core, release build; the
+//! README's "Speed" section has the medians measured and where the time goes).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lasthop_sim::{run, RunOptions, Scenario};

@@ -71,6 +71,9 @@ pub struct Link {
     /// The ends are out of each other's range: every frame sent, or in flight when this was set, is lost
     /// (mobility sets it when the mobile leaves a cell).
     pub out_of_range: bool,
+    /// The airtimes of the last two frame sizes sent, (bytes, ns): a bulk transfer sends almost only
+    /// full data frames and ACKs, and this spares the float division and rounding per frame.
+    airtime_memo: [(usize, u64); 2],
 }
 
 impl Link {
@@ -99,6 +102,7 @@ impl Link {
             medium: None,
             pcap: [None, None],
             out_of_range: false,
+            airtime_memo: [(usize::MAX, 0); 2],
         }
     }
 
@@ -119,6 +123,22 @@ impl Link {
     pub fn airtime_ns(&self, bytes: usize) -> u64 {
         // bits / (Mb/s) = µs; keep it in integer ns with one rounding.
         (bytes as f64 * 8.0 * 1e3 / self.rate_mbps).round() as u64 + self.overhead_ns
+    }
+
+    /// [`Link::airtime_ns`] through the memo of recent frame sizes (the same value, computed once per size).
+    fn airtime_memo_ns(&mut self, bytes: usize) -> u64 {
+        match self.airtime_memo {
+            [(b, air), _] if b == bytes => air,
+            [first, (b, air)] if b == bytes => {
+                self.airtime_memo = [(b, air), first];
+                air
+            }
+            [first, _] => {
+                let air = self.airtime_ns(bytes);
+                self.airtime_memo = [(bytes, air), first];
+                air
+            }
+        }
     }
 
     /// Queues a packet; false when the queue is full and it was dropped (drop-tail).
@@ -158,7 +178,7 @@ impl Link {
     pub fn start(&mut self, now: Time, dir: usize) -> Transmission {
         let packet = self.queues.take(dir).expect("a frame waits");
         let bytes = packet.len();
-        let air = self.airtime_ns(bytes);
+        let air = self.airtime_memo_ns(bytes);
         let d = &mut self.dirs[dir];
         let done_at = Time(now.0 + air);
         let corrupted = d.error.corrupts(now, done_at, bytes as u64 * 8);
@@ -347,6 +367,14 @@ mod tests {
         assert_eq!(t.done_at, Time(4_100_000));
         assert_eq!(t.arrives_at, Time(4_600_000));
         assert!(!t.corrupted);
+    }
+
+    #[test]
+    fn airtime_memo_gives_the_computed_airtime_for_every_size() {
+        let mut l = link("half");
+        for bytes in [1500, 40, 1500, 52, 40, 1500, 1500, 0, 65535, 52] {
+            assert_eq!(l.airtime_memo_ns(bytes), l.airtime_ns(bytes), "{bytes} bytes");
+        }
     }
 
     #[test]

@@ -2,25 +2,27 @@
 //! `PATTERN[i % 65521]`, so a receiver can check integrity without the sender's buffer. The period is a
 //! prime, so it never lines up with an MSS or window and a misplaced segment is always detected.
 
-use std::sync::OnceLock;
-
 /// Length of the pattern: the largest prime below 2^16.
 const PERIOD: usize = 65521;
 
+/// The pattern, computed at compile time (xorshift32 from a fixed seed: cheap, and no byte value is
+/// favoured), so that no run or process pays for building it.
+static PATTERN: [u8; PERIOD] = {
+    let mut pattern = [0u8; PERIOD];
+    let mut x: u32 = 0x9e37_79b9;
+    let mut i = 0;
+    while i < PERIOD {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        pattern[i] = (x >> 24) as u8;
+        i += 1;
+    }
+    pattern
+};
+
 fn pattern() -> &'static [u8] {
-    static PATTERN: OnceLock<Box<[u8]>> = OnceLock::new();
-    PATTERN.get_or_init(|| {
-        // xorshift32 from a fixed seed: cheap, and no byte value is favoured.
-        let mut x: u32 = 0x9e37_79b9;
-        (0..PERIOD)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                (x >> 24) as u8
-            })
-            .collect()
-    })
+    &PATTERN
 }
 
 /// Writes the content of stream bytes `offset .. offset + buf.len()` into `buf`.
@@ -67,6 +69,22 @@ mod tests {
         let mut tail = buf.clone();
         tail[2999] ^= 1;
         assert!(!matches(off, &tail));
+    }
+
+    #[test]
+    fn pattern_is_the_xorshift_sequence() {
+        // The first bytes of xorshift32 from 0x9e3779b9, computed at run time.
+        let mut x: u32 = 0x9e37_79b9;
+        let head: Vec<u8> = (0..64)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x >> 24) as u8
+            })
+            .collect();
+        assert_eq!(&pattern()[..64], &head[..]);
+        assert_eq!(pattern().len(), PERIOD);
     }
 
     #[test]

@@ -80,7 +80,6 @@ pub struct Sender {
     /// A single retransmission ordered by loss recovery (fast retransmit, NewReno partial ACK).
     pub(crate) rexmit_pending: Option<u64>,
     ident: u16,
-    scratch: Vec<u8>,
     pub(crate) stats: SenderStats,
     last_sent: Option<(u64, bool)>,
     /// The host's interface output-queue occupancy, piggybacked on every packet when ELN is on; `None`
@@ -142,7 +141,6 @@ impl Sender {
             ack_pending: false,
             rexmit_pending: None,
             ident: 0,
-            scratch: Vec::new(),
             stats: SenderStats::default(),
             last_sent: None,
             out_queue: None,
@@ -540,9 +538,12 @@ impl Sender {
         }
     }
 
-    fn finish_emit(&mut self, now: Time, repr: &TcpRepr, payload_len: usize) -> Bytes {
+    /// The packet of `repr` carrying `payload_len` application bytes from stream offset `stream_offset`,
+    /// written straight into the packet (no staging buffer), and the bookkeeping of any segment sent.
+    fn finish_emit(&mut self, now: Time, repr: &TcpRepr, stream_offset: u64, payload_len: usize) -> Bytes {
+        let (src, dst) = (*self.local.ip(), *self.remote.ip());
         let mut pkt =
-            repr.emit_ipv4(*self.local.ip(), *self.remote.ip(), self.ident, TTL, &self.scratch[..payload_len]);
+            repr.emit_ipv4_with(src, dst, self.ident, TTL, payload_len, |out| payload::fill(stream_offset, out));
         if let (true, Some(q)) = (self.cfg.eln, self.out_queue) {
             // Seed 002: "Piggybacked on each packet from the MH is its instantaneous output queue length."
             // A header with no 4 bytes of option space left goes without (the BS then reads "empty").
@@ -576,23 +577,18 @@ impl Sender {
         }
         self.max = 1;
         self.last_sent = Some((0, rexmit));
-        self.finish_emit(now, &repr, 0)
+        self.finish_emit(now, &repr, 0, 0)
     }
 
     /// The packet carrying `len` bytes from `off` (and the FIN), no bookkeeping.
     fn data_packet(&mut self, now: Time, off: u64, len: u32, fin: bool) -> Bytes {
-        let n = len as usize;
-        if self.scratch.len() < n {
-            self.scratch.resize(n, 0);
-        }
-        payload::fill(off - 1, &mut self.scratch[..n]);
         let repr = TcpRepr {
             seq: seq_at(self.iss, off),
             ack: Some(self.irs + 1),
             flags: if fin { TcpFlags::FIN } else { TcpFlags::NONE },
             ..self.base_repr(now)
         };
-        self.finish_emit(now, &repr, n)
+        self.finish_emit(now, &repr, off - 1, len as usize)
     }
 
     fn emit_data(&mut self, now: Time, off: u64, len: u32, fin: bool) -> Bytes {
@@ -635,7 +631,7 @@ impl Sender {
         let repr = TcpRepr { seq: seq_at(self.iss, self.nxt), ack: Some(self.irs + 1), ..self.base_repr(now) };
         self.ack_pending = false;
         self.last_sent = Some((self.nxt.saturating_sub(1).min(self.total), false));
-        self.finish_emit(now, &repr, 0)
+        self.finish_emit(now, &repr, 0, 0)
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) wants to be called (the retransmit timer, or the

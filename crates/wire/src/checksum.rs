@@ -1,23 +1,36 @@
 //! The Internet checksum (RFC 1071) and the TCP/UDP pseudo-header sum.
 
-/// One's-complement sum of `data` as big-endian 16-bit words, not yet folded to 16 bits or inverted.
-/// Summing eight bytes at a time into a u64 keeps this off the profile for 1500-byte packets. The result
-/// is folded to at most 2^32 (RFC 1071 §2(C), deferred carries), so a caller may add a handful of such
-/// sums and pseudo-header sums in a `u64` without overflow; [`add`] adds any two with end-around carry.
+/// One's-complement sum of `data` as big-endian 16-bit words, not yet inverted. The result is at most
+/// 0xffff, so a caller may add a handful of such sums and pseudo-header sums in a `u64` without overflow;
+/// [`add`] adds any two with end-around carry.
+///
+/// Every simulated segment is summed when it is built and again by each checker (IP, TCP, agents), so this
+/// is on the per-packet path. The data is read as native-endian 32-bit words into eight independent `u64`
+/// lanes: no byte swap per word, no carry chain (a lane cannot carry out before 2^32 words), and the loop
+/// vectorises. This gives the same 16-bit sum as word-by-word addition: any grouping of 16-bit words gives
+/// the same one's-complement sum since 2^16 ≡ 1 (mod 2^16 − 1) (RFC 1071 §2(B), "deferred carries"), and a
+/// sum taken in the other byte order is the byte-swapped sum (RFC 1071 §2(B), "byte order independence");
+/// it is zero only for all-zero data, as the word-by-word sum is.
 pub fn sum(data: &[u8]) -> u64 {
-    let mut acc: u64 = 0;
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        let (s, carry) = acc.overflowing_add(w);
-        acc = s + carry as u64;
+    const LANES: usize = 8;
+    let mut lanes = [0u64; LANES];
+    let mut blocks = data.chunks_exact(4 * LANES);
+    for block in &mut blocks {
+        for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(4)) {
+            *lane += u64::from(u32::from_ne_bytes([word[0], word[1], word[2], word[3]]));
+        }
     }
-    let rest = chunks.remainder();
-    let mut tail = [0u8; 8];
+    let mut acc: u64 = lanes.iter().map(|&l| fold32(l)).sum();
+    let mut words = blocks.remainder().chunks_exact(4);
+    for word in &mut words {
+        acc += u64::from(u32::from_ne_bytes([word[0], word[1], word[2], word[3]]));
+    }
+    let rest = words.remainder();
+    let mut tail = [0u8; 4];
     tail[..rest.len()].copy_from_slice(rest);
-    let w = u64::from_be_bytes(tail);
-    let (s, carry) = acc.overflowing_add(w);
-    fold32(s + carry as u64)
+    let native = fold(fold32(acc + u64::from(u32::from_ne_bytes(tail))));
+    // The 16-bit words were read in native order; the sum in network order is its big-endian reading.
+    u64::from(u16::from_be_bytes(native.to_ne_bytes()))
 }
 
 /// Folds a 64-bit one's-complement sum to at most 2^32: 2^32 is congruent to 1 modulo 2^16 - 1, so the
@@ -113,6 +126,16 @@ mod tests {
         );
     }
 
+    #[test]
+    fn all_ones_packet_folds_to_negative_zero_not_zero() {
+        // Every lane full of ones, and a length that leaves whole words and a tail: the sum is "negative
+        // zero" (0xffff), never 0, which only all-zero data gives.
+        for len in [1500, 1501, 1503, 65535] {
+            assert_eq!(fold(sum(&vec![0xff; len & !1])), 0xffff, "{len}");
+        }
+        assert_eq!(fold(sum(&[0u8; 1500])), 0);
+    }
+
     /// The plain RFC 1071 sum, 16 bits at a time with the carries folded at every step.
     fn reference(data: &[u8]) -> u16 {
         let mut acc: u32 = 0;
@@ -144,7 +167,7 @@ mod tests {
         }
 
         #[test]
-        fn wide_sum_equals_naive_sum(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+        fn wide_sum_equals_naive_sum(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000)) {
             let mut naive: u32 = 0;
             for c in data.chunks(2) {
                 let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], 0]) };

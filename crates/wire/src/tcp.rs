@@ -10,7 +10,7 @@ use crate::checksum;
 use crate::ipv4::{Ipv4Repr, PROTO_TCP};
 use crate::seq::SeqNum;
 use crate::{Result, WireError};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use std::net::Ipv4Addr;
 
 mod field {
@@ -423,6 +423,19 @@ impl TcpRepr {
     /// Writes header, options and `payload` into `buf` (exactly `header_len() + payload.len()` bytes),
     /// then the checksum over the IPv4 pseudo-header of `src` and `dst`.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) {
+        self.emit_with(buf, src, dst, payload.len(), |out| out.copy_from_slice(payload));
+    }
+
+    /// [`TcpRepr::emit`] with a payload of `payload_len` bytes written in place by `fill_payload` (the
+    /// payload then needs no buffer of its own nor a copy from it).
+    pub fn emit_with(
+        &self,
+        buf: &mut [u8],
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        payload_len: usize,
+        fill_payload: impl FnOnce(&mut [u8]),
+    ) {
         let hl = self.header_len();
         assert!(hl <= 60, "TCP options exceed 40 bytes");
         buf[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
@@ -470,19 +483,32 @@ impl TcpRepr {
             o += 4;
         }
         buf[o..hl].fill(option_kind::NOP);
-        let end = hl + payload.len();
-        buf[hl..end].copy_from_slice(payload);
+        let end = hl + payload_len;
+        fill_payload(&mut buf[hl..end]);
         TcpPacket::new_unchecked(&mut buf[..end]).fill_checksum(src, dst);
     }
 
     /// Builds a whole IPv4 packet carrying this segment: the form in which lasthop moves TCP around.
     pub fn emit_ipv4(&self, src: Ipv4Addr, dst: Ipv4Addr, ident: u16, ttl: u8, payload: &[u8]) -> Bytes {
-        let tcp_len = self.header_len() + payload.len();
+        self.emit_ipv4_with(src, dst, ident, ttl, payload.len(), |out| out.copy_from_slice(payload))
+    }
+
+    /// [`TcpRepr::emit_ipv4`] with the payload written in place (see [`TcpRepr::emit_with`]).
+    pub fn emit_ipv4_with(
+        &self,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        ident: u16,
+        ttl: u8,
+        payload_len: usize,
+        fill_payload: impl FnOnce(&mut [u8]),
+    ) -> Bytes {
+        let tcp_len = self.header_len() + payload_len;
         let ip = Ipv4Repr { src, dst, protocol: PROTO_TCP, ident, ttl, payload_len: tcp_len };
-        let mut buf = BytesMut::with_capacity(ip.buffer_len());
-        buf.put_bytes(0, ip.buffer_len());
+        // Zeroed, then every byte written: header fields, options and NOP padding, and the payload.
+        let mut buf = BytesMut::zeroed(ip.buffer_len());
         ip.emit(&mut buf[..crate::ipv4::HEADER_LEN]);
-        self.emit(&mut buf[crate::ipv4::HEADER_LEN..], src, dst, payload);
+        self.emit_with(&mut buf[crate::ipv4::HEADER_LEN..], src, dst, payload_len, fill_payload);
         buf.freeze()
     }
 }
