@@ -922,11 +922,28 @@ pub fn read_cdfs(path: &Path) -> Result<Cdfs, FileError> {
     parse_cdfs(&text, &origin)
 }
 
+/// What is wrong at a TOML syntax error in `text`: the parser's own message, or, where it gives none (the
+/// toml crate says nothing about a carriage return without its newline), what it stopped at.
+pub fn toml_reason(e: &toml::de::Error, text: &str) -> String {
+    let message = e.message().trim();
+    if !message.is_empty() {
+        return message.to_string();
+    }
+    let at = e.span().map_or(text.len(), |s| s.start.min(text.len()));
+    let (before, after) =
+        (text.get(..at).and_then(|t| t.chars().last()), text.get(at..).and_then(|t| t.chars().next()));
+    match (before, after) {
+        (Some('\r'), _) | (_, Some('\r')) => "a carriage return (\\r) not followed by a newline".into(),
+        (_, Some(c)) => format!("invalid TOML: unexpected {c:?}"),
+        (_, None) => "invalid TOML: unexpected end of text".into(),
+    }
+}
+
 /// Parses and checks CDF-file text (format: [`Cdfs`]); `origin` names it in errors.
 pub fn parse_cdfs(text: &str, origin: &str) -> Result<Cdfs, FileError> {
     let raw: RawCdfs = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| line_at(text, s.start));
-        FileError::new(origin, line, None, e.message().trim().to_string())
+        FileError::new(origin, line, None, toml_reason(&e, text))
     })?;
     let table = |name: &str, r: RawCdf| -> Result<Cdf, FileError> {
         let values: Vec<f64> = r.values_s.get_ref().iter().map(|v| *v.get_ref()).collect();
@@ -1634,5 +1651,19 @@ mod tests {
             let e = bad.validate().unwrap_err();
             assert!(e.starts_with(field), "{e}");
         }
+    }
+
+    #[test]
+    fn a_toml_error_always_says_what_is_wrong() {
+        // The toml crate's own message is empty for a lone carriage return.
+        for (text, expected) in
+            [("a = [1,\r 2]", "carriage return"), ("a = [1,\r\0 2]", "carriage return"), ("a = [1,\0 2]", "array")]
+        {
+            let e = toml::from_str::<toml::Table>(text).unwrap_err();
+            let reason = toml_reason(&e, text);
+            assert!(reason.contains(expected), "{text:?}: {reason}");
+        }
+        let e = parse_cdfs("x = [1,\r 2]", "cdfs.toml").unwrap_err().to_string();
+        assert!(e.contains("carriage return"), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::claims::{Aggregate, Claim, ClaimKind, Cond, Expect, Filter, Metric, Op, Require};
 use crate::table::{self, Cell};
+use lasthop_channel::error_model::toml_reason;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -1298,7 +1299,7 @@ impl Experiment {
     pub fn from_str(text: &str, file: &Path) -> Result<Experiment, ExperimentError> {
         let cx = Ctx { file, text };
         let raw: RawExperiment = toml::from_str(text)
-            .map_err(|e| ExperimentError::of_file(file, e.span().map(|s| cx.line(s)), e.message()))?;
+            .map_err(|e| ExperimentError::of_file(file, e.span().map(|s| cx.line(s)), toml_reason(&e, text)))?;
         check_id(&cx, &raw.id)?;
         let (scenario_file, base) = load_base(&cx, &raw.scenario)?;
         let seeds = parse_seeds(&cx, raw.seeds.as_ref(), "seeds")?.unwrap_or(1);
@@ -1990,6 +1991,15 @@ value = 0.9
         let text = GOOD.replacen("seeds = 3", "seeds = = 3", 1);
         let e = load(&text).unwrap_err();
         assert_eq!(e.line, Some(line_of(&text, "seeds = =")));
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_an_error_that_says_so() {
+        // Found by the `experiments` fuzz target: the toml crate gives no message for it, so the error said nothing.
+        let text = GOOD.replacen("seeds = 3", "seeds = [3,\r\0 4]", 1);
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.line, Some(line_of(&text, "seeds = [")));
+        assert!(e.message.contains("carriage return"), "{e}");
     }
 
     // The section checkers on their own.
