@@ -646,6 +646,21 @@ impl Scenario {
             };
             m.validate(&|n| self.nodes.contains_key(n), &joined, &neighbours)
                 .map_err(|(f, msg)| (format!("mobile_ip.{f}"), msg))?;
+            // The Mobile IP entities take these nodes' packets; only a base station hands what it passes on to
+            // the node's own agent, so an agent anywhere else would never see a packet.
+            let entities = [&m.correspondent, &m.home_agent, &m.mobile]
+                .into_iter()
+                .chain(m.cells.iter().map(|c| &c.foreign_agent));
+            for n in entities {
+                if !self.nodes[n].agent.is_none() {
+                    return Err((
+                        format!("nodes.{n}.agent"),
+                        "under `[mobile_ip]` only a cell's base station runs an agent (the correspondent, home \
+                         agent, foreign agents and mobile are Mobile IP's entities): expected \"none\""
+                            .into(),
+                    ));
+                }
+            }
         }
         self.eln.validate().map_err(|(f, m)| (format!("eln.{f}"), m))?;
         self.nack.validate().map_err(|(f, m)| (format!("nack.{f}"), m))?;

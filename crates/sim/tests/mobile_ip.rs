@@ -205,6 +205,10 @@ fn bad_combinations_are_refused_with_the_field_named() {
         ("mobile_ip.handoff_every_s", 1e300.into(), "mobile_ip.handoff_every_s"),
         ("mobile_ip.handoff_every_s", f64::NAN.into(), "mobile_ip.handoff_every_s"),
         ("mobile_ip.own_buffer_packets", 3.into(), "mobile_ip.own_buffer_packets"),
+        // only a base station runs a node agent under Mobile IP; elsewhere it would silently see nothing
+        ("nodes.fa1.agent", "snoop".into(), "nodes.fa1.agent"),
+        ("nodes.mh.agent", "eln".into(), "nodes.mh.agent"),
+        ("nodes.ha.agent", "snoop".into(), "nodes.ha.agent"),
     ];
     for (field, value, named) in cases {
         let e = bad(field, value);
