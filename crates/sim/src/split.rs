@@ -1,18 +1,33 @@
 //! I-TCP's split connection in a run (seed 000 §2, "The Split Connection Approach"): at every node whose
-//! agent is `"split"` or `"split-sack"`, a TCP connection opened from the wired side toward a host behind
-//! the node's wireless link is terminated by a [`SplitRelay`] (`lasthop_tcp::split`), which opens its own
-//! connection to the mobile (with SACK for `"split-sack"`, the ToN'97 SPLIT-SACK) and relays the bytes
-//! through a `[split] buffer_bytes` socket buffer. The relay answers as the mobile's address and sends as
-//! the fixed host's, so the flow's endpoints are unchanged and its metrics (delivery, integrity) are
-//! measured at the real ends.
+//! agent is `"split"` or `"split-sack"`, every TCP connection between a host behind the node's wireless
+//! link (the mobile) and a host on its wired side is terminated by a [`SplitRelay`] (`lasthop_tcp::split`),
+//! whichever end opens it ("splitting a TCP connection between a fixed and mobile host into two separate
+//! connections at the base station", seed 000 §2):
 //!
-//! The relay's end of the fixed host's connection takes the TCP configuration of the flow between those two
-//! hosts (the scenario's `[tcp]` when no flow matches); its connection to the mobile the same, with
-//! `variant = "sack"` for `"split-sack"` (the mobile must offer SACK: `tcp.sack = true`).
+//! - opened from the wired side ([`Direction::ToMobile`]): the relay receives the fixed host's data, opens
+//!   its own connection to the mobile (with SACK for `"split-sack"`, the ToN'97 SPLIT-SACK) and relays the
+//!   bytes through a `[split] buffer_bytes` socket buffer;
+//! - opened by the mobile ([`Direction::FromMobile`], the mobile is the sender, as in seed 002 §3's
+//!   transfers from a mobile host): the relay acknowledges the mobile's data over the wireless hop (offering
+//!   SACK for `"split-sack"`), opens its own connection to the fixed host and sends the bytes on through the
+//!   same buffer, whose free space is the window the mobile sees.
+//!
+//! The relay answers each host as the other's address, so the flow's endpoints are unchanged and its
+//! metrics (delivery, integrity, `bytes_acked_not_delivered`) are measured at the real ends. A connection
+//! between two hosts on the same side (two mobiles of one cell, two wired hosts) is forwarded.
+//!
+//! The relay's two ends take the TCP configuration of the flow between the two hosts (the scenario's
+//! `[tcp]` when no flow matches); for `"split-sack"` its sender toward the mobile runs `variant = "sack"`
+//! and its receiver from the mobile offers SACK (the mobile must offer SACK too: `tcp.sack = true`).
 //!
 //! When the node fails (`[failure]`, [`crate::failure`]) its relays are lost with the bytes they buffered:
 //! packets of those connections that reach the node afterwards are dropped (`split_orphaned_packets`), as a
-//! restarted I-TCP base station would refuse them, and the fixed sender keeps the acknowledgments it got.
+//! restarted I-TCP base station would refuse them, and the data sender (the fixed host, or the mobile for a
+//! connection it opened) keeps the acknowledgments it got. `split_failure_bytes_held` counts what the lost
+//! relays held: bytes acknowledged to their senders and not yet acknowledged by their receivers, the bound
+//! of the flows' `bytes_acked_not_delivered`, and `split_failure_bytes_received` all they had received. The
+//! flows' own count is smaller by what was still in the network: acknowledgments on their way to the sender,
+//! bytes on their way to the receiver.
 //!
 //! # At mobility base stations: handoff by state transfer (seed 000 §2)
 //!
@@ -44,7 +59,9 @@
 //! When handoffs come faster than the state moves, a relay whose destination learns that the mobile has
 //! moved on leaves again as soon as it arrives, and stays when the mobile comes back to it.
 //!
-//! Data from the mobile is forwarded, not split (the reverse split is not built).
+//! A relay of the mobile's own connection moves the same way; at the new base station it sends the mobile
+//! three duplicate ACKs, so that the mobile resends at once what went into the old cell
+//! ([`SplitRelay::resume_after_move`]).
 
 use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
 use crate::metrics::RunResult;
@@ -53,7 +70,7 @@ use crate::world::World;
 use crate::{rng, SimError};
 use bytes::Bytes;
 use lasthop_agents::handoff::{Control, Kind, PROTO_HANDOFF};
-use lasthop_tcp::split::{SplitConfig, SplitRelay, StateTransferCost, Toward};
+use lasthop_tcp::split::{Direction, SplitConfig, SplitRelay, StateTransferCost, Toward};
 use lasthop_tcp::{TcpConfig, Variant};
 use lasthop_wire::ipip;
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_IPIP, PROTO_TCP};
@@ -105,6 +122,8 @@ struct Slot {
     node: usize,
     /// `None` once lost in a failure of its node.
     relay: Option<SplitRelay>,
+    /// Which end opened the connection (kept when the relay is lost).
+    direction: Direction,
     fixed: Ipv4Addr,
     mobile: Ipv4Addr,
     timer: Option<Time>,
@@ -170,6 +189,10 @@ pub(crate) struct Split {
     relays: Vec<Slot>,
     by_key: BTreeMap<Key, usize>,
     orphaned: u64,
+    /// Bytes the relays lost in failures held (acknowledged to the sender, not yet by the receiver).
+    failure_bytes_held: u64,
+    /// All the bytes those relays had received from their senders.
+    failure_bytes_received: u64,
     /// `Some` when the split nodes are mobility base stations.
     cells: Option<Cells>,
     moves: BTreeMap<usize, HandoffStats>,
@@ -216,18 +239,27 @@ impl Split {
             relays: Vec::new(),
             by_key: BTreeMap::new(),
             orphaned: 0,
+            failure_bytes_held: 0,
+            failure_bytes_received: 0,
             cells,
             moves: BTreeMap::new(),
         }))
     }
 
-    /// A new relay at `node` for the connection `fixed` → `mobile`.
-    fn open(&mut self, node: usize, fixed: SocketAddrV4, mobile: SocketAddrV4) -> usize {
-        let wired = self.tcp.get(&(*fixed.ip(), *mobile.ip())).unwrap_or(&self.default_tcp).clone();
+    /// A new relay at `node` for the connection between `fixed` and `mobile` whose data flows `direction`.
+    fn open(&mut self, node: usize, direction: Direction, fixed: SocketAddrV4, mobile: SocketAddrV4) -> usize {
+        let flow = match direction {
+            Direction::ToMobile => (*fixed.ip(), *mobile.ip()),
+            Direction::FromMobile => (*mobile.ip(), *fixed.ip()),
+        };
+        let wired = self.tcp.get(&flow).unwrap_or(&self.default_tcp).clone();
         let mut wireless = wired.clone();
         if self.nodes[&node] {
-            wireless.variant = Variant::Sack;
+            // SPLIT-SACK: SACK on the wireless hop, sent by the relay's sender or offered by its receiver.
             wireless.sack = true;
+            if direction == Direction::ToMobile {
+                wireless.variant = Variant::Sack;
+            }
         }
         let i = self.relays.len();
         let mut r = rng::stream(self.seed, &format!("split.{node}.{i}"), "iss");
@@ -235,7 +267,8 @@ impl Split {
         let cfg = SplitConfig { buffer_bytes: self.buffer_bytes, wired, wireless };
         self.relays.push(Slot {
             node,
-            relay: Some(SplitRelay::new(cfg, fixed, mobile, a, b)),
+            relay: Some(SplitRelay::new(cfg, direction, fixed, mobile, a, b)),
+            direction,
             fixed: *fixed.ip(),
             mobile: *mobile.ip(),
             timer: None,
@@ -392,7 +425,10 @@ impl Feature for Split {
             }
             SplitEvent::NodeFails { node } => {
                 for slot in self.relays.iter_mut().filter(|s| s.node == node && !s.moving) {
-                    slot.relay = None;
+                    if let Some(relay) = slot.relay.take() {
+                        self.failure_bytes_held += relay.buffered_bytes();
+                        self.failure_bytes_received += relay.stats().bytes_relayed;
+                    }
                 }
             }
             SplitEvent::Moved { relay } => self.arrive(world, now, relay),
@@ -437,15 +473,24 @@ impl Feature for Split {
                 return true;
             }
             None => {
-                // A new connection from the wired side toward a host behind this node's wireless link.
-                let to = world.nodes.iter().position(|n| n.addr == *mobile.ip());
-                let toward_wireless = to
-                    .and_then(|to| world.nodes[node].routes[to])
-                    .is_some_and(|(l, _)| world.links[l].kind == LinkKind::Wireless);
-                if from_mobile || !tcp.syn() || tcp.ack() || !toward_wireless {
+                // A new connection between a host behind this node's wireless link and one on its wired side,
+                // opened by either: its SYN came in over one side and leaves over the other.
+                if !tcp.syn() || tcp.ack() {
                     return false;
                 }
-                let i = self.open(node, fixed, mobile);
+                let to = world.nodes.iter().position(|n| n.addr == *dst.ip());
+                let Some(leaves_wireless) = to
+                    .and_then(|to| world.nodes[node].routes[to])
+                    .map(|(l, _)| world.links[l].kind == LinkKind::Wireless)
+                else {
+                    return false;
+                };
+                let direction = match (from_mobile, leaves_wireless) {
+                    (false, true) => Direction::ToMobile,
+                    (true, false) => Direction::FromMobile,
+                    _ => return false,
+                };
+                let i = self.open(node, direction, fixed, mobile);
                 self.by_key.insert(key, i);
                 i
             }
@@ -469,14 +514,26 @@ impl Feature for Split {
             c.insert("split_relays_opened".into(), mine().count() as u64);
             c.insert("split_relays_lost".into(), mine().filter(|s| s.relay.is_none()).count() as u64);
             c.insert("split_orphaned_packets".into(), self.orphaned);
+            c.insert("split_failure_bytes_held".into(), self.failure_bytes_held);
+            c.insert("split_failure_bytes_received".into(), self.failure_bytes_received);
             c.insert("split_bytes_relayed".into(), sum(&|r| r.stats().bytes_relayed));
             c.insert("split_corrupt_bytes".into(), sum(&|r| r.stats().corrupt_bytes));
             c.insert(
                 "split_max_buffered".into(),
                 mine().filter_map(|s| s.relay.as_ref()).map(|r| r.stats().max_buffered).max().unwrap_or(0),
             );
-            c.insert("split_wireless_retransmitted".into(), sum(&|r| r.wireless().stats().segments_retransmitted));
-            c.insert("split_wireless_timeouts".into(), sum(&|r| r.wireless().stats().timeouts));
+            c.insert(
+                "split_relays_from_mobile".into(),
+                mine().filter(|s| s.direction == Direction::FromMobile).count() as u64,
+            );
+            // The relay's own sender is on the wireless hop toward the mobile, on the wired side from it.
+            let sent = |direction: Direction, f: &dyn Fn(&lasthop_tcp::SenderStats) -> u64| {
+                sum(&|r| if r.direction() == direction { f(r.sending().stats()) } else { 0 })
+            };
+            c.insert("split_wireless_retransmitted".into(), sent(Direction::ToMobile, &|s| s.segments_retransmitted));
+            c.insert("split_wireless_timeouts".into(), sent(Direction::ToMobile, &|s| s.timeouts));
+            c.insert("split_wired_retransmitted".into(), sent(Direction::FromMobile, &|s| s.segments_retransmitted));
+            c.insert("split_wired_timeouts".into(), sent(Direction::FromMobile, &|s| s.timeouts));
             if self.cells.is_some() {
                 let none = HandoffStats::default();
                 let m = self.moves.get(&node).unwrap_or(&none);

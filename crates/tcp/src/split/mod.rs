@@ -1,33 +1,38 @@
 //! I-TCP's split connection (Bakre and Badrinath, reference [3, 4] of seed 000; seed 000 §2, "The Split
-//! Connection Approach"; seed 003 "Indirect-TCP"): the base station terminates the fixed host's connection
-//! with a [`Receiver`] and opens its own to the mobile with a [`Sender`], joined by a bounded socket
-//! buffer. Over the wireless hop the relay runs whatever [`TcpConfig`] it is given: the same TCP, or one
-//! with SACK (the SPLIT-SACK variant of the ToN'97 comparison, reference [12] of seed 001).
+//! Connection Approach"; seed 003 "Indirect-TCP"): "splitting a TCP connection between a fixed and mobile
+//! host into two separate connections at the base station" (seed 000 §2), whichever end opened it. The
+//! relay ends the data sender's connection with a [`Receiver`] and opens its own toward the data receiver
+//! with a [`Sender`], joined by a bounded socket buffer ([`Direction`]):
 //!
-//! The relay is transparent: it answers the fixed host as the mobile's address and talks to the mobile as
-//! the fixed host's, so neither end is changed. Its acknowledgments to the fixed host mean only that the
-//! base station has the bytes (seed 000 §2, "Loss of Semantics": "acknowledgments of TCP packets can
-//! arrive at the sender even before the packet actually reaches the intended recipient"); what the sender
-//! saw acknowledged and the mobile never received is the host's to measure (`snd_una` against the
-//! mobile's delivered bytes).
+//! - [`Direction::ToMobile`]: the fixed host opened the connection; the wired half receives and the
+//!   wireless half sends to the mobile.
+//! - [`Direction::FromMobile`]: the mobile opened it (the mobile is then the sender); the wireless half
+//!   receives and acknowledges the mobile's data over the wireless hop, the wired half sends it on to the
+//!   fixed host.
 //!
-//! The buffer holds the bytes received from the fixed host and not yet acknowledged by the mobile; the
-//! window advertised to the fixed host is the free space ([`Receiver::set_window`]), so the fixed sender
-//! stops (persist mode) when the wireless side falls behind. Its right edge never moves back: it is the
-//! mobile's acknowledged point plus the buffer size. A zero-window probe's byte is accepted, so the
-//! buffer may hold one byte more than its size.
+//! Over the wireless hop the relay runs whatever [`TcpConfig`] it is given: the same TCP, or one with SACK
+//! (the SPLIT-SACK variant of the ToN'97 comparison, reference [12] of seed 001).
+//!
+//! The relay is transparent: it answers each host as the other's address, so neither end is changed. Its
+//! acknowledgments to the data sender mean only that the base station has the bytes (seed 000 §2, "Loss of
+//! Semantics": "acknowledgments of TCP packets can arrive at the sender even before the packet actually
+//! reaches the intended recipient"); what the sender saw acknowledged and the receiver never got is the
+//! host's to measure (`snd_una` against the receiver's delivered bytes).
+//!
+//! The buffer holds the bytes received from the data sender and not yet acknowledged by the data receiver;
+//! the window advertised to the sender is the free space ([`Receiver::set_window`]), so the sender stops
+//! (persist mode) when the far side falls behind. Its right edge never moves back: it is the receiver's
+//! acknowledged point plus the buffer size. A zero-window probe's byte is accepted, so the buffer may hold
+//! one byte more than its size. The rules are the same in both directions.
 //!
 //! Handoff moves the whole relay (both connections and the buffered bytes) to the new base station over
 //! the wired network: [`SplitRelay`] is that state, [`SplitRelay::state_bytes`] the bytes that travel with
 //! it, [`StateTransferCost`] prices the move, and [`SplitRelay::resume_after_move`] restarts it at the new
 //! base station.
 //!
-//! The endpoints here are bulk-transfer endpoints whose content is [`crate::payload`]: the wireless sender
-//! regenerates the bytes it sends from their offsets, so the relay checks every byte it reads from the
-//! fixed host against the same content (`SplitStats::corrupt_bytes`), and the mobile's receiver checks
-//! them again end to end.
-//!
-//! Not here yet: data from the mobile to the fixed host through a relay (the reverse split).
+//! The endpoints here are bulk-transfer endpoints whose content is [`crate::payload`]: the relay's sender
+//! regenerates the bytes it sends from their offsets, so the relay checks every byte it reads against the
+//! same content (`SplitStats::corrupt_bytes`), and the data receiver checks them again end to end.
 
 use crate::{payload, Receiver, Sender, TcpConfig};
 use bytes::Bytes;
@@ -39,10 +44,29 @@ use std::time::Duration;
 /// Which way a packet the relay emits goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Toward {
-    /// To the fixed host (ACKs of its connection).
+    /// To the fixed host.
     Wired,
-    /// To the mobile (the relay's own connection).
+    /// To the mobile.
     Mobile,
+}
+
+/// Which way the data of a split connection flows, that is, which end opened it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Direction {
+    /// From the fixed host to the mobile: the wired half receives, the wireless half sends.
+    ToMobile,
+    /// From the mobile to the fixed host: the wireless half receives, the wired half sends.
+    FromMobile,
+}
+
+impl Direction {
+    /// Where the data sender is.
+    pub fn sender_side(self) -> Toward {
+        match self {
+            Direction::ToMobile => Toward::Wired,
+            Direction::FromMobile => Toward::Mobile,
+        }
+    }
 }
 
 /// The relay's knobs.
@@ -51,9 +75,10 @@ pub enum Toward {
 pub struct SplitConfig {
     /// The socket buffer at the base station, bytes. Default 65536 (64 KB).
     pub buffer_bytes: u32,
-    /// The relay's end of the fixed host's connection.
+    /// The relay's end of the connection with the fixed host (its receiver or its sender, by [`Direction`]).
     pub wired: TcpConfig,
-    /// The relay's sender toward the mobile (`variant = "sack"` for SPLIT-SACK).
+    /// The relay's end of the connection with the mobile (`variant = "sack"` for SPLIT-SACK when it sends,
+    /// `sack = true` to offer SACK when it receives).
     pub wireless: TcpConfig,
 }
 
@@ -112,119 +137,158 @@ pub struct SplitStats {
 /// One split connection: see the module documentation.
 #[derive(Debug)]
 pub struct SplitRelay {
-    wired: Receiver,
-    wireless: Sender,
+    direction: Direction,
+    /// The relay's end of the data sender's connection.
+    receiving: Receiver,
+    /// The relay's own connection to the data receiver.
+    sending: Sender,
     buffer_bytes: u32,
     read: u64,
     stats: SplitStats,
 }
 
 impl SplitRelay {
-    /// A relay for the connection from `fixed` to `mobile`, waiting for the fixed host's SYN. `iss_wired`
-    /// and `iss_wireless` are the initial sequence numbers of its two ends.
+    /// A relay for a connection between `fixed` and `mobile` whose data flows `direction`, waiting for the
+    /// data sender's SYN. `iss_wired` and `iss_wireless` are the initial sequence numbers of its two ends.
     pub fn new(
         cfg: SplitConfig,
+        direction: Direction,
         fixed: SocketAddrV4,
         mobile: SocketAddrV4,
         iss_wired: SeqNum,
         iss_wireless: SeqNum,
     ) -> SplitRelay {
+        let (receiving, sending) = match direction {
+            Direction::ToMobile => (
+                Receiver::new(cfg.wired, mobile, fixed, iss_wired),
+                Sender::new_open(cfg.wireless, fixed, mobile, iss_wireless),
+            ),
+            Direction::FromMobile => (
+                Receiver::new(cfg.wireless, fixed, mobile, iss_wireless),
+                Sender::new_open(cfg.wired, mobile, fixed, iss_wired),
+            ),
+        };
         let mut relay = SplitRelay {
-            wired: Receiver::new(cfg.wired, mobile, fixed, iss_wired),
-            wireless: Sender::new_open(cfg.wireless, fixed, mobile, iss_wireless),
+            direction,
+            receiving,
+            sending,
             buffer_bytes: cfg.buffer_bytes,
             read: 0,
             stats: SplitStats::default(),
         };
-        relay.wired.set_window(cfg.buffer_bytes);
+        relay.receiving.set_window(cfg.buffer_bytes);
         relay
+    }
+
+    /// Which way the data flows.
+    pub fn direction(&self) -> Direction {
+        self.direction
     }
 
     /// Takes in a packet from the fixed host (`from_mobile` false) or from the mobile.
     pub fn handle_packet(&mut self, now: Time, from_mobile: bool, packet: &Bytes) {
-        if from_mobile {
-            self.wireless.handle_packet(now, packet);
-        } else {
-            self.wired.handle_packet(now, packet);
-            if self.wired.is_synchronized() {
-                // I-TCP: the base station opens its own connection to the mobile when the fixed host's arrives.
-                self.wireless.connect(now);
+        let from = if from_mobile { Toward::Mobile } else { Toward::Wired };
+        if from == self.direction.sender_side() {
+            self.receiving.handle_packet(now, packet);
+            if self.receiving.is_synchronized() {
+                // I-TCP: the base station opens its own connection onward when the data sender's arrives.
+                self.sending.connect(now);
             }
+        } else {
+            self.sending.handle_packet(now, packet);
         }
         self.relay();
     }
 
-    /// Moves what the fixed host's connection received into the mobile's, and sets the window.
+    /// Moves what the data sender's connection received into the relay's own, and sets the window.
     fn relay(&mut self) {
-        while let Some(b) = self.wired.read() {
+        while let Some(b) = self.receiving.read() {
             if !payload::matches(self.read, &b) {
                 self.stats.corrupt_bytes += b.len() as u64;
             }
             self.read += b.len() as u64;
             self.stats.bytes_relayed += b.len() as u64;
-            self.wireless.push(b.len() as u64);
+            self.sending.push(b.len() as u64);
         }
-        if self.wired.fin_received() && self.wireless.is_open() {
-            self.wireless.close();
+        if self.receiving.fin_received() && self.sending.is_open() {
+            self.sending.close();
         }
         let buffered = self.buffered_bytes();
         self.stats.max_buffered = self.stats.max_buffered.max(buffered);
-        self.wired.set_window(u64::from(self.buffer_bytes).saturating_sub(buffered).min(u64::from(u32::MAX)) as u32);
+        self.receiving
+            .set_window(u64::from(self.buffer_bytes).saturating_sub(buffered).min(u64::from(u32::MAX)) as u32);
     }
 
-    /// Bytes received from the fixed host that the mobile has not acknowledged.
+    /// Bytes received from the data sender that the data receiver has not acknowledged.
     pub fn buffered_bytes(&self) -> u64 {
-        self.read.saturating_sub(self.wireless.snd_una_offset())
+        self.read.saturating_sub(self.sending.snd_una_offset())
     }
 
     /// What a handoff moves to the new base station besides the connections' control blocks: the socket
-    /// buffers' bytes, those received from the fixed host and not yet acknowledged by the mobile plus those
-    /// held out of order on the fixed host's connection (seed 000 §2: "The state maintained at a base station
-    /// in I-TCP consists mainly of a set of socket buffers").
+    /// buffers' bytes, those received from the data sender and not yet acknowledged by the receiver plus
+    /// those held out of order on the sender's connection (seed 000 §2: "The state maintained at a base
+    /// station in I-TCP consists mainly of a set of socket buffers").
     pub fn state_bytes(&self) -> u64 {
-        self.buffered_bytes() + self.wired.out_of_order_bytes()
+        self.buffered_bytes() + self.receiving.out_of_order_bytes()
     }
 
-    /// The relay has been moved to a new base station and resumes there at `now`. What it had sent toward the
-    /// mobile went into the old cell, so its connection to the mobile goes back to the mobile's last
-    /// acknowledgment at once (slow start, as after a timeout but without backing the timer off: the
-    /// handoff-aware retransmission of [`Sender::retransmit_now`], seed 004) rather than waiting for a
-    /// retransmission timer armed at the old base station. The fixed host's connection carries on as it was.
+    /// The relay has been moved to a new base station and resumes there at `now`. What it had sent toward
+    /// the mobile went into the old cell, and so did what the mobile sent it, so the half facing the mobile
+    /// restarts at once rather than waiting for a retransmission timer armed before the move:
+    ///
+    /// - [`Direction::ToMobile`]: its connection to the mobile goes back to the mobile's last acknowledgment
+    ///   (slow start, as after a timeout but without backing the timer off: the handoff-aware retransmission
+    ///   of [`Sender::retransmit_now`], seed 004).
+    /// - [`Direction::FromMobile`]: it sends the mobile three duplicate ACKs of the next byte it expects, so
+    ///   that the mobile fast retransmits from there (seed 004, "Fast Retransmissions": "three ordinary TCP
+    ///   ACKs"; here the base station's end of the wireless connection sends them, as the mobile's does when
+    ///   the fixed host sends).
+    ///
+    /// The fixed host's connection carries on as it was.
     pub fn resume_after_move(&mut self, now: Time) {
-        self.wireless.retransmit_now(now);
+        match self.direction {
+            Direction::ToMobile => self.sending.retransmit_now(now),
+            Direction::FromMobile => self.receiving.send_dupacks(3),
+        }
     }
 
     /// The next packet to send, and where.
     pub fn poll_transmit(&mut self, now: Time) -> Option<(Toward, Bytes)> {
-        if let Some(p) = self.wired.poll_transmit(now) {
-            return Some((Toward::Wired, p));
+        let (to_sender, to_receiver) = match self.direction {
+            Direction::ToMobile => (Toward::Wired, Toward::Mobile),
+            Direction::FromMobile => (Toward::Mobile, Toward::Wired),
+        };
+        if let Some(p) = self.receiving.poll_transmit(now) {
+            return Some((to_sender, p));
         }
-        self.wireless.poll_transmit(now).map(|p| (Toward::Mobile, p))
+        self.sending.poll_transmit(now).map(|p| (to_receiver, p))
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {
-        [self.wired.poll_timeout(), self.wireless.poll_timeout()].into_iter().flatten().min()
+        [self.receiving.poll_timeout(), self.sending.poll_timeout()].into_iter().flatten().min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
-        self.wired.handle_timeout(now);
-        self.wireless.handle_timeout(now);
+        self.receiving.handle_timeout(now);
+        self.sending.handle_timeout(now);
         self.relay();
     }
 
-    /// The fixed host's connection has ended and the mobile has acknowledged everything, FIN included.
+    /// The data sender's connection has ended and the data receiver has acknowledged everything, FIN
+    /// included.
     pub fn is_finished(&self) -> bool {
-        self.wired.fin_received() && self.wireless.is_finished()
+        self.receiving.fin_received() && self.sending.is_finished()
     }
 
-    /// The relay's connection to the mobile (its counters, its window).
-    pub fn wireless(&self) -> &Sender {
-        &self.wireless
+    /// The relay's own connection to the data receiver (its counters, its window): toward the mobile for
+    /// [`Direction::ToMobile`], toward the fixed host for [`Direction::FromMobile`].
+    pub fn sending(&self) -> &Sender {
+        &self.sending
     }
 
-    /// The relay's end of the fixed host's connection.
-    pub fn wired(&self) -> &Receiver {
-        &self.wired
+    /// The relay's end of the data sender's connection.
+    pub fn receiving(&self) -> &Receiver {
+        &self.receiving
     }
 
     pub fn stats(&self) -> &SplitStats {
