@@ -175,6 +175,13 @@ pub struct TestbedArgs {
     /// SO_SNDBUF toward the mobile) [default: 65536, I-TCP's, seed 000 §2]
     #[arg(long, value_name = "BYTES")]
     pub split_buffer_bytes: Option<u32>,
+    /// The TCP port the mobile listens on for the transfer [default: 5001]
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+    /// --agent split: the TCP ports the proxy terminates, comma-separated (e.g. 5001,8080), at most 1024,
+    /// each once; they must include the transfer's port [default: the transfer's port]
+    #[arg(long, value_name = "PORTS", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..))]
+    pub split_ports: Vec<u16>,
     /// Write wired.pcap and wireless.pcap of the base station's interfaces into this directory
     #[arg(long, value_name = "DIR")]
     pub pcap_dir: Option<PathBuf>,
@@ -311,6 +318,8 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         timeout_s: a.timeout_s.unwrap_or(d.timeout_s),
         pcap_dir: a.pcap_dir.clone(),
         split_buffer_bytes: a.split_buffer_bytes.unwrap_or(d.split_buffer_bytes),
+        port: a.port.unwrap_or(d.port),
+        split_ports: a.split_ports.clone(),
     }
 }
 
@@ -375,7 +384,12 @@ pub fn describe(c: &TestbedConfig) -> String {
         if c.report_transmissions { "on" } else { "off" },
         c.bytes,
         c.seed
-    ) + &if c.agent == AgentKind::Split { format!(", split buffers {} B", c.split_buffer_bytes) } else { String::new() }
+    ) + &if c.port != lasthop_net::testbed::TRANSFER_PORT { format!(", port {}", c.port) } else { String::new() }
+        + &if c.agent == AgentKind::Split {
+            format!(", split buffers {} B, ports {:?}", c.split_buffer_bytes, c.split().ports)
+        } else {
+            String::new()
+        }
 }
 
 /// `goodput 1.613 Mb/s (2097152 of 2097152 B in 10.40 s, cc reno), hash ok`

@@ -42,6 +42,9 @@ fn argument_errors() {
         &["bench", "backward"],
         &["bench", "sockets", "--segments", "0"],
         &["bench", "sockets", "--window", "-1"],
+        &["testbed", "--port", "0"],
+        &["testbed", "--agent", "split", "--split-ports", "5001,0"],
+        &["testbed", "--agent", "split", "--split-ports", "5001,http"],
     ] {
         assert_eq!(cli(args).unwrap(), ExitCode::from(2), "{args:?}");
     }
@@ -63,6 +66,10 @@ fn argument_errors() {
     assert!(e.contains("rate_mbps"), "{e}");
     let e = err(&["testbed", "--agent", "split", "--split-buffer-bytes", "100"]);
     assert!(e.contains("split buffer_bytes must be in 2048..=67108864, got 100"), "{e}");
+    let e = err(&["testbed", "--agent", "split", "--port", "8080", "--split-ports", "5001,443"]);
+    assert!(e.contains("split ports [5001, 443] must include the transfer's port 8080"), "{e}");
+    let e = err(&["testbed", "--agent", "split", "--split-ports", "5001,443,5001"]);
+    assert!(e.contains("split ports: port 5001 is given twice"), "{e}");
     // checked before any namespace is made, root or not
     let e = err(&["bench", "sockets", "--window", "1000"]);
     assert!(e.contains("window must be between 1460 B"), "{e}");
@@ -460,4 +467,32 @@ fn lasthop_testbed_split_end_to_end() {
     // the kernel reports twice the buffer it was given
     assert_eq!(split["rcvbuf_bytes"], 65536, "{v}");
     assert_eq!(v["result"]["sender"]["bytes_acked"], 200000, "{v}");
+}
+
+#[test]
+fn lasthop_testbed_split_on_a_port_of_its_own() {
+    let Some(out) = run_real(&[
+        "testbed",
+        "--agent",
+        "split",
+        "--bytes",
+        "200000",
+        "--port",
+        "8080",
+        "--split-ports",
+        "8080,5001",
+        "--json",
+    ]) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&v["config"]["port"], &v["config"]["split_ports"]),
+        (&8080.into(), &serde_json::json!([8080, 5001])),
+        "{v}"
+    );
+    assert_eq!(v["result"]["hash_ok"], true, "{v}");
+    assert_eq!(v["result"]["split"]["connections"], 1, "the proxy terminated the transfer on 8080: {v}");
+    assert_eq!(v["result"]["split"]["bytes_down"], 200000, "{v}");
 }

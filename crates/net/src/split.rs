@@ -14,8 +14,13 @@
 //! connection it accepts answers the fixed host as the mobile's address; the base station's own
 //! connection to the mobile is bound, `IP_TRANSPARENT`, to the fixed host's address and port, so the
 //! mobile sees the fixed host. Neither host is changed or reconfigured: the base station answers ARP for
-//! each side on the other (proxy ARP). The listener takes one port (the testbed's transfer port):
-//! without TPROXY the local route delivers any port, but only a listening port is answered.
+//! each side on the other (proxy ARP). The proxy listens on the ports of [`SplitConfig::ports`] (the
+//! testbed's transfer port by default), one listener each: without TPROXY the local route delivers any
+//! port, but only a listening port is answered (other TCP gets a reset from the base station).
+//!
+//! IPv4 only: the testbed's hosts have IPv4 addresses only ([`crate::testbed::FH_IP`],
+//! [`crate::testbed::MH_IP`]; no IPv6 address, route or rule is set up in any namespace), so the listeners
+//! are `AF_INET` and an IPv6 connection would not reach them.
 //!
 //! # The copy loop
 //!
@@ -51,8 +56,9 @@ pub const COPY_BUFFER_BYTES: usize = 16 << 10;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SplitConfig {
-    /// The TCP port the proxy terminates.
-    pub port: u16,
+    /// The TCP ports the proxy terminates (connections from the fixed host to the mobile on any of them),
+    /// 1 to [`MAX_PORTS`] distinct ports, none 0. Default: the testbed's transfer port, 5001.
+    pub ports: Vec<u16>,
     /// I-TCP's socket buffer at the base station, bytes: `SO_RCVBUF` of the fixed-side socket and
     /// `SO_SNDBUF` of the mobile-side one. Default 65536 (64 KB, seed 000 §2's I-TCP socket buffers).
     pub buffer_bytes: u32,
@@ -65,7 +71,12 @@ pub struct SplitConfig {
 
 impl Default for SplitConfig {
     fn default() -> Self {
-        SplitConfig { port: 5001, buffer_bytes: 65536, window_clamp: 65535, cc: String::new() }
+        SplitConfig {
+            ports: vec![crate::testbed::TRANSFER_PORT],
+            buffer_bytes: 65536,
+            window_clamp: 65535,
+            cc: String::new(),
+        }
     }
 }
 
@@ -78,11 +89,30 @@ impl SplitConfig {
                 self.buffer_bytes
             )));
         }
-        if self.port == 0 {
-            return Err(NetError::Config("split port must be 1..=65535".into()));
-        }
-        Ok(())
+        validate_ports(&self.ports)
     }
+}
+
+/// The most ports one proxy listens on: each is a listening socket and a `poll` entry, and 1024 is the
+/// default limit of open files per process (`RLIMIT_NOFILE`), beside the connections' own sockets.
+pub const MAX_PORTS: usize = 1024;
+
+/// Checks a list of ports to terminate: 1 to [`MAX_PORTS`] of them, each in 1..=65535, no port twice; the
+/// error names what was wrong.
+pub fn validate_ports(ports: &[u16]) -> Result<(), NetError> {
+    if ports.is_empty() || ports.len() > MAX_PORTS {
+        return Err(NetError::Config(format!("split ports: expected 1 to {MAX_PORTS} ports, got {}", ports.len())));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for &p in ports {
+        if p == 0 {
+            return Err(NetError::Config("split ports: expected ports in 1..=65535, got 0".into()));
+        }
+        if !seen.insert(p) {
+            return Err(NetError::Config(format!("split ports: port {p} is given twice")));
+        }
+    }
+    Ok(())
 }
 
 /// One direction of a spliced connection, sans-IO: a bounded buffer between a source socket and a
@@ -276,7 +306,7 @@ pub struct SplitProxy {
 
 impl SplitProxy {
     /// Starts the proxy on a new thread, inside the network namespace at `netns` (a `/var/run/netns/...`
-    /// path; None: the caller's); returns once the listener is open.
+    /// path; None: the caller's); returns once its listeners are open.
     pub fn start(cfg: SplitConfig, netns: Option<String>) -> Result<SplitProxy, NetError> {
         cfg.validate()?;
         let mode = Arc::new(AtomicU8::new(RUN));
@@ -290,11 +320,11 @@ impl SplitProxy {
                     .map_or(Ok(()), |p| {
                         crate::sys::enter_netns(p).map_err(|e| NetError::io(format!("entering namespace {p}"), e))
                     })
-                    .and_then(|()| listen(&cfg));
+                    .and_then(|()| cfg.ports.iter().map(|&port| listen(&cfg, port)).collect());
                 match opened {
-                    Ok(listener) => {
+                    Ok(listeners) => {
                         let _ = ready_tx.send(Ok(()));
-                        serve(&cfg, listener, &m)
+                        serve(&cfg, listeners, &m)
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -345,7 +375,8 @@ fn io_err(what: &str) -> impl FnOnce(io::Error) -> NetError + '_ {
     move |e| NetError::io(what.to_string(), e)
 }
 
-fn listen(cfg: &SplitConfig) -> Result<TcpListener, NetError> {
+/// A transparent listener on `port` with the configured buffer and window clamp.
+fn listen(cfg: &SplitConfig, port: u16) -> Result<TcpListener, NetError> {
     let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).map_err(io_err("split: socket"))?;
     s.set_ip_transparent_v4(true).map_err(io_err("split: IP_TRANSPARENT on the listener (needs CAP_NET_ADMIN)"))?;
     s.set_reuse_address(true).map_err(io_err("split: SO_REUSEADDR"))?;
@@ -354,7 +385,7 @@ fn listen(cfg: &SplitConfig) -> Result<TcpListener, NetError> {
     if cfg.window_clamp > 0 {
         crate::testbed::set_window_clamp(s.as_raw_fd(), cfg.window_clamp)?;
     }
-    let addr = SocketAddr::from(([0, 0, 0, 0], cfg.port));
+    let addr = SocketAddr::from(([0, 0, 0, 0], port));
     s.bind(&addr.into()).map_err(|e| NetError::io(format!("split: binding {addr}"), e))?;
     s.listen(16).map_err(io_err("split: listen"))?;
     s.set_nonblocking(true).map_err(io_err("split: set_nonblocking"))?;
@@ -490,7 +521,7 @@ fn pump_out(s: &mut TcpStream, pipe: &mut Pipe) -> bool {
 }
 
 /// The proxy's loop: accept, connect to the mobile, copy, until stopped or killed.
-fn serve(cfg: &SplitConfig, listener: TcpListener, mode: &AtomicU8) -> Result<SplitCounters, NetError> {
+fn serve(cfg: &SplitConfig, listeners: Vec<TcpListener>, mode: &AtomicU8) -> Result<SplitCounters, NetError> {
     let mut c = SplitCounters::default();
     let mut conns: Vec<Conn> = Vec::new();
     let mut fds: Vec<libc::pollfd> = Vec::new();
@@ -518,7 +549,9 @@ fn serve(cfg: &SplitConfig, listener: TcpListener, mode: &AtomicU8) -> Result<Sp
             }
         }
         fds.clear();
-        fds.push(libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        for l in &listeners {
+            fds.push(libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
         for conn in &conns {
             let [f, m] = conn.splice.interest();
             fds.push(libc::pollfd { fd: conn.fixed.as_raw_fd(), events: events(f), revents: 0 });
@@ -534,15 +567,19 @@ fn serve(cfg: &SplitConfig, listener: TcpListener, mode: &AtomicU8) -> Result<Sp
             }
             return Err(NetError::io("split: poll", e));
         }
-        if fds[0].revents != 0 {
-            accept_all(cfg, &listener, &mut conns, &mut c);
+        let polled = conns.len();
+        for (l, fd) in listeners.iter().zip(&fds) {
+            if fd.revents != 0 {
+                accept_all(cfg, l, &mut conns, &mut c);
+            }
         }
+        let first = listeners.len();
         let mut k = 0;
         let mut i = 0;
         while i < conns.len() {
             // Connections accepted just now were not polled: they have no entry yet.
             let (fe, me) =
-                if 1 + 2 * k + 1 < fds.len() { (fds[1 + 2 * k].revents, fds[2 + 2 * k].revents) } else { (0, 0) };
+                if k < polled { (fds[first + 2 * k].revents, fds[first + 2 * k + 1].revents) } else { (0, 0) };
             k += 1;
             let conn = &mut conns[i];
             if !conn.step(fe, me) {
@@ -673,6 +710,10 @@ mod tests {
         assert!(SplitConfig::default().validate().is_ok());
         assert!(SplitConfig { buffer_bytes: 100, ..SplitConfig::default() }.validate().is_err());
         assert!(SplitConfig { buffer_bytes: u32::MAX, ..SplitConfig::default() }.validate().is_err());
-        assert!(SplitConfig { port: 0, ..SplitConfig::default() }.validate().is_err());
+        for bad in [vec![], vec![0], vec![5001, 80, 5001], vec![1; MAX_PORTS + 1]] {
+            let e = SplitConfig { ports: bad.clone(), ..SplitConfig::default() }.validate().unwrap_err();
+            assert!(e.to_string().contains("split ports"), "{bad:?}: {e}");
+        }
+        assert!(SplitConfig { ports: vec![80, 443, 5001], ..SplitConfig::default() }.validate().is_ok());
     }
 }

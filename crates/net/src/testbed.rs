@@ -62,7 +62,7 @@ pub const SPLIT_WIRED_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 253);
 pub const SPLIT_WIRELESS_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 254);
 /// The routing table whose only route is `local 0.0.0.0/0`: TCP from either host is delivered to the proxy.
 pub const SPLIT_TABLE: &str = "100";
-/// The port of the built-in transfer (and the one the split proxy terminates).
+/// The default port of the built-in transfer (and the one the split proxy terminates by default).
 pub const TRANSFER_PORT: u16 = 5001;
 
 /// A full data segment of the kernel sender on the testbed, as the emulated hop counts it (the IP packet):
@@ -127,6 +127,12 @@ pub struct TestbedConfig {
     /// `agent = "split"`: I-TCP's socket buffer at the base station, bytes ([`SplitConfig::buffer_bytes`];
     /// default 65536, seed 000 §2). Ignored by the other agents.
     pub split_buffer_bytes: u32,
+    /// The TCP port the mobile listens on for the transfer. Default [`TRANSFER_PORT`] (5001).
+    pub port: u16,
+    /// `agent = "split"`: the ports the proxy terminates ([`SplitConfig::ports`]); empty (the default):
+    /// the transfer's `port` alone. When given, they must include `port`, or the transfer itself would be
+    /// reset by the base station. Ignored by the other agents.
+    pub split_ports: Vec<u16>,
 }
 
 impl Default for TestbedConfig {
@@ -149,6 +155,8 @@ impl Default for TestbedConfig {
             timeout_s: 120.0,
             pcap_dir: None,
             split_buffer_bytes: SplitConfig::default().buffer_bytes,
+            port: TRANSFER_PORT,
+            split_ports: Vec::new(),
         }
     }
 }
@@ -178,6 +186,7 @@ impl TestbedConfig {
             seed: self.seed,
             timeout: Duration::from_secs_f64(self.timeout_s.max(1.0)),
             max_window: self.max_window,
+            port: self.port,
         }
     }
 
@@ -214,18 +223,30 @@ impl TestbedConfig {
             return Err(NetError::Config(format!("bad congestion control name {:?}", self.cc)));
         }
         self.hop().validate().map_err(NetError::Config)?;
+        if self.port == 0 {
+            return Err(NetError::Config("port must be in 1..=65535, got 0".into()));
+        }
+        if !self.split_ports.is_empty() {
+            crate::split::validate_ports(&self.split_ports)?;
+        }
         if self.agent == AgentKind::Split {
             self.split().validate()?;
+            if !self.split_ports.is_empty() && !self.split_ports.contains(&self.port) {
+                return Err(NetError::Config(format!(
+                    "split ports {:?} must include the transfer's port {} (the base station would reset it)",
+                    self.split_ports, self.port
+                )));
+            }
         }
         Ok(())
     }
 
-    /// The split proxy of `agent = "split"`: the testbed's port, the configured buffer, the mobile's
+    /// The split proxy of `agent = "split"`: the configured ports (or the transfer's), the configured buffer, the mobile's
     /// window clamp offered to the fixed host too (the base station answers for the mobile), and the
     /// sender's congestion control on the base station's own connection (the same TCP over the hop).
     pub fn split(&self) -> SplitConfig {
         SplitConfig {
-            port: TRANSFER_PORT,
+            ports: if self.split_ports.is_empty() { vec![self.port] } else { self.split_ports.clone() },
             buffer_bytes: self.split_buffer_bytes,
             window_clamp: self.max_window,
             cc: self.cc.clone(),
@@ -625,7 +646,7 @@ impl Testbed {
     ) -> Result<TransferResult, NetError> {
         let abort_all = Arc::new(AtomicBool::new(false));
         let deadline = Instant::now() + cfg.timeout;
-        let port = TRANSFER_PORT;
+        let port = cfg.port;
         let (ready_tx, ready_rx) = mpsc::channel::<()>();
 
         let (a, total) = (abort_all.clone(), cfg.bytes);
@@ -774,6 +795,8 @@ pub struct TransferConfig {
     pub timeout: Duration,
     /// `TCP_WINDOW_CLAMP` of the receiving socket, bytes (0: the kernel's own window).
     pub max_window: u32,
+    /// The port the mobile listens on ([`TRANSFER_PORT`] unless configured).
+    pub port: u16,
 }
 
 #[derive(Debug, Clone)]
@@ -1118,6 +1141,22 @@ mod tests {
     #[test]
     fn config_is_checked() {
         assert!(TestbedConfig::default().validate().is_ok());
+        let split = TestbedConfig { agent: AgentKind::Split, ..TestbedConfig::default() };
+        assert_eq!(split.split().ports, [TRANSFER_PORT], "the transfer's port by default");
+        let moved = TestbedConfig { port: 8080, ..split.clone() };
+        assert_eq!(moved.split().ports, [8080], "the proxy follows the transfer's port");
+        for (bad, says) in [
+            (TestbedConfig { port: 0, ..split.clone() }, "port must be in 1..=65535"),
+            (
+                TestbedConfig { port: 8080, split_ports: vec![5001], ..split.clone() },
+                "must include the transfer's port 8080",
+            ),
+            (TestbedConfig { split_ports: vec![5001, 5001], ..split.clone() }, "port 5001 is given twice"),
+            (TestbedConfig { split_ports: vec![0, 5001], ..split.clone() }, "got 0"),
+        ] {
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
         let bad = TestbedConfig { cc: "re no".into(), ..TestbedConfig::default() };
         assert!(bad.validate().is_err());
         let bad = TestbedConfig { ber: 2.0, ..TestbedConfig::default() };

@@ -63,6 +63,7 @@ fn syn_flood_keeps_the_connection_table_and_memory_bounded() {
                 seed: 2,
                 timeout: Duration::from_secs(30),
                 max_window: 0,
+                port: lasthop_net::testbed::TRANSFER_PORT,
             },
             &AtomicBool::new(false),
         )

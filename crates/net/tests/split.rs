@@ -73,6 +73,23 @@ fn split_over_a_wide_area_path_with_sack() {
     split_transfer(cfg);
 }
 
+#[test]
+fn split_terminates_a_transfer_on_a_non_default_port_among_several() {
+    // The mobile listens on 8080; the proxy terminates 8080 and two other ports.
+    let cfg = TestbedConfig {
+        agent: AgentKind::Split,
+        port: 8080,
+        split_ports: vec![5001, 8080, 443],
+        ber: 3.9e-6,
+        bytes: 1 << 20,
+        seed: 4,
+        ..TestbedConfig::default()
+    };
+    cfg.validate().unwrap();
+    assert_eq!(cfg.split().ports, [5001, 8080, 443]);
+    split_transfer(cfg);
+}
+
 /// What a base-station failure mid-transfer cost: bytes the sender saw acknowledged that the mobile
 /// never received, and what the split proxy said it held when it died.
 struct Failure {

@@ -14,7 +14,14 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 fn transfer(bytes: u64, seed: u64) -> TransferConfig {
-    TransferConfig { bytes, cc: "reno".into(), seed, timeout: Duration::from_secs(60), max_window: 65535 }
+    TransferConfig {
+        bytes,
+        cc: "reno".into(),
+        seed,
+        timeout: Duration::from_secs(60),
+        max_window: 65535,
+        port: lasthop_net::testbed::TRANSFER_PORT,
+    }
 }
 
 /// One transfer on its own testbed; returns (goodput Mb/s, counters).
