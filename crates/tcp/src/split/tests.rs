@@ -264,16 +264,22 @@ fn the_sender_is_acknowledged_before_the_mobile_has_the_data() {
     assert!(ahead <= 65536 + 1 + 1460 * 2, "bounded by the buffer plus what is on the hop: {ahead}");
 }
 
+/// Runs `n`, a relay with a 16 KB buffer whose data receiver has stopped hearing it, for 3 s: the buffer
+/// fills, no further, and the data sender waits on a zero window.
+fn stall_until_the_buffer_is_full(n: &mut Net) {
+    n.run(Time::from_secs(3));
+    assert!(n.relay().buffered_bytes() >= 16384 - 1460, "full: {}", n.relay().buffered_bytes());
+    assert!(n.relay().stats().max_buffered <= 16384 + 1, "bounded: {}", n.relay().stats().max_buffered);
+    assert!(n.sender().is_persisting(), "the sender waits on a zero window");
+}
+
 #[test]
 fn the_buffer_limit_closes_the_window_and_a_window_update_reopens_it() {
     let cfg = SplitConfig { buffer_bytes: 16384, ..SplitConfig::default() };
     let mut n = Net::new(cfg, 200_000);
     // The mobile hears nothing after the first 5 packets for a while (a fade).
     n.drop_to_mobile = Box::new(|i| i >= 5);
-    n.run(Time::from_secs(3));
-    assert!(n.relay().buffered_bytes() >= 16384 - 1460, "full: {}", n.relay().buffered_bytes());
-    assert!(n.relay().stats().max_buffered <= 16384 + 1, "bounded: {}", n.relay().stats().max_buffered);
-    assert!(n.sender().is_persisting(), "the fixed sender waits on a zero window");
+    stall_until_the_buffer_is_full(&mut n);
     let probes = n.sender().stats().persist_probes;
     n.drop_to_mobile = Box::new(|_| false);
     n.run(Time::from_secs(120));
@@ -405,10 +411,7 @@ fn a_stalled_wired_half_fills_the_buffer_closes_the_mobiles_window_and_the_mobil
     let mut n = Net::from_mobile(cfg, 200_000);
     // The fixed host hears nothing from the relay after its first 5 packets for a while.
     n.drop_to_fixed = Box::new(|i| i >= 5);
-    n.run(Time::from_secs(3));
-    assert!(n.relay().buffered_bytes() >= 16384 - 1460, "full: {}", n.relay().buffered_bytes());
-    assert!(n.relay().stats().max_buffered <= 16384 + 1, "bounded: {}", n.relay().stats().max_buffered);
-    assert!(n.sender().is_persisting(), "the mobile waits on a zero window");
+    stall_until_the_buffer_is_full(&mut n);
     let ahead = n.acked_not_delivered();
     assert!((16384 - 1460..=16384 + 1).contains(&ahead), "acknowledged to the mobile, not at the fixed host: {ahead}");
     n.drop_to_fixed = Box::new(|_| false);
