@@ -135,6 +135,17 @@ pub(crate) trait Feature {
         false
     }
 
+    /// A packet `node`'s agent passes on or makes (a base station's handoff agent forwarding to the mobile),
+    /// before the core routes it; true when the feature took it (the link layer sends it in its own frames).
+    /// Needs `hooks().agent_output`.
+    fn on_agent_output(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
+        false
+    }
+
+    /// The mobile (re)associated with the cell of wireless `link` (a handoff to it, or back in its range):
+    /// link-layer state for that link starts afresh, as a real reassociation resets it ([`World::reassociate`]).
+    fn on_reassociate(&mut self, _world: &mut World, _now: Time, _link: usize) {}
+
     /// A non-TCP packet addressed to `node`; true when the feature took it (else it counts as undeliverable).
     fn on_datagram(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
         false

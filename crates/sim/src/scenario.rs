@@ -499,9 +499,6 @@ impl Scenario {
                         format!("`{end}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)"),
                     ));
                 }
-                if self.mobility.as_ref().is_some_and(|m| m.scheme != crate::mobility::SchemeKind::None) {
-                    return Err((p("arq"), "link-level ARQ with `[mobility]` is not supported yet".into()));
-                }
             }
             l.error.validate().map_err(|m| (p("error"), m))?;
             if let Some(e) = &l.error_reverse {
@@ -589,10 +586,12 @@ impl Scenario {
             m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
             self.validate_split_cells(m)?;
             for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
-                // The handoff agent runs Snoop itself; split relays move between base stations (`crate::split`);
-                // the others have no handoff-aware version.
+                // The handoff agent runs Snoop, M-TCP's supervisor or E2E-ELN's notifier itself; split relays move
+                // between base stations (`crate::split`); the others have no handoff-aware version.
                 let kinds = &self.nodes[b].agent.0;
-                let handoff_aware = |k: &AgentKind| *k == AgentKind::Snoop || *k == AgentKind::Mtcp || k.is_split();
+                let handoff_aware = |k: &AgentKind| {
+                    matches!(k, AgentKind::Snoop | AgentKind::Mtcp | AgentKind::ElnFixed) || k.is_split()
+                };
                 if kinds.len() > 1 && kinds.contains(&AgentKind::Mtcp) {
                     return Err((
                         format!("nodes.{b}.agent"),
@@ -600,11 +599,18 @@ impl Scenario {
                             .into(),
                     ));
                 }
+                if kinds.len() > 1 && kinds.contains(&AgentKind::ElnFixed) {
+                    return Err((
+                        format!("nodes.{b}.agent"),
+                        "a mobility base station runs E2E-ELN's notifier alone: expected \"eln-fixed\" without other agents"
+                            .into(),
+                    ));
+                }
                 if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {
                     return Err((
                         format!("nodes.{b}.agent"),
                         format!(
-                            "a mobility base station runs \"none\", \"snoop\" or \"mtcp\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
+                            "a mobility base station runs \"none\", \"snoop\", \"mtcp\" or \"eln-fixed\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
                             AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
                         ),
                     ));
