@@ -159,3 +159,25 @@ fn every_scheme_delivers_every_byte_through_handoffs() {
         }
     }
 }
+
+/// Beacon motion out of the only reachable cell's range and back, without a handoff: the frames sent into the
+/// void are given up after the retry limit, and the mobile's return reassociates it with its cell, restarting
+/// the link (without the restart the receiver would refuse every frame after more than two windows given up).
+#[test]
+fn link_arq_resumes_when_the_mobile_comes_back_into_range_of_its_own_cell() {
+    for s in SCHEMES.iter().filter(|s| s.arq.is_some()) {
+        let mut v = example("walk.toml");
+        set(&mut v, "flows.bulk.bytes", 2_000_000);
+        apply(&mut v, s, &["bs1", "bs2"], &["cell1", "cell2"]);
+        // bs2 stands far beyond range; the mobile walks 200 m out from bs1 (range ≈ 146 m) and back.
+        set(&mut v, "mobility.positions_m", toml::Value::try_from([0.0, 1000.0]).unwrap());
+        set(&mut v, "mobility.waypoints_m", toml::Value::try_from([0.0, 200.0, 0.0]).unwrap());
+        set(&mut v, "mobility.repeat", "once");
+        set(&mut v, "mobility.speed_mps", 40.0);
+        let r = run_intact(v, s.name);
+        assert!(r.handoffs.is_empty(), "{}: {:?}", s.name, r.handoffs);
+        let bs1 = &r.agents["bs1"];
+        assert!(bs1["arq_frames_abandoned"] > 16, "{}: more than two windows given up {bs1:?}", s.name);
+        assert_eq!(bs1["arq_restarts"], 1, "{}: one return into range {bs1:?}", s.name);
+    }
+}
