@@ -32,7 +32,11 @@
 //!      neither (the link layer at a mobile host takes its own packets here too, `arq.rs`);
 //!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a
 //!      packet to it with [`World::hand_to_agent`], and sends its own with [`World::route`] (by the routing
-//!      table) or [`World::send`] (on a given link and direction, priority queue or not);
+//!      table) or [`World::send`] (on a given link and direction, priority queue or not); what an agent
+//!      passes on or makes is offered to [`Feature::on_agent_output`] before the core routes it (the link
+//!      layer taking what a base station's handoff agent forwards to the mobile, `arq.rs`);
+//!    - association: [`World::reassociate`] tells every other feature, through [`Feature::on_reassociate`],
+//!      that the mobile associated with a cell's link (mobility's handoffs), so link-layer state restarts;
 //!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
 //!      endpoints, and a feature's own endpoints ([`World::add_endpoint`] with
 //!      [`Owner::Feature`](crate::world::Owner)) come back to [`Feature::after_endpoint`] whenever the core
