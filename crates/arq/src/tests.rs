@@ -206,6 +206,26 @@ fn a_restarting_receiver_hands_up_what_it_held_above_a_gap() {
 }
 
 #[test]
+fn a_flush_discards_what_the_sender_held_and_the_receiver_skips_it_by_the_next_base() {
+    let mut l = Link::new(ArqConfig { window: 4, ..ArqConfig::default() });
+    for i in 0..6 {
+        l.s.send(pkt(i));
+    }
+    // Frames 0..4 go out and are lost; 4 and 5 wait in the queue.
+    l.pump(Time::ZERO, &|_| true, &never);
+    assert_eq!((l.s.in_flight(), l.s.queued()), (4, 2));
+    assert_eq!(l.s.flush(), 6);
+    assert!(l.s.is_idle() && l.s.poll_timeout().is_none());
+    assert_eq!((l.s.stats().frames_flushed, l.s.stats().restarts), (6, 0));
+    // Numbering goes on: the next frame is number 4, and its base tells the receiver 0..4 are gone.
+    l.s.send(pkt(9));
+    let f = l.s.poll_transmit(ms(1)).unwrap();
+    assert_eq!(Frame::parse(&f), Some(Frame::Data { seq: 4, base: 4, payload: pkt(9) }));
+    l.r.handle_frame(ms(1), &f);
+    assert_eq!((l.r.poll_deliver(), l.r.stats().frames_skipped), (Some(pkt(9)), 4));
+}
+
+#[test]
 fn out_of_order_delivery_hands_up_at_once_in_order_delivery_waits() {
     for (delivery, want) in [(Delivery::InOrder, vec![0, 1, 2, 3]), (Delivery::OutOfOrder, vec![0, 2, 3, 1])] {
         let mut l = Link::new(ArqConfig { window: 8, delivery, ..ArqConfig::default() });

@@ -32,10 +32,13 @@
 //! last visit is discarded (`arq_frames_flushed`; TCP, or the multicast scheme's buffer, recovers it), the
 //! receiver hands up what it held above a gap, and LL-TCP-AWARE's DUPACK filter forgets its connections.
 //! Without the restart a receiver that missed more than two windows of given-up frames would refuse every
-//! later frame (`lasthop_arq`'s tests show it). Counters `arq_restarts` and `arq_frames_flushed` (at the
-//! sending end).
+//! later frame (`lasthop_arq`'s tests show it). When the core purges a link direction (a base station
+//! that fails, or `mobility.old_bs_drains = false` at the old base station) the sending end's frames go too
+//! ([`Feature::on_link_purge`], [`ArqSender::flush`]); numbering goes on and the receiver skips them. Counters
+//! `arq_restarts` and `arq_frames_flushed` (at the sending end).
 //!
-//! Not here: an agent at the sending end (refused: ARQ takes the packets before it would see them).
+//! Not here: an agent at the sending end (refused: ARQ takes the packets before it would see them), and
+//! `[mobile_ip]` (refused: its entities send on the cells themselves).
 
 use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
 use crate::metrics::RunResult;
@@ -402,6 +405,15 @@ impl Feature for Arq {
         if let Some(f) = l.filter.as_mut() {
             l.suppressed_before_restart += f.stats().dupacks_suppressed;
             *f = DupAckFilter::new(FILTER_CONNECTIONS);
+        }
+    }
+
+    fn on_link_purge(&mut self, _world: &mut World, link: usize, dir: usize) {
+        // The world's direction `dir` sends from `ends[dir]`, as the half of that index does.
+        for l in self.links.iter_mut().filter(|l| l.link == link) {
+            if let Some(h) = l.halves[dir].as_mut() {
+                h.sender.flush();
+            }
         }
     }
 

@@ -150,6 +150,11 @@ pub(crate) trait Feature {
     /// link-layer state for that link starts afresh, as a real reassociation resets it ([`World::reassociate`]).
     fn on_reassociate(&mut self, _world: &mut World, _now: Time, _link: usize) {}
 
+    /// The core purged direction `dir` of `link` ([`World::purge_link`]: a failed node, or a base station told
+    /// to discard what it queued for the mobile): the feature's own link layer drops what it holds to send that
+    /// way.
+    fn on_link_purge(&mut self, _world: &mut World, _link: usize, _dir: usize) {}
+
     /// A non-TCP packet addressed to `node`; true when the feature took it (else it counts as undeliverable).
     fn on_datagram(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
         false

@@ -492,6 +492,17 @@ impl Scenario {
                     return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
                 }
                 a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
+                if self.mobile_ip.is_some() {
+                    // Mobile IP's base stations and mobile send on their cells themselves (`crate::mobile_ip`),
+                    // past any link layer; its `buffer_cleanup = "link-ack"` models the link's acknowledgements.
+                    return Err((
+                        p("arq"),
+                        "link-level ARQ does not run with `[mobile_ip]` (its base stations send to the mobile \
+                         themselves; `mobile_ip.buffer_cleanup = \"link-ack\"` models the link's acknowledgements): \
+                         remove it or use `[mobility]`"
+                            .into(),
+                    ));
+                }
                 let senders = if a.both_directions { &l.ends[..] } else { &l.ends[..1] };
                 if let Some(end) = senders.iter().find(|e| !self.nodes[*e].agent.is_none()) {
                     return Err((

@@ -692,9 +692,14 @@ impl World {
 
     /// Takes out of both transmit queues of direction `dir` of `link` every frame not yet on the air for which
     /// `matches` holds; returns how many (see [`Link::purge`]).
+    /// Every other feature's link layer drops what it holds for that direction too ([`Feature::on_link_purge`];
+    /// counted there, not here).
     pub(crate) fn purge_link(&mut self, link: usize, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
         let purged = self.links[link].purge(dir, matches);
         self.medium_update(link);
+        for i in 0..self.features.len() {
+            self.with_feature(FeatureId(i), |f, w| f.on_link_purge(w, link, dir));
+        }
         purged
     }
 

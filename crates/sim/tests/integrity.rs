@@ -181,3 +181,47 @@ fn link_arq_resumes_when_the_mobile_comes_back_into_range_of_its_own_cell() {
         assert_eq!(bs1["arq_restarts"], 1, "{}: one return into range {bs1:?}", s.name);
     }
 }
+
+/// A base station that fails loses its link layer's frames with its queues (`arq_frames_flushed`); its
+/// restart comes back with the numbering going on, and the receiver skips the lost frames by the next frame's
+/// base. Link ARQ keeps end-to-end semantics: nothing acknowledged to the sender is lost.
+#[test]
+fn link_arq_survives_a_base_station_failure_with_nothing_acknowledged_lost() {
+    for s in SCHEMES.iter().filter(|s| s.arq.is_some()) {
+        let mut v = example("compare.toml");
+        set(&mut v, "flows.bulk.bytes", BYTES);
+        apply(&mut v, s, &["bs"], &["wavelan"]);
+        set(&mut v, "time_limit_s", 60.0);
+        set(&mut v, "failure.node", "bs");
+        set(&mut v, "failure.at_s", 1.5);
+        set(&mut v, "failure.restart_after_s", 1.0);
+        let r = run_intact(v, s.name);
+        let bs = &r.agents["bs"];
+        assert!(bs["failure_packets_lost"] > 0 && bs["arq_frames_flushed"] > 0, "{}: {bs:?}", s.name);
+    }
+}
+
+/// `mobility.old_bs_drains = false`: the old base station discards what it queued for the mobile, its link
+/// layer's frames included; the multicast scheme's new primary has resent them from its buffer.
+#[test]
+fn an_old_base_station_that_does_not_drain_flushes_its_link_layer_too() {
+    for s in SCHEMES.iter().filter(|s| s.arq.is_some()) {
+        let mut v = example("handoff.toml");
+        set(&mut v, "flows.bulk.bytes", HANDOFF_BYTES);
+        apply(&mut v, s, &["bs1", "bs2"], &["cell1", "cell2"]);
+        set(&mut v, "mobility.old_bs_drains", false);
+        set(&mut v, "mobility.first_s", 0.5);
+        set(&mut v, "mobility.interval_s", 1.5);
+        let r = run_intact(v, s.name);
+        assert!(r.handoffs.len() >= 2, "{}: {:?}", s.name, r.handoffs);
+        assert!(counter(&r, "arq_frames_flushed") > 0, "{}: {:?}", s.name, r.agents);
+    }
+}
+
+#[test]
+fn link_arq_with_mobile_ip_is_refused_naming_the_field() {
+    let mut v = example("mobile-ip.toml");
+    set(&mut v, "links.air1.arq.window", 8);
+    let e = Scenario::from_toml(v, "mobile-ip.toml").unwrap_err().to_string();
+    assert!(e.contains("links.air1.arq") && e.contains("[mobile_ip]"), "{e}");
+}
