@@ -225,3 +225,39 @@ fn link_arq_with_mobile_ip_is_refused_naming_the_field() {
     let e = Scenario::from_toml(v, "mobile-ip.toml").unwrap_err().to_string();
     assert!(e.contains("links.air1.arq") && e.contains("[mobile_ip]"), "{e}");
 }
+
+/// ARQ both ways (the mobile's TCP ACKs in link frames too, sent by its current cell), through scheduled
+/// handoffs and through beacon-driven ones (`examples/walk.toml`): every byte arrives, and each association
+/// restarts both directions of the new cell's link.
+#[test]
+fn link_arq_both_ways_through_scheduled_and_beacon_driven_handoffs() {
+    let both = |v: &mut toml::Value| {
+        for cell in ["cell1", "cell2"] {
+            set(v, &format!("links.{cell}.arq.both_directions"), true);
+        }
+    };
+    for s in SCHEMES.iter().filter(|s| s.arq.is_some()) {
+        for (mobility, cells) in [("plain", "non-overlapping"), ("multicast", "overlapping")] {
+            let what = format!("{} both ways / {mobility} {cells}", s.name);
+            let mut v = example("handoff.toml");
+            set(&mut v, "flows.bulk.bytes", HANDOFF_BYTES);
+            apply(&mut v, s, &["bs1", "bs2"], &["cell1", "cell2"]);
+            both(&mut v);
+            set(&mut v, "mobility.scheme", mobility);
+            set(&mut v, "mobility.cells", cells);
+            set(&mut v, "mobility.first_s", 0.5);
+            set(&mut v, "mobility.interval_s", 2.0);
+            let r = run_intact(v, &what);
+            assert!(r.handoffs.len() >= 2, "{what}: {:?}", r.handoffs);
+            assert_eq!(counter(&r, "arq_restarts"), 2 * r.handoffs.len() as u64, "{what}: {:?}", r.agents);
+        }
+        let mut v = example("walk.toml");
+        set(&mut v, "flows.bulk.bytes", 4_000_000);
+        apply(&mut v, s, &["bs1", "bs2"], &["cell1", "cell2"]);
+        both(&mut v);
+        set(&mut v, "mobility.speed_mps", 10.0);
+        let r = run_intact(v, s.name);
+        assert!(!r.handoffs.is_empty(), "{}: beacon motion handed off {:?}", s.name, r.handoffs);
+        assert!(counter(&r, "arq_restarts") >= 2 * r.handoffs.len() as u64, "{}: {:?}", s.name, r.agents);
+    }
+}
