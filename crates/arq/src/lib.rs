@@ -22,7 +22,10 @@
 //! when `handle_timeout` is due. The host polls the sender when the medium can take a frame, so the
 //! retransmission timer runs from the moment a frame goes out, not from when a packet was queued.
 //!
-//! The simulator runs them on a wireless link's a→b direction, or both (`lasthop_sim::arq`, `[links.NAME.arq]`).
+//! The simulator runs them on a wireless link's a→b direction, or both (`lasthop_sim::arq`, `[links.NAME.arq]`),
+//! on every cell of a `[mobility]` run too: a cell's two ends [`ArqSender::restart`] (and
+//! [`ArqReceiver::restart`]) when the mobile associates with it, as a reassociation resets a real link layer,
+//! and a host that drops its queue toward the mobile [`ArqSender::flush`]es its frames.
 //! Not here yet: forward error correction, and the real base station's hop emulator driving them.
 
 pub mod frame;

@@ -129,6 +129,17 @@ impl ArqReceiver {
         self.acks.push_back(Frame::Ack { cum: self.cum as u16, this: this as u16, bitmap }.emit());
     }
 
+    /// Restarts with fresh sequence state (see [`crate::ArqSender::restart`]): packets held above a gap are
+    /// handed up at once, in order (the sender's restart gave up the frames they waited for, counted in
+    /// `frames_skipped`), link ACKs not yet sent are dropped, and the next frame expected is number 0.
+    pub fn restart(&mut self) {
+        if let Some(&last) = self.above.keys().next_back() {
+            self.skip_to(last + 1);
+        }
+        self.acks.clear();
+        self.cum = 0;
+    }
+
     /// The next link ACK to send.
     pub fn poll_transmit(&mut self) -> Option<Bytes> {
         self.acks.pop_front()

@@ -26,6 +26,10 @@ pub struct SenderStats {
     pub queue_drops: u64,
     /// Link frames that could not be read, or ACKs for frames never sent.
     pub malformed: u64,
+    /// Packets discarded, in flight or queued, by [`ArqSender::flush`] or [`ArqSender::restart`].
+    pub frames_flushed: u64,
+    /// Restarts of the link's sequence state.
+    pub restarts: u64,
 }
 
 #[derive(Debug)]
@@ -176,6 +180,30 @@ impl ArqSender {
             true
         });
         self.stats.frames_abandoned += abandoned;
+    }
+
+    /// Discards what this end holds, frames in flight and packets queued, counting them in `frames_flushed`
+    /// (a host that drops its queue toward a station, or loses it in a failure). Numbering goes on: the next
+    /// frame's `base` tells the receiver to skip the discarded ones, as it skips frames given up. Returns the
+    /// packets discarded.
+    pub fn flush(&mut self) -> u64 {
+        let flushed = (self.in_flight.len() + self.queue.len()) as u64;
+        self.in_flight.clear();
+        self.queue.clear();
+        self.stats.frames_flushed += flushed;
+        flushed
+    }
+
+    /// Restarts the link with fresh sequence state, as a station's (re)association with a cell does: the
+    /// link layer does not hand over, so what this end still held is discarded ([`ArqSender::flush`]), the next
+    /// frame is number 0 again, and a link ACK from before the restart acknowledges nothing it sends after
+    /// (counted as malformed while it is ahead of `next`). Counters keep running. Returns the packets
+    /// discarded.
+    pub fn restart(&mut self) -> u64 {
+        let flushed = self.flush();
+        self.next = 0;
+        self.stats.restarts += 1;
+        flushed
     }
 
     /// Whether a frame is ready to go now (a retransmission or a new frame the window allows).

@@ -138,6 +138,93 @@ fn the_retry_limit_gives_a_frame_up_and_the_receiver_skips_it() {
     assert_eq!(l.r.stats().frames_skipped, 1);
 }
 
+/// The mobile leaves the cell: every frame into it is lost, so the sender gives each up after the retry limit.
+/// Once more than two windows are given up the receiver, which never heard of them, takes the next frames for
+/// ones outside its window and refuses them: only a restart of both ends (the reassociation at a handoff back
+/// to the cell, `lasthop_sim::arq`) brings the link back.
+#[test]
+fn frames_into_a_left_cell_are_abandoned_and_only_a_restart_of_both_ends_resumes_the_link() {
+    let cfg = ArqConfig { window: 2, retry_limit: 1, ..ArqConfig::default() };
+    let mut l = Link::new(cfg);
+    l.s.send(pkt(0));
+    l.run(&never, &never, ms(1000));
+    assert_eq!(l.delivered, vec![0]);
+    for i in 1..=6 {
+        l.s.send(pkt(i));
+    }
+    let gone = l.data_sent;
+    l.run(&|n| n >= gone, &never, ms(10_000));
+    assert_eq!(l.s.stats().frames_abandoned, 6, "each given up after its one retransmission");
+    assert!(l.s.is_idle());
+    // Back in the cell without a restart: frame 7 lies 6 frames past what the receiver expects (window 2).
+    l.s.send(pkt(7));
+    let f = l.s.poll_transmit(ms(20_000)).unwrap();
+    l.r.handle_frame(ms(20_000), &f);
+    assert_eq!((l.r.stats().malformed, l.r.poll_transmit()), (1, None), "refused, not acknowledged");
+    // The reassociation: both ends restart; the sender's held frame is flushed and counted.
+    let stale_ack = Frame::Ack { cum: 7, this: 6, bitmap: 0 }.emit();
+    assert_eq!(l.s.restart(), 1);
+    l.r.restart();
+    assert_eq!((l.s.stats().frames_flushed, l.s.stats().restarts), (1, 1));
+    assert!(l.s.is_idle());
+    l.s.send(pkt(8));
+    let f = l.s.poll_transmit(ms(21_000)).unwrap();
+    assert_eq!(Frame::parse(&f), Some(Frame::Data { seq: 0, base: 0, payload: pkt(8) }), "numbering starts again");
+    // A link ACK from before the restart acknowledges nothing sent after it.
+    l.s.handle_frame(ms(21_000), &stale_ack);
+    assert_eq!((l.s.stats().malformed, l.s.in_flight()), (1, 1));
+    l.r.handle_frame(ms(21_000), &f);
+    assert_eq!(l.r.poll_deliver(), Some(pkt(8)));
+    let ack = l.r.poll_transmit().unwrap();
+    assert_eq!(Frame::parse(&ack), Some(Frame::Ack { cum: 1, this: 0, bitmap: 0 }));
+    l.s.handle_frame(ms(21_000), &ack);
+    assert!(l.s.is_idle());
+    assert_eq!(l.s.stats().frames_abandoned, 6, "a restart gives nothing up: it flushes");
+}
+
+#[test]
+fn a_restarting_receiver_hands_up_what_it_held_above_a_gap() {
+    let mut l = Link::new(ArqConfig { window: 4, ..ArqConfig::default() });
+    for i in 0..3 {
+        l.s.send(pkt(i));
+    }
+    // Frame 0 is lost; 1 and 2 wait above the gap (in-order delivery).
+    l.pump(Time::ZERO, &|n| n == 0, &never);
+    assert_eq!(l.delivered, Vec::<u32>::new());
+    assert_eq!(l.s.restart(), 1, "frame 0, still unacknowledged");
+    l.r.restart();
+    while let Some(p) = l.r.poll_deliver() {
+        l.delivered.push(id(&p));
+    }
+    assert_eq!(l.delivered, vec![1, 2]);
+    assert_eq!(l.r.stats().frames_skipped, 1, "frame 0 never came");
+    // Fresh numbering on both ends: the next packet is frame 0 and goes up at once.
+    l.s.send(pkt(3));
+    l.pump(ms(1), &never, &never);
+    assert_eq!(l.delivered, vec![1, 2, 3]);
+    assert!(l.s.is_idle());
+}
+
+#[test]
+fn a_flush_discards_what_the_sender_held_and_the_receiver_skips_it_by_the_next_base() {
+    let mut l = Link::new(ArqConfig { window: 4, ..ArqConfig::default() });
+    for i in 0..6 {
+        l.s.send(pkt(i));
+    }
+    // Frames 0..4 go out and are lost; 4 and 5 wait in the queue.
+    l.pump(Time::ZERO, &|_| true, &never);
+    assert_eq!((l.s.in_flight(), l.s.queued()), (4, 2));
+    assert_eq!(l.s.flush(), 6);
+    assert!(l.s.is_idle() && l.s.poll_timeout().is_none());
+    assert_eq!((l.s.stats().frames_flushed, l.s.stats().restarts), (6, 0));
+    // Numbering goes on: the next frame is number 4, and its base tells the receiver 0..4 are gone.
+    l.s.send(pkt(9));
+    let f = l.s.poll_transmit(ms(1)).unwrap();
+    assert_eq!(Frame::parse(&f), Some(Frame::Data { seq: 4, base: 4, payload: pkt(9) }));
+    l.r.handle_frame(ms(1), &f);
+    assert_eq!((l.r.poll_deliver(), l.r.stats().frames_skipped), (Some(pkt(9)), 4));
+}
+
 #[test]
 fn out_of_order_delivery_hands_up_at_once_in_order_delivery_waits() {
     for (delivery, want) in [(Delivery::InOrder, vec![0, 1, 2, 3]), (Delivery::OutOfOrder, vec![0, 2, 3, 1])] {

@@ -99,7 +99,7 @@ impl ElnSettings {
         }
         Ok(())
     }
-    fn config(&self, role: ElnRole) -> ElnConfig {
+    pub(crate) fn config(&self, role: ElnRole) -> ElnConfig {
         let d = ElnConfig::default();
         ElnConfig {
             role,

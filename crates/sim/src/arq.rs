@@ -17,7 +17,28 @@
 //! it goes on the air (a feature does not see transmissions), so its default is long enough for a full
 //! window of frames and their link ACKs to cross the medium ahead of it.
 //!
-//! Not here yet: ARQ together with `[mobility]` (refused), and with an agent at the sending end (refused).
+//! # With `[mobility]`
+//!
+//! Each cell's link runs its own pair of ends; the link layer does not hand over. What the base station
+//! forwards to the mobile comes out of its handoff agent (decapsulated from the home agent's tunnel, or
+//! resent from the handoff buffer) and is taken here through [`Feature::on_agent_output`]; handoff control
+//! messages and beacons are management traffic and go outside the data ARQ. When the mobile leaves a cell,
+//! the frames its base station still sends there are lost in the air and each is given up after the retry
+//! limit (`arq_frames_abandoned`), as a real link layer that is not told the station left does; in
+//! overlapping cells the old base station's frames still reach the mobile and drain. When the mobile
+//! associates with a cell (a handoff to it, or back in range of its own cell under beacon motion), both ends
+//! of that cell's link restart with fresh sequence state, as an 802.11 reassociation resets it
+//! ([`Feature::on_reassociate`], [`ArqSender::restart`]): what the base station's end still held from the
+//! last visit is discarded (`arq_frames_flushed`; TCP, or the multicast scheme's buffer, recovers it), the
+//! receiver hands up what it held above a gap, and LL-TCP-AWARE's DUPACK filter forgets its connections.
+//! Without the restart a receiver that missed more than two windows of given-up frames would refuse every
+//! later frame (`lasthop_arq`'s tests show it). When the core purges a link direction (a base station
+//! that fails, or `mobility.old_bs_drains = false` at the old base station) the sending end's frames go too
+//! ([`Feature::on_link_purge`], [`ArqSender::flush`]); numbering goes on and the receiver skips them. Counters
+//! `arq_restarts` and `arq_frames_flushed` (at the sending end).
+//!
+//! Not here: an agent at the sending end (refused: ARQ takes the packets before it would see them), and
+//! `[mobile_ip]` (refused: its entities send on the cells themselves).
 
 use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
 use crate::metrics::RunResult;
@@ -91,6 +112,15 @@ impl ArqSettings {
     }
 }
 
+/// The packet a link frame (an ARQ packet's IPv4 payload) carries: `None` for a link ACK or an unreadable
+/// frame.
+pub(crate) fn carried_packet(frame: Bytes) -> Option<Bytes> {
+    match lasthop_arq::Frame::parse(&frame)? {
+        lasthop_arq::Frame::Data { payload, .. } => Ipv4Packet::new_checked(&payload[..]).is_ok().then_some(payload),
+        lasthop_arq::Frame::Ack { .. } => None,
+    }
+}
+
 pub(crate) enum ArqEvent {
     /// The sender at end `from` of ARQ link `i` may have a timer due.
     Timer { i: usize, from: usize },
@@ -111,6 +141,8 @@ struct ArqLink {
     /// By sending end: `halves[0]` carries a→b (always), `halves[1]` b→a (`both_directions`).
     halves: [Option<Half>; 2],
     filter: Option<DupAckFilter>,
+    /// DUPACKs the filters discarded at a restart had suppressed.
+    suppressed_before_restart: u64,
     ident: u16,
     /// Packets refused by the link's full queue; malformed frames or packets dropped.
     refused: u64,
@@ -120,7 +152,13 @@ struct ArqLink {
 pub(crate) struct Arq {
     id: FeatureId,
     links: Vec<ArqLink>,
+    /// A sending end has an agent whose output must be taken ([`Feature::on_agent_output`]): mobility's
+    /// handoff agent at a base station.
+    agent_output: bool,
 }
+
+/// Connections LL-TCP-AWARE's filter remembers at one base station.
+const FILTER_CONNECTIONS: usize = 1024;
 
 impl Arq {
     pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Option<Arq> {
@@ -145,7 +183,8 @@ impl Arq {
                 ends,
                 addrs: [world.nodes[ends[0]].addr, world.nodes[ends[1]].addr],
                 halves: [Some(half()), a.both_directions.then(half)],
-                filter: a.tcp_aware.then(|| DupAckFilter::new(1024)),
+                filter: a.tcp_aware.then(|| DupAckFilter::new(FILTER_CONNECTIONS)),
+                suppressed_before_restart: 0,
                 ident: 0,
                 refused: 0,
                 malformed_tcp: 0,
@@ -155,7 +194,11 @@ impl Arq {
             return None;
         }
         world.add_control_protocol(PROTO_ARQ);
-        Some(Arq { id, links })
+        // Features that install agents (mobility) are built before this one.
+        let agent_output = links
+            .iter()
+            .any(|l| l.halves.iter().zip(l.ends).any(|(h, end)| h.is_some() && world.nodes[end].agent.is_some()));
+        Some(Arq { id, links, agent_output })
     }
 
     /// A link frame as an IPv4 packet from end `from` to the other end.
@@ -237,7 +280,13 @@ impl Arq {
             let p = Self::wrap(l, at, &ack);
             world.send(now, (l.link, at), p, false);
         }
-        let node = l.ends[at];
+        self.hand_up(world, now, i, at, up);
+    }
+
+    /// Packets the receiver at end `at` of link `i` handed up: to the node itself, or on by its routes (a base
+    /// station passes the mobile's packets on; LL-TCP-AWARE judges them first).
+    fn hand_up(&mut self, world: &mut World, now: Time, i: usize, at: usize, up: Vec<Bytes>) {
+        let node = self.links[i].ends[at];
         for p in up {
             let Ok(inner) = Ipv4Packet::new_checked(&p[..]) else {
                 self.links[i].malformed_tcp += 1;
@@ -270,10 +319,10 @@ impl Arq {
         }
     }
 
-    /// The ARQ half at `node` that sends toward `dst` (by the node's routes), as (link, sending end).
+    /// The ARQ half at `node` that sends toward `dst` (by the node's default gateway or routes), as (link,
+    /// sending end).
     fn outgoing(&self, world: &World, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
-        let to = world.nodes.iter().position(|n| n.addr == dst)?;
-        let out = world.nodes[node].routes[to]?;
+        let out = world.next_hop(node, dst)?;
         self.links.iter().enumerate().find_map(|(i, l)| {
             let from = l.ends.iter().position(|&e| e == node)?;
             (out == (l.link, from) && l.halves[from].is_some()).then_some((i, from))
@@ -286,7 +335,7 @@ impl Feature for Arq {
         // With ARQ both ways the mobile's own packets (its TCP ACKs and data) go in link frames. One way, the
         // first end is a base station forwarding what arrives, seen by `on_arrive`.
         let host_send = self.links.iter().any(|l| l.halves[1].is_some());
-        HookSet { arrive: true, host_send, ..HookSet::default() }
+        HookSet { arrive: true, host_send, agent_output: self.agent_output, ..HookSet::default() }
     }
 
     fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
@@ -316,13 +365,55 @@ impl Feature for Arq {
                 return self.judge_from_mobile(i, packet);
             }
         }
-        if is_frame || ip.dst_addr() == world.nodes[node].addr {
+        if is_frame || ip.dst_addr() == world.nodes[node].addr || world.is_control_protocol(ip.protocol()) {
             return false;
         }
         // A packet this node forwards onto a link direction that runs ARQ.
         match self.outgoing(world, node, ip.dst_addr()) {
             Some((i, from)) => self.take(world, now, i, from, packet),
             None => false,
+        }
+    }
+
+    fn on_agent_output(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+        let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return false };
+        if world.is_control_protocol(ip.protocol()) {
+            return false;
+        }
+        match self.outgoing(world, node, ip.dst_addr()) {
+            Some((i, from)) => self.take(world, now, i, from, packet),
+            None => false,
+        }
+    }
+
+    fn on_reassociate(&mut self, world: &mut World, now: Time, link: usize) {
+        let Some(i) = self.links.iter().position(|l| l.link == link) else { return };
+        for from in 0..2 {
+            let l = &mut self.links[i];
+            let Some(h) = l.halves[from].as_mut() else { continue };
+            h.sender.restart();
+            h.receiver.restart();
+            // A timer event already scheduled finds nothing due and re-arms for the fresh sender.
+            h.timer = None;
+            let mut up = Vec::new();
+            while let Some(p) = h.receiver.poll_deliver() {
+                up.push(p);
+            }
+            self.hand_up(world, now, i, 1 - from, up);
+        }
+        let l = &mut self.links[i];
+        if let Some(f) = l.filter.as_mut() {
+            l.suppressed_before_restart += f.stats().dupacks_suppressed;
+            *f = DupAckFilter::new(FILTER_CONNECTIONS);
+        }
+    }
+
+    fn on_link_purge(&mut self, _world: &mut World, link: usize, dir: usize) {
+        // The world's direction `dir` sends from `ends[dir]`, as the half of that index does.
+        for l in self.links.iter_mut().filter(|l| l.link == link) {
+            if let Some(h) = l.halves[dir].as_mut() {
+                h.sender.flush();
+            }
         }
     }
 
@@ -346,6 +437,8 @@ impl Feature for Arq {
                     ("arq_gap_retransmissions", s.gap_retransmissions),
                     ("arq_frames_abandoned", s.frames_abandoned),
                     ("arq_queue_drops", s.queue_drops),
+                    ("arq_restarts", s.restarts),
+                    ("arq_frames_flushed", s.frames_flushed),
                 ] {
                     *c.entry(k.into()).or_default() += v;
                 }
@@ -362,7 +455,7 @@ impl Feature for Arq {
             }
             let c = result.agents.entry(world.nodes[l.ends[0]].name.clone()).or_default();
             *c.entry("arq_dupacks_suppressed".into()).or_default() +=
-                l.filter.as_ref().map_or(0, |f| f.stats().dupacks_suppressed);
+                l.suppressed_before_restart + l.filter.as_ref().map_or(0, |f| f.stats().dupacks_suppressed);
             let c = result.agents.entry(world.nodes[l.ends[1]].name.clone()).or_default();
             *c.entry("arq_malformed".into()).or_default() += l.malformed_tcp;
         }

@@ -32,7 +32,11 @@
 //!      neither (the link layer at a mobile host takes its own packets here too, `arq.rs`);
 //!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a
 //!      packet to it with [`World::hand_to_agent`], and sends its own with [`World::route`] (by the routing
-//!      table) or [`World::send`] (on a given link and direction, priority queue or not);
+//!      table) or [`World::send`] (on a given link and direction, priority queue or not); what an agent
+//!      passes on or makes is offered to [`Feature::on_agent_output`] before the core routes it (the link
+//!      layer taking what a base station's handoff agent forwards to the mobile, `arq.rs`);
+//!    - association: [`World::reassociate`] tells every other feature, through [`Feature::on_reassociate`],
+//!      that the mobile associated with a cell's link (mobility's handoffs), so link-layer state restarts;
 //!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
 //!      endpoints, and a feature's own endpoints ([`World::add_endpoint`] with
 //!      [`Owner::Feature`](crate::world::Owner)) come back to [`Feature::after_endpoint`] whenever the core
@@ -134,6 +138,22 @@ pub(crate) trait Feature {
     fn on_host_send(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
         false
     }
+
+    /// A packet `node`'s agent passes on or makes (a base station's handoff agent forwarding to the mobile),
+    /// before the core routes it; true when the feature took it (the link layer sends it in its own frames).
+    /// Needs `hooks().agent_output`.
+    fn on_agent_output(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {
+        false
+    }
+
+    /// The mobile (re)associated with the cell of wireless `link` (a handoff to it, or back in its range):
+    /// link-layer state for that link starts afresh, as a real reassociation resets it ([`World::reassociate`]).
+    fn on_reassociate(&mut self, _world: &mut World, _now: Time, _link: usize) {}
+
+    /// The core purged direction `dir` of `link` ([`World::purge_link`]: a failed node, or a base station told
+    /// to discard what it queued for the mobile): the feature's own link layer drops what it holds to send that
+    /// way.
+    fn on_link_purge(&mut self, _world: &mut World, _link: usize, _dir: usize) {}
 
     /// A non-TCP packet addressed to `node`; true when the feature took it (else it counts as undeliverable).
     fn on_datagram(&mut self, _world: &mut World, _now: Time, _node: usize, _packet: &Bytes) -> bool {

@@ -492,15 +492,23 @@ impl Scenario {
                     return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
                 }
                 a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
+                if self.mobile_ip.is_some() {
+                    // Mobile IP's base stations and mobile send on their cells themselves (`crate::mobile_ip`),
+                    // past any link layer; its `buffer_cleanup = "link-ack"` models the link's acknowledgements.
+                    return Err((
+                        p("arq"),
+                        "link-level ARQ does not run with `[mobile_ip]` (its base stations send to the mobile \
+                         themselves; `mobile_ip.buffer_cleanup = \"link-ack\"` models the link's acknowledgements): \
+                         remove it or use `[mobility]`"
+                            .into(),
+                    ));
+                }
                 let senders = if a.both_directions { &l.ends[..] } else { &l.ends[..1] };
                 if let Some(end) = senders.iter().find(|e| !self.nodes[*e].agent.is_none()) {
                     return Err((
                         format!("nodes.{end}.agent"),
                         format!("`{end}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)"),
                     ));
-                }
-                if self.mobility.as_ref().is_some_and(|m| m.scheme != crate::mobility::SchemeKind::None) {
-                    return Err((p("arq"), "link-level ARQ with `[mobility]` is not supported yet".into()));
                 }
             }
             l.error.validate().map_err(|m| (p("error"), m))?;
@@ -589,10 +597,12 @@ impl Scenario {
             m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
             self.validate_split_cells(m)?;
             for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
-                // The handoff agent runs Snoop itself; split relays move between base stations (`crate::split`);
-                // the others have no handoff-aware version.
+                // The handoff agent runs Snoop, M-TCP's supervisor or E2E-ELN's notifier itself; split relays move
+                // between base stations (`crate::split`); the others have no handoff-aware version.
                 let kinds = &self.nodes[b].agent.0;
-                let handoff_aware = |k: &AgentKind| *k == AgentKind::Snoop || *k == AgentKind::Mtcp || k.is_split();
+                let handoff_aware = |k: &AgentKind| {
+                    matches!(k, AgentKind::Snoop | AgentKind::Mtcp | AgentKind::ElnFixed) || k.is_split()
+                };
                 if kinds.len() > 1 && kinds.contains(&AgentKind::Mtcp) {
                     return Err((
                         format!("nodes.{b}.agent"),
@@ -600,11 +610,18 @@ impl Scenario {
                             .into(),
                     ));
                 }
+                if kinds.len() > 1 && kinds.contains(&AgentKind::ElnFixed) {
+                    return Err((
+                        format!("nodes.{b}.agent"),
+                        "a mobility base station runs E2E-ELN's notifier alone: expected \"eln-fixed\" without other agents"
+                            .into(),
+                    ));
+                }
                 if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {
                     return Err((
                         format!("nodes.{b}.agent"),
                         format!(
-                            "a mobility base station runs \"none\", \"snoop\" or \"mtcp\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
+                            "a mobility base station runs \"none\", \"snoop\", \"mtcp\" or \"eln-fixed\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
                             AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
                         ),
                     ));

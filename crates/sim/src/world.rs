@@ -168,6 +168,8 @@ pub(crate) struct HookSet {
     pub after_flow_endpoint: bool,
     /// [`Feature::on_host_send`]: a host's own outgoing packets.
     pub host_send: bool,
+    /// [`Feature::on_agent_output`]: the packets a node's agent passes on or makes.
+    pub agent_output: bool,
 }
 
 pub struct World {
@@ -305,6 +307,7 @@ impl World {
         self.hooks.arrive |= h.arrive;
         self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
         self.hooks.host_send |= h.host_send;
+        self.hooks.agent_output |= h.agent_output;
         self.features.push(Some(feature));
     }
 
@@ -331,6 +334,19 @@ impl World {
     pub(crate) fn add_control_protocol(&mut self, protocol: u8) {
         if !self.control_protocols.contains(&protocol) {
             self.control_protocols.push(protocol);
+        }
+    }
+
+    /// Whether `protocol` is a feature's control traffic ([`World::add_control_protocol`]).
+    pub(crate) fn is_control_protocol(&self, protocol: u8) -> bool {
+        self.control_protocols.contains(&protocol)
+    }
+
+    /// The mobile (re)associated with the cell of wireless `link`: every feature but the one calling restarts
+    /// its link-layer state for that link ([`Feature::on_reassociate`]).
+    pub(crate) fn reassociate(&mut self, now: Time, link: usize) {
+        for i in 0..self.features.len() {
+            self.with_feature(FeatureId(i), |f, w| f.on_reassociate(w, now, link));
         }
     }
 
@@ -582,6 +598,13 @@ impl World {
             .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_arrive(w, now, node, link, packet)) == Some(true))
     }
 
+    /// Offers a packet `node`'s agent passes on or makes to the features, in registration order, until one
+    /// takes it.
+    fn offer_agent_output(&mut self, now: Time, node: usize, packet: &Bytes) -> bool {
+        (0..self.features.len())
+            .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_agent_output(w, now, node, packet)) == Some(true))
+    }
+
     /// Hands `packet` to the agent at `node` as if it had arrived travelling toward `side`, and carries out
     /// what the agent asks for.
     pub(crate) fn hand_to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
@@ -613,6 +636,9 @@ impl World {
                     continue;
                 }
             };
+            if self.hooks.agent_output && self.offer_agent_output(now, node, &packet) {
+                continue;
+            }
             self.route(now, node, dst, packet, priority);
         }
         self.actions = actions;
@@ -626,7 +652,8 @@ impl World {
         }
     }
 
-    fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
+    /// Where `node` sends a packet for `dst`: its default gateway if it has one (a mobile host), else its route.
+    pub(crate) fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
         let n = &self.nodes[node];
         if let Some(gateway) = n.gateway.filter(|_| dst != n.addr) {
             return Some(gateway);
@@ -665,9 +692,14 @@ impl World {
 
     /// Takes out of both transmit queues of direction `dir` of `link` every frame not yet on the air for which
     /// `matches` holds; returns how many (see [`Link::purge`]).
+    /// Every other feature's link layer drops what it holds for that direction too ([`Feature::on_link_purge`];
+    /// counted there, not here).
     pub(crate) fn purge_link(&mut self, link: usize, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
         let purged = self.links[link].purge(dir, matches);
         self.medium_update(link);
+        for i in 0..self.features.len() {
+            self.with_feature(FeatureId(i), |f, w| f.on_link_purge(w, link, dir));
+        }
         purged
     }
 

@@ -168,4 +168,6 @@ fn combinations_still_refused_name_their_field() {
     assert!(e.contains("nodes.bs1.agent") && e.contains("alone"), "{e}");
     let e = scenario("eln", |_| {}).unwrap_err();
     assert!(e.contains("nodes.bs1.agent") && e.contains("not supported"), "{e}");
+    let e = scenario("eln-fixed+snoop", |_| {}).unwrap_err();
+    assert!(e.contains("nodes.bs1.agent") && e.contains("alone"), "{e}");
 }

@@ -2,6 +2,7 @@
 //! the last packets tunnelled to the mobile, the Snoop mirror, and the plain scheme's forwarding pointer.
 
 use super::msg::{seq_after, Control, Kind, PROTO_HANDOFF};
+use crate::eln::{Eln, ElnConfig};
 use crate::mtcp::{Mtcp, MtcpConfig};
 use crate::snoop::{Snoop, SnoopConfig};
 use crate::{Action, Agent, DropReason, HandoverState, Side, Time};
@@ -48,6 +49,13 @@ pub struct BsConfig {
     /// unreachable or back ([`Agent::on_reachability`]), and hands its state over at a handoff
     /// ([`Agent::hand_over`]; `crate::mtcp`).
     pub mtcp: Option<MtcpConfig>,
+    /// E2E-ELN's notifier for a fixed sender at this base station (`crate::eln`, role
+    /// [`crate::eln::ElnRole::MarkForwarded`]; not with Snoop): while primary for a mobile it records the data
+    /// it forwards to it and sets the ELN bit on the mobile's duplicate ACKs for that data, lost on the
+    /// wireless hop (seed 002, "Cellular Wireless Transit Links"). Built afresh whenever this base station
+    /// becomes primary and dropped when it stops, as Snoop is: the link's state does not hand over, and what
+    /// a fresh notifier has not seen it does not mark (the sender then reacts as plain TCP; no data is lost).
+    pub eln: Option<ElnConfig>,
     /// The host's transmission reports (`Agent::on_transmit`) reach Snoop, which then times recovery from
     /// transmissions (lasthop's transmit-timed rules; false: seed 000 §6's queue-timed Snoop). Only for the
     /// Snoop of the primary the run starts with: a Snoop that takes over at a handoff is always queue-timed,
@@ -69,6 +77,7 @@ impl BsConfig {
             mirror_packets: 48,
             snoop: None,
             mtcp: None,
+            eln: None,
             transmit_reports: true,
         }
     }
@@ -109,6 +118,8 @@ struct Mobile {
     ring: VecDeque<(u16, Bytes)>,
     /// Snoop state for this mobile's connections while primary.
     snoop: Option<Snoop>,
+    /// E2E-ELN's notifier for this mobile's connections while primary.
+    eln: Option<Eln>,
     /// Transmission reports go to `snoop` (see [`BsConfig::transmit_reports`]).
     reports: bool,
     /// Plain scheme: the BS the mobile moved to.
@@ -123,8 +134,10 @@ pub struct BaseStation {
     cfg: BsConfig,
     mobiles: BTreeMap<Ipv4Addr, Mobile>,
     stats: BsStats,
-    /// Snoop counters of Snoop instances discarded when this BS stopped being primary.
+    /// Counters of the Snoop and ELN instances discarded when this BS stopped being primary.
     retired: BTreeMap<&'static str, u64>,
+    /// The host's last report of its queue toward the mobiles (a fraction of its capacity), for ELN.
+    queue_to_mobile: f64,
     ident: u16,
     /// M-TCP's supervisor, for every mobile this base station serves.
     supervisor: Option<Mtcp>,
@@ -141,6 +154,7 @@ impl BaseStation {
             mobiles: BTreeMap::new(),
             stats: BsStats::default(),
             retired: BTreeMap::new(),
+            queue_to_mobile: 0.0,
             ident: 0,
             supervisor,
         }
@@ -153,9 +167,11 @@ impl BaseStation {
             self.cfg.mobiles.push(mobile);
         }
         let (snoop, transmit_reports) = (self.cfg.snoop.clone(), self.cfg.transmit_reports);
+        let eln = self.new_eln();
         let m = self.mobile(mobile);
         m.role = role;
         m.snoop = if role == Role::Primary { snoop.map(Snoop::new) } else { None };
+        m.eln = if role == Role::Primary { eln } else { None };
         m.reports = transmit_reports;
     }
 
@@ -203,12 +219,27 @@ impl BaseStation {
         self.mobiles.get(&mobile)?.snoop.as_ref()
     }
 
+    /// A fresh ELN notifier (if this BS runs one), told the host's last report of its queue toward the mobile.
+    fn new_eln(&self) -> Option<Eln> {
+        self.cfg.eln.clone().map(|c| {
+            let mut e = Eln::new(c);
+            e.on_queue_occupancy(Side::ToMobile, self.queue_to_mobile);
+            e
+        })
+    }
+
+    /// The ELN notifier serving `mobile`, if this BS is its primary and runs one.
+    pub fn eln(&self, mobile: Ipv4Addr) -> Option<&Eln> {
+        self.mobiles.get(&mobile)?.eln.as_ref()
+    }
+
     fn mobile(&mut self, addr: Ipv4Addr) -> &mut Mobile {
         self.mobiles.entry(addr).or_insert_with(|| Mobile {
             role: Role::Idle,
             seq: None,
             ring: VecDeque::new(),
             snoop: None,
+            eln: None,
             reports: false,
             forward_to: None,
             awaiting_notify_ack: None,
@@ -220,11 +251,13 @@ impl BaseStation {
         c.emit(self.cfg.addr, dst, self.ident)
     }
 
+    /// This BS stops being `addr`'s primary: its Snoop and ELN state go, their counters kept.
     fn retire_snoop(&mut self, addr: Ipv4Addr) {
-        if let Some(s) = self.mobiles.get_mut(&addr).and_then(|m| m.snoop.take()) {
-            for (k, v) in s.counters() {
-                *self.retired.entry(k).or_default() += v;
-            }
+        let Some(m) = self.mobiles.get_mut(&addr) else { return };
+        let snoop = m.snoop.take().map(|s| s.counters()).unwrap_or_default();
+        let eln = m.eln.take().map(|e| e.counters()).unwrap_or_default();
+        for (k, v) in snoop.into_iter().chain(eln) {
+            *self.retired.entry(k).or_default() += v;
         }
     }
 
@@ -290,10 +323,12 @@ impl BaseStation {
                     return;
                 }
                 let snoop = self.cfg.snoop.clone().map(Snoop::new);
+                let eln = self.new_eln();
                 let m = self.mobile(c.mobile);
                 m.role = Role::Primary;
                 m.forward_to = None;
                 m.snoop = snoop;
+                m.eln = eln;
                 m.reports = false;
                 m.awaiting_notify_ack = Some(c.seq);
                 let ack = self.control(&Control::new(Kind::GreetingAck, c.seq, c.mobile, me), c.mobile);
@@ -339,6 +374,7 @@ impl BaseStation {
     fn promote(&mut self, now: Time, addr: Ipv4Addr, ids: &[u16], out: &mut Vec<Action>) {
         let buffer = self.cfg.buffer_packets;
         let mut snoop = self.cfg.snoop.clone().map(Snoop::new);
+        let mut eln = self.new_eln();
         let m = self.mobile(addr);
         m.role = Role::Primary;
         m.forward_to = None;
@@ -360,14 +396,16 @@ impl BaseStation {
                 }
             } else {
                 resent += 1;
-                match snoop.as_mut() {
-                    Some(s) => s.on_packet(now, Side::ToMobile, p, out),
-                    None => out.push(Action::Forward(Side::ToMobile, p)),
+                match (snoop.as_mut(), eln.as_mut()) {
+                    (Some(s), _) => s.on_packet(now, Side::ToMobile, p, out),
+                    (None, Some(e)) => e.on_packet(now, Side::ToMobile, p, out),
+                    (None, None) => out.push(Action::Forward(Side::ToMobile, p)),
                 }
             }
         }
         let m = self.mobile(addr);
         m.snoop = snoop;
+        m.eln = eln;
         m.reports = false;
         self.stats.resent_from_buffer += resent;
         if found.is_some() {
@@ -423,18 +461,17 @@ impl BaseStation {
         if let Some(sup) = self.supervisor.as_mut() {
             return sup.on_packet(now, Side::ToMobile, inner, out);
         }
-        let m = self.mobiles.get_mut(&mobile).expect("inserted above");
-        match m.snoop.as_mut() {
-            Some(s) => s.on_packet(now, Side::ToMobile, inner, out),
-            None => out.push(Action::Forward(Side::ToMobile, inner)),
-        }
+        self.transit(now, mobile, Side::ToMobile, inner, out);
     }
 
-    /// The Snoop (if any) that owns a transit packet: data to a mobile, or an ACK from one.
-    fn snoop_for(&mut self, side: Side, packet: &[u8]) -> Option<&mut Snoop> {
-        let ip = Ipv4Packet::new_checked(packet).ok()?;
-        let mobile = if side == Side::ToMobile { ip.dst_addr() } else { ip.src_addr() };
-        self.mobiles.get_mut(&mobile)?.snoop.as_mut()
+    /// A packet to or from `mobile` goes through the agent serving it here (Snoop or ELN, while primary), else
+    /// straight on.
+    fn transit(&mut self, now: Time, mobile: Ipv4Addr, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        match self.mobiles.get_mut(&mobile) {
+            Some(Mobile { snoop: Some(s), .. }) => s.on_packet(now, side, packet, out),
+            Some(Mobile { eln: Some(e), .. }) => e.on_packet(now, side, packet, out),
+            _ => out.push(Action::Forward(side, packet)),
+        }
     }
 }
 
@@ -467,9 +504,20 @@ impl Agent for BaseStation {
         if let Some(sup) = self.supervisor.as_mut().filter(|_| side == Side::ToWired) {
             return sup.on_packet(now, side, packet, out);
         }
-        match self.snoop_for(side, &packet) {
-            Some(s) => s.on_packet(now, side, packet, out),
-            None => out.push(Action::Forward(side, packet)),
+        // A transit packet belongs to the mobile it goes to or comes from.
+        let mobile = if side == Side::ToMobile { ip.dst_addr() } else { ip.src_addr() };
+        self.transit(now, mobile, side, packet, out);
+    }
+
+    /// The host's queue toward the mobiles is ELN's "input queue" (see `crate::eln`): a segment forwarded
+    /// while it is over the congestion threshold may yet be dropped there, so it is not vouched for.
+    fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
+        if side != Side::ToMobile {
+            return;
+        }
+        self.queue_to_mobile = fraction;
+        for e in self.mobiles.values_mut().filter_map(|m| m.eln.as_mut()) {
+            e.on_queue_occupancy(side, fraction);
         }
     }
 
@@ -517,10 +565,9 @@ impl Agent for BaseStation {
         let s = &self.stats;
         let mut snoop = self.retired.clone();
         for m in self.mobiles.values() {
-            if let Some(sn) = &m.snoop {
-                for (k, v) in sn.counters() {
-                    *snoop.entry(k).or_default() += v;
-                }
+            let live = m.snoop.iter().flat_map(|s| s.counters()).chain(m.eln.iter().flat_map(|e| e.counters()));
+            for (k, v) in live {
+                *snoop.entry(k).or_default() += v;
             }
         }
         let mut v = vec![

@@ -502,3 +502,59 @@ fn an_mtcp_base_station_freezes_the_sender_when_the_mobile_leaves_and_the_next_o
     let c = new.counters();
     assert!(c.contains(&("taken_over", 1)) && c.contains(&("resumes", 1)), "{c:?}");
 }
+
+/// Whether a MH → FH packet carries the ELN bit.
+fn eln_marked(p: &Bytes) -> bool {
+    let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+    lasthop_wire::TcpPacket::new_checked(ip.payload()).unwrap().eln()
+}
+
+/// The mobile's ACK `ack(i)` through the base station: the ELN bit of what goes on to the fixed host.
+fn ack_marked(b: &mut BaseStation, i: u32) -> bool {
+    let mut out = Vec::new();
+    b.on_packet(T0, Side::ToWired, ack(i), &mut out);
+    match out.as_slice() {
+        [Action::Forward(Side::ToWired, p)] => eln_marked(p),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_eln_base_station_marks_dupacks_only_for_what_it_forwarded_as_primary_and_starts_afresh_each_time() {
+    let mut cfg = BsConfig::new(BS2, HA);
+    cfg.mobiles = vec![MH];
+    cfg.peers = vec![BS1];
+    cfg.eln = Some(crate::eln::ElnConfig { role: crate::eln::ElnRole::MarkForwarded, ..Default::default() });
+    let mut b = BaseStation::new(cfg);
+    b.set_role(MH, Role::Buffering);
+    assert!(b.eln(MH).is_none(), "a buffering base station forwards nothing, so vouches for nothing");
+    for i in 0..20 {
+        feed(&mut b, tunnel(i, BS2));
+    }
+    // The mobile had up to 1014: segments 15..19 are resent from the buffer, through the notifier.
+    let out = feed(&mut b, forward_req(1, &[1013, 1014]));
+    assert_eq!(forwarded(&out), (1015..1020).collect::<Vec<u16>>());
+    assert!(b.eln(MH).is_some());
+    // A DUPACK for segment 12, which this base station buffered but never sent: no evidence, no mark.
+    assert!(!ack_marked(&mut b, 12) && !ack_marked(&mut b, 12));
+    // A DUPACK for segment 15, which it sent: lost on the wireless hop, marked (the first, new, ACK is not).
+    assert!(!ack_marked(&mut b, 15));
+    assert!(ack_marked(&mut b, 15));
+    // Data tunnelled in now goes through the notifier too.
+    assert_eq!(forwarded(&feed(&mut b, tunnel(20, BS2))), vec![1020]);
+    assert!(!ack_marked(&mut b, 20) && ack_marked(&mut b, 20));
+    // The mobile moves on: the notifier goes with the primary role, its counters stay.
+    feed(&mut b, Control::new(Kind::Buffer, 2, MH, Ipv4Addr::UNSPECIFIED).emit(MH, BS2, 1));
+    assert!(b.eln(MH).is_none());
+    assert!(!ack_marked(&mut b, 20) && !ack_marked(&mut b, 20), "not primary: passed on untouched");
+    assert!(b.counters().contains(&("dupacks_marked", 2)), "{:?}", b.counters());
+    // Back as primary with its queue toward the mobile over the congestion threshold: the fresh notifier
+    // knows the queue and vouches for nothing it forwards into it.
+    b.on_queue_occupancy(Side::ToMobile, 0.9);
+    feed(&mut b, tunnel(21, BS2));
+    let out = feed(&mut b, forward_req(3, &[1021]));
+    assert!(forwarded(&out).is_empty(), "the mobile has the last packet");
+    assert_eq!(forwarded(&feed(&mut b, tunnel(22, BS2))), vec![1022]);
+    assert!(!ack_marked(&mut b, 22) && !ack_marked(&mut b, 22));
+    assert!(b.counters().contains(&("forwarded_under_congestion", 1)), "{:?}", b.counters());
+}

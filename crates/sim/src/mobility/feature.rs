@@ -112,6 +112,9 @@ impl Mobility {
             if kinds.contains(&crate::scenario::AgentKind::Mtcp) {
                 c.mtcp = Some(lasthop_agents::mtcp::MtcpConfig::default());
             }
+            if kinds.contains(&crate::scenario::AgentKind::ElnFixed) {
+                c.eln = Some(s.eln.config(lasthop_agents::eln::ElnRole::MarkForwarded));
+            }
             let mut agent = BaseStation::new(c);
             let role = if i == first {
                 BsRole::Primary
@@ -222,6 +225,10 @@ impl Mobility {
         schedule(world, self.id, next, MobilityEvent::Walk);
         if let Some(reachable) = reach {
             self.tell_reachability(world, now, self.m.current, reachable);
+            if reachable {
+                // Back in range of its own cell without a handoff: the mobile associates with it again.
+                world.reassociate(now, self.m.bs_link[self.m.current]);
+            }
         }
         if left {
             self.start_pause(world, now); // the crossing begins when the mobile leaves its cell's range
@@ -336,6 +343,8 @@ impl Mobility {
         // The mobile's default gateway is its current cell's BS (seed 004: "updates its routing table").
         let uplink = m.bs_link[target];
         world.nodes[m.mh].gateway = Some((uplink, world.links[uplink].dir_from(m.mh)));
+        world.reassociate(now, uplink);
+        let m = &mut self.m;
         let addr = |i: usize| world.nodes[m.bss[i]].addr;
         let likely: Vec<Ipv4Addr> = likely.iter().map(|&i| addr(i)).collect();
         let msgs = m.controller.handoff(addr(target), &likely);
@@ -512,13 +521,26 @@ impl Feature for Mobility {
     fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
         let m = &mut self.m;
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
-        let (src, dst, proto, ident) = (ip.src_addr(), ip.dst_addr(), ip.protocol(), ip.ident());
+        let (dst, proto) = (ip.dst_addr(), ip.protocol());
         if node == m.mh {
+            // A link-level ARQ frame carries a packet from the base station (`crate::arq` delivers it): the
+            // mobile's handoff controller and the handoff's measures see that packet; link ACKs carry none.
+            let carried = if proto == crate::arq::PROTO_ARQ {
+                match crate::arq::carried_packet(packet.slice(ip.payload_range())) {
+                    Some(p) => Some(p),
+                    None => return false,
+                }
+            } else {
+                None
+            };
+            let packet = carried.as_ref().unwrap_or(packet);
+            let ip = Ipv4Packet::new_unchecked(&packet[..]);
+            let (src, proto, ident) = (ip.src_addr(), ip.protocol(), ip.ident());
             let from_bs = m.bs_link.iter().position(|&l| l == link);
             let event = m.controller.on_received(packet);
             let decided = m.handoffs.last().map(|h| Time((h.decided_s * 1e9).round() as u64));
             let since = |t: Option<Time>| t.map(|d| now.saturating_since(d).as_secs_f64());
-            if proto != handoff::PROTO_HANDOFF {
+            if proto != handoff::PROTO_HANDOFF || carried.is_some() {
                 let dup = m.seen_before((src, ident));
                 let current = m.current;
                 if let Some(h) = m.handoffs.last_mut() {
@@ -559,6 +581,18 @@ impl Feature for Mobility {
                 self.on_control_at_bs(world, now, node, packet);
             }
             return true;
+        }
+        if is_bs && mine && world.is_control_protocol(proto) {
+            return false; // another feature's frames between the base station and the mobile (link ARQ)
+        }
+        if let Some(i) = m.bss.iter().position(|&b| b == node && mine) {
+            // What the base station's agent forwards goes into its queue toward the mobile: E2E-ELN's notifier
+            // vouches for a segment only while that queue is not congested (`lasthop_agents::eln`).
+            let link = m.bs_link[i];
+            let occupancy = world.links[link].occupancy(world.links[link].dir_from(node));
+            if let Some(a) = world.nodes[node].agent.as_mut() {
+                a.on_queue_occupancy(lasthop_agents::Side::ToMobile, occupancy);
+            }
         }
         let home_agent_takes = node == m.ha && (mine || world.nodes[m.mh].addr == dst);
         if (is_bs && mine) || home_agent_takes {
