@@ -10,7 +10,7 @@ use crate::checksum;
 use crate::ipv4::{Ipv4Repr, PROTO_TCP};
 use crate::seq::SeqNum;
 use crate::{Result, WireError};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::net::Ipv4Addr;
 
 mod field {
@@ -538,7 +538,7 @@ impl TcpRepr {
         let tcp_len = self.header_len() + payload_len;
         let ip = Ipv4Repr { src, dst, protocol: PROTO_TCP, ident, ttl, payload_len: tcp_len };
         // Zeroed, then every byte written: header fields, options and NOP padding, and the payload.
-        let mut buf = BytesMut::zeroed(ip.buffer_len());
+        let mut buf = crate::buffer::zeroed(ip.buffer_len());
         ip.emit(&mut buf[..crate::ipv4::HEADER_LEN]);
         self.emit_with(&mut buf[crate::ipv4::HEADER_LEN..], src, dst, payload_len, fill_payload);
         buf.freeze()
