@@ -69,7 +69,7 @@ pub fn fill_summed(offset: u64, buf: &mut [u8]) -> u64 {
     while done < buf.len() {
         let n = (buf.len() - done).min(PERIOD - pos);
         let sum = u64::from(WORD_SUMS[pos + n] - WORD_SUMS[pos]) % 0xffff;
-        total += if (pos + done) % 2 == 0 { sum } else { sum * 256 % 0xffff };
+        total += if (pos + done).is_multiple_of(2) { sum } else { sum * 256 % 0xffff };
         done += n;
         pos = 0;
     }
