@@ -7,7 +7,9 @@ const PERIOD: usize = 65521;
 
 /// The pattern, computed at compile time (xorshift32 from a fixed seed: cheap, and no byte value is
 /// favoured), so that no run or process pays for building it.
-static PATTERN: [u8; PERIOD] = {
+static PATTERN: [u8; PERIOD] = build_pattern();
+
+const fn build_pattern() -> [u8; PERIOD] {
     let mut pattern = [0u8; PERIOD];
     let mut x: u32 = 0x9e37_79b9;
     let mut i = 0;
@@ -19,6 +21,21 @@ static PATTERN: [u8; PERIOD] = {
         i += 1;
     }
     pattern
+}
+
+/// `WORD_SUMS[i]`: the sum of `PATTERN[..i]` read as big-endian 16-bit words that start at even positions
+/// (an even position's byte weighs 256, an odd one's 1), for the Internet checksum of a payload without
+/// reading it ([`fill_summed`]). At most 65,521 · 255 · 256 < 2^32.
+static WORD_SUMS: [u32; PERIOD + 1] = {
+    let pattern = build_pattern();
+    let mut sums = [0u32; PERIOD + 1];
+    let mut i = 0;
+    while i < PERIOD {
+        let weight = if i % 2 == 0 { 256 } else { 1 };
+        sums[i + 1] = sums[i] + pattern[i] as u32 * weight;
+        i += 1;
+    }
+    sums
 };
 
 fn pattern() -> &'static [u8] {
@@ -36,6 +53,27 @@ pub fn fill(offset: u64, buf: &mut [u8]) {
         out = &mut out[n..];
         pos = 0;
     }
+}
+
+/// [`fill`], returning the one's-complement sum of what it wrote (RFC 1071) from running sums of the
+/// pattern instead of reading the bytes back: a value congruent modulo 0xffff to
+/// [`lasthop_wire::checksum::sum`] of `buf`, what [`lasthop_wire::TcpRepr::emit_with`] needs. A stretch
+/// of the pattern that starts at an odd position of `buf` relative to the pattern's parity has its words'
+/// bytes swapped, and a swapped sum is the sum times 256 modulo 0xffff (RFC 1071 §2(B), byte order
+/// independence).
+pub fn fill_summed(offset: u64, buf: &mut [u8]) -> u64 {
+    fill(offset, buf);
+    let mut pos = (offset % PERIOD as u64) as usize;
+    let mut done = 0;
+    let mut total = 0u64;
+    while done < buf.len() {
+        let n = (buf.len() - done).min(PERIOD - pos);
+        let sum = u64::from(WORD_SUMS[pos + n] - WORD_SUMS[pos]) % 0xffff;
+        total += if (pos + done).is_multiple_of(2) { sum } else { sum * 256 % 0xffff };
+        done += n;
+        pos = 0;
+    }
+    total
 }
 
 /// Whether `data` is exactly the content of stream bytes `offset .. offset + data.len()`.
@@ -85,6 +123,69 @@ mod tests {
             .collect();
         assert_eq!(&pattern()[..64], &head[..]);
         assert_eq!(pattern().len(), PERIOD);
+    }
+
+    /// The plain RFC 1071 sum, 16 bits at a time with the carries folded at every step.
+    fn rfc1071_sum(data: &[u8]) -> u64 {
+        let mut acc: u32 = 0;
+        for c in data.chunks(2) {
+            acc += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        u64::from(acc)
+    }
+
+    #[test]
+    fn summed_fill_is_the_rfc1071_sum_of_the_bytes() {
+        // Even and odd offsets and lengths, and stretches across one and two period boundaries.
+        let cases = [
+            (0, 1460),
+            (1, 1460),
+            (7, 1),
+            (1460 * 44 + 3, 1459),
+            (PERIOD as u64 - 1, 2),
+            (PERIOD as u64 * 3 - 701, 1460),
+        ];
+        for (offset, len) in cases.into_iter().chain([(PERIOD as u64 - 5, PERIOD + 11), (0, 0)]) {
+            let mut buf = vec![0u8; len];
+            let sum = fill_summed(offset, &mut buf);
+            assert!(matches(offset, &buf));
+            assert_eq!(sum % 0xffff, rfc1071_sum(&buf) % 0xffff, "offset {offset}, {len} bytes");
+            assert_eq!(sum % 0xffff, lasthop_wire::checksum::sum(&buf) % 0xffff, "offset {offset}, {len} bytes");
+        }
+    }
+
+    /// A segment built with the pattern's sum is byte for byte the segment built by summing its bytes.
+    #[test]
+    fn segment_checksummed_from_the_sum_equals_one_summed_byte_by_byte() {
+        use lasthop_wire::{SeqNum, TcpRepr};
+        use std::net::Ipv4Addr;
+        let (src, dst) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 1, 0, 1));
+        for (offset, len) in [(0u64, 1460usize), (PERIOD as u64 - 3, 1460), (12_345, 1), (99, 0)] {
+            let repr = TcpRepr {
+                src_port: 20_000,
+                dst_port: 5001,
+                seq: SeqNum(7),
+                ack: Some(SeqNum(9)),
+                window: 65535,
+                ..TcpRepr::default()
+            };
+            let summed = repr.emit_ipv4_with(src, dst, 1, 64, len, |out| Some(fill_summed(offset, out)));
+            let read = repr.emit_ipv4_with(src, dst, 1, 64, len, |out| {
+                fill(offset, out);
+                None
+            });
+            assert_eq!(summed, read, "offset {offset}, {len} bytes");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn summed_fill_agrees_with_summing_anywhere(offset in 0u64..10_000_000, len in 0usize..3000) {
+            let mut buf = vec![0u8; len];
+            let sum = fill_summed(offset, &mut buf);
+            proptest::prop_assert_eq!(sum % 0xffff, rfc1071_sum(&buf) % 0xffff);
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::config::{ms, ReceiverStats, TcpConfig};
 use crate::segment::{parse_counted, seq_at, signed_offset_of, ts_now};
 use bytes::Bytes;
 use lasthop_wire::{SackBlocks, SeqNum, TcpFlags, TcpRepr, Time};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
@@ -41,8 +41,11 @@ pub struct Receiver {
     ts_recent: u32,
     /// Next expected offset from `irs` (the SYN is offset 0).
     rcv_nxt: u64,
-    /// Out-of-order data by offset; pieces never overlap.
-    ooo: BTreeMap<u64, Bytes>,
+    /// Out-of-order data as (offset, bytes), sorted by offset; pieces never overlap. A sorted deque rather
+    /// than a tree: it holds at most a window of segments, which mostly arrive in order (a push at the
+    /// back) and leave from the front when the hole before them fills, and every search is a binary search
+    /// over contiguous memory.
+    ooo: VecDeque<(u64, Bytes)>,
     /// Offset of the FIN once seen, even out of order.
     fin_at: Option<u64>,
     fin_received: bool,
@@ -90,7 +93,7 @@ impl Receiver {
             ts_ok: false,
             ts_recent: 0,
             rcv_nxt: 0,
-            ooo: BTreeMap::new(),
+            ooo: VecDeque::new(),
             fin_at: None,
             fin_received: false,
             sack_recent: Vec::with_capacity(SackBlocks::MAX + 1),
@@ -282,11 +285,8 @@ impl Receiver {
             data = data.slice((self.rcv_nxt - start) as usize..);
             self.deliver(data);
         }
-        while let Some(entry) = self.ooo.first_entry() {
-            if *entry.key() > self.rcv_nxt {
-                break;
-            }
-            let (s, piece) = entry.remove_entry();
+        while self.ooo.front().is_some_and(|&(s, _)| s <= self.rcv_nxt) {
+            let (s, piece) = self.ooo.pop_front().expect("checked");
             let piece_end = s + piece.len() as u64;
             if piece_end > self.rcv_nxt {
                 self.deliver(piece.slice((self.rcv_nxt - s) as usize..));
@@ -326,26 +326,29 @@ impl Receiver {
     }
 
     /// Keeps the parts of `data` (at `start`, above `rcv_nxt`) not held yet; false if it held them all.
-    /// Then makes the block containing it the first SACK block.
+    /// Then, with SACK, makes the block containing it the first SACK block.
     fn store_out_of_order(&mut self, start: u64, data: Bytes) -> bool {
         let end = start + data.len() as u64;
+        let piece_end = |(s, p): &(u64, Bytes)| s + p.len() as u64;
+        // The first piece at or after `start`; the one before it may reach into the segment.
+        let first = self.ooo.partition_point(|&(s, _)| s < start);
         let mut gaps: [(u64, u64); 8] = [(0, 0); 8];
         let mut ngaps = 0;
         let mut overflow = false;
         let mut cur = start;
-        if let Some((&s, p)) = self.ooo.range(..start).next_back() {
-            cur = cur.max(s + p.len() as u64);
+        if first > 0 {
+            cur = cur.max(piece_end(&self.ooo[first - 1]));
         }
-        for (&s, p) in self.ooo.range(start..end) {
-            if s > cur {
+        for piece in self.ooo.range(first..).take_while(|&&(s, _)| s < end) {
+            if piece.0 > cur {
                 if ngaps == gaps.len() {
                     overflow = true;
                     break;
                 }
-                gaps[ngaps] = (cur, s);
+                gaps[ngaps] = (cur, piece.0);
                 ngaps += 1;
             }
-            cur = cur.max(s + p.len() as u64);
+            cur = cur.max(piece_end(piece));
         }
         if !overflow && cur < end && ngaps < gaps.len() {
             gaps[ngaps] = (cur, end);
@@ -353,31 +356,37 @@ impl Receiver {
         }
         // A segment overlapping more than eight held pieces cannot come from our sender; keep what fits.
         for &(a, b) in &gaps[..ngaps] {
-            self.ooo.insert(a, data.slice((a - start) as usize..(b - start) as usize));
+            let at = self.ooo.partition_point(|&(s, _)| s < a);
+            self.ooo.insert(at, (a, data.slice((a - start) as usize..(b - start) as usize)));
         }
         if ngaps == 0 {
             return false;
         }
-        // The contiguous block of held data around the segment.
-        let mut l = start;
-        while let Some((&s, p)) = self.ooo.range(..l).next_back() {
-            if s + p.len() as u64 >= l {
-                l = s
-            } else {
-                break;
-            }
+        if self.sack_ok {
+            let (l, r) = self.held_block_around(start, end);
+            self.sack_recent.retain(|&(a, b)| b < l || a > r);
+            self.sack_recent.insert(0, (l, r));
+            self.sack_recent.truncate(SackBlocks::MAX);
         }
-        let mut r = match self.ooo.range(..end).next_back() {
-            Some((&s, p)) => end.max(s + p.len() as u64),
-            None => end,
-        };
-        while let Some(p) = self.ooo.get(&r) {
-            r += p.len() as u64;
-        }
-        self.sack_recent.retain(|&(a, b)| b < l || a > r);
-        self.sack_recent.insert(0, (l, r));
-        self.sack_recent.truncate(SackBlocks::MAX);
         true
+    }
+
+    /// The contiguous block of held data around `start .. end` (pieces that touch count as contiguous).
+    fn held_block_around(&self, start: u64, end: u64) -> (u64, u64) {
+        let piece_end = |(s, p): &(u64, Bytes)| s + p.len() as u64;
+        let mut l = start;
+        let mut i = self.ooo.partition_point(|&(s, _)| s < l);
+        while i > 0 && piece_end(&self.ooo[i - 1]) >= l {
+            i -= 1;
+            l = self.ooo[i].0;
+        }
+        let mut i = self.ooo.partition_point(|&(s, _)| s < end);
+        let mut r = if i > 0 { end.max(piece_end(&self.ooo[i - 1])) } else { end };
+        while i < self.ooo.len() && self.ooo[i].0 == r {
+            r = piece_end(&self.ooo[i]);
+            i += 1;
+        }
+        (l, r)
     }
 
     /// The next packet to send: a SYN-ACK or an ACK.
@@ -473,7 +482,7 @@ impl Receiver {
 
     /// Bytes held out of order, waiting for a hole before them to fill.
     pub fn out_of_order_bytes(&self) -> u64 {
-        self.ooo.values().map(|b| b.len() as u64).sum()
+        self.ooo.iter().map(|(_, b)| b.len() as u64).sum()
     }
 
     /// The peer's SYN has been seen (the connection is half open or open): an application on this side could
@@ -488,5 +497,83 @@ impl Receiver {
 
     pub fn stats(&self) -> &ReceiverStats {
         &self.stats
+    }
+}
+
+#[cfg(test)]
+mod ooo_tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    /// Held bytes as one flag per offset: the plainest model of the out-of-order store.
+    struct Model {
+        held: Vec<bool>,
+    }
+
+    impl Model {
+        /// The unheld runs of `start .. end`, the first eight of them (what the store keeps).
+        fn gaps(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+            let mut gaps: Vec<(u64, u64)> = Vec::new();
+            for i in start..end {
+                if self.held[i as usize] {
+                    continue;
+                }
+                match gaps.last_mut() {
+                    Some(g) if g.1 == i => g.1 = i + 1,
+                    _ => gaps.push((i, i + 1)),
+                }
+            }
+            gaps.truncate(8);
+            gaps
+        }
+
+        /// The held run around `start .. end`.
+        fn block(&self, start: u64, end: u64) -> (u64, u64) {
+            let (mut l, mut r) = (start, end);
+            while l > 0 && self.held[l as usize - 1] {
+                l -= 1;
+            }
+            while self.held[r as usize] {
+                r += 1;
+            }
+            (l, r)
+        }
+    }
+
+    proptest::proptest! {
+        /// Segments stored in any order keep exactly the bytes not held before (non-overlapping, sorted,
+        /// each with its own content), and the first SACK block is the held run around the segment.
+        #[test]
+        fn store_keeps_new_bytes_and_reports_the_block_around(
+            segments in proptest::collection::vec((1u64..400, 1usize..40), 1..60),
+        ) {
+            let addr = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 1);
+            let mut r = Receiver::new(TcpConfig { sack: true, ..TcpConfig::default() }, addr, addr, SeqNum(0));
+            r.sack_ok = true;
+            let mut model = Model { held: vec![false; 600] };
+            let stream: Vec<u8> = (0..600u32).map(|i| (i * 7 + 3) as u8).collect();
+            for (start, len) in segments {
+                let end = start + len as u64;
+                let gaps = model.gaps(start, end);
+                let data = Bytes::copy_from_slice(&stream[start as usize..end as usize]);
+                let stored = r.store_out_of_order(start, data);
+                proptest::prop_assert_eq!(stored, !gaps.is_empty());
+                for (a, b) in gaps {
+                    model.held[a as usize..b as usize].fill(true);
+                }
+                if stored {
+                    proptest::prop_assert_eq!(r.sack_recent[0], model.block(start, end));
+                }
+                let mut last_end = 0;
+                let mut held = vec![false; 600];
+                for (s, p) in &r.ooo {
+                    proptest::prop_assert!(*s >= last_end, "sorted, no overlap");
+                    proptest::prop_assert_eq!(&p[..], &stream[*s as usize..*s as usize + p.len()]);
+                    held[*s as usize..*s as usize + p.len()].fill(true);
+                    last_end = s + p.len() as u64;
+                }
+                proptest::prop_assert_eq!(&held, &model.held);
+            }
+        }
     }
 }

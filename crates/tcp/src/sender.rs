@@ -542,8 +542,10 @@ impl Sender {
     /// written straight into the packet (no staging buffer), and the bookkeeping of any segment sent.
     fn finish_emit(&mut self, now: Time, repr: &TcpRepr, stream_offset: u64, payload_len: usize) -> Bytes {
         let (src, dst) = (*self.local.ip(), *self.remote.ip());
-        let mut pkt =
-            repr.emit_ipv4_with(src, dst, self.ident, TTL, payload_len, |out| payload::fill(stream_offset, out));
+        let mut pkt = repr.emit_ipv4_with(src, dst, self.ident, TTL, payload_len, |out| {
+            // The bytes are written; their checksum comes from the pattern's running sums.
+            Some(payload::fill_summed(stream_offset, out))
+        });
         if let (true, Some(q)) = (self.cfg.eln, self.out_queue) {
             // Seed 002: "Piggybacked on each packet from the MH is its instantaneous output queue length."
             // A header with no 4 bytes of option space left goes without (the BS then reads "empty").

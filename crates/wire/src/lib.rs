@@ -8,6 +8,7 @@
 //!
 //! Time lives here too ([`Time`]) because every layer above needs the same integer clock.
 
+pub mod buffer;
 pub mod checksum;
 pub mod handoff_option;
 pub mod ipip;

@@ -10,7 +10,7 @@ use crate::checksum;
 use crate::ipv4::{Ipv4Repr, PROTO_TCP};
 use crate::seq::SeqNum;
 use crate::{Result, WireError};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::net::Ipv4Addr;
 
 mod field {
@@ -319,6 +319,27 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         let c = !checksum::fold(acc);
         data[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
     }
+
+    /// [`TcpPacket::fill_checksum`] for a segment whose payload, from `header_len` (a multiple of 4) on,
+    /// has the one's-complement sum `payload_sum` known to the caller (any value congruent to
+    /// [`checksum::sum`] of the payload modulo 0xffff): only the header is read. The pseudo-header's
+    /// protocol makes the whole sum non-zero, so the folded result is exactly what summing every byte gives.
+    pub fn fill_checksum_with_payload_sum(
+        &mut self,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        header_len: usize,
+        payload_sum: u64,
+    ) {
+        debug_assert!(header_len.is_multiple_of(2), "the payload must start on a 16-bit word");
+        let data = self.buffer.as_mut();
+        data[field::CHECKSUM].copy_from_slice(&[0, 0]);
+        let header = checksum::add(checksum::sum(&data[..header_len]), payload_sum);
+        let acc =
+            checksum::add(checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16), header);
+        let c = !checksum::fold(acc);
+        data[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+    }
 }
 
 /// A TCP header in fields: what a sender fills in to build a segment, and what a parser reads out.
@@ -423,18 +444,23 @@ impl TcpRepr {
     /// Writes header, options and `payload` into `buf` (exactly `header_len() + payload.len()` bytes),
     /// then the checksum over the IPv4 pseudo-header of `src` and `dst`.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) {
-        self.emit_with(buf, src, dst, payload.len(), |out| out.copy_from_slice(payload));
+        self.emit_with(buf, src, dst, payload.len(), |out| {
+            out.copy_from_slice(payload);
+            None
+        });
     }
 
     /// [`TcpRepr::emit`] with a payload of `payload_len` bytes written in place by `fill_payload` (the
-    /// payload then needs no buffer of its own nor a copy from it).
+    /// payload then needs no buffer of its own nor a copy from it). `fill_payload` returns the payload's
+    /// one's-complement sum when it knows it without reading the bytes (any value congruent to
+    /// [`checksum::sum`] of what it wrote, modulo 0xffff), or `None` to have the bytes summed.
     pub fn emit_with(
         &self,
         buf: &mut [u8],
         src: Ipv4Addr,
         dst: Ipv4Addr,
         payload_len: usize,
-        fill_payload: impl FnOnce(&mut [u8]),
+        fill_payload: impl FnOnce(&mut [u8]) -> Option<u64>,
     ) {
         let hl = self.header_len();
         assert!(hl <= 60, "TCP options exceed 40 bytes");
@@ -484,13 +510,19 @@ impl TcpRepr {
         }
         buf[o..hl].fill(option_kind::NOP);
         let end = hl + payload_len;
-        fill_payload(&mut buf[hl..end]);
-        TcpPacket::new_unchecked(&mut buf[..end]).fill_checksum(src, dst);
+        let mut packet = TcpPacket::new_unchecked(&mut buf[..end]);
+        match fill_payload(&mut packet.buffer[hl..]) {
+            Some(payload_sum) => packet.fill_checksum_with_payload_sum(src, dst, hl, payload_sum),
+            None => packet.fill_checksum(src, dst),
+        }
     }
 
     /// Builds a whole IPv4 packet carrying this segment: the form in which lasthop moves TCP around.
     pub fn emit_ipv4(&self, src: Ipv4Addr, dst: Ipv4Addr, ident: u16, ttl: u8, payload: &[u8]) -> Bytes {
-        self.emit_ipv4_with(src, dst, ident, ttl, payload.len(), |out| out.copy_from_slice(payload))
+        self.emit_ipv4_with(src, dst, ident, ttl, payload.len(), |out| {
+            out.copy_from_slice(payload);
+            None
+        })
     }
 
     /// [`TcpRepr::emit_ipv4`] with the payload written in place (see [`TcpRepr::emit_with`]).
@@ -501,12 +533,12 @@ impl TcpRepr {
         ident: u16,
         ttl: u8,
         payload_len: usize,
-        fill_payload: impl FnOnce(&mut [u8]),
+        fill_payload: impl FnOnce(&mut [u8]) -> Option<u64>,
     ) -> Bytes {
         let tcp_len = self.header_len() + payload_len;
         let ip = Ipv4Repr { src, dst, protocol: PROTO_TCP, ident, ttl, payload_len: tcp_len };
         // Zeroed, then every byte written: header fields, options and NOP padding, and the payload.
-        let mut buf = BytesMut::zeroed(ip.buffer_len());
+        let mut buf = crate::buffer::zeroed(ip.buffer_len());
         ip.emit(&mut buf[..crate::ipv4::HEADER_LEN]);
         self.emit_with(&mut buf[crate::ipv4::HEADER_LEN..], src, dst, payload_len, fill_payload);
         buf.freeze()
