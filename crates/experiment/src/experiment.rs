@@ -1829,10 +1829,11 @@ value = 0.9
 
     #[test]
     fn unknown_key_names_field_and_line() {
-        let text = GOOD.replacen("seeds = 3", "seeds = 3\nrepeats = 4", 1);
+        // (`repeats` is a field now, of scale experiments; `retries` is not.)
+        let text = GOOD.replacen("seeds = 3", "seeds = 3\nretries = 4", 1);
         let e = load(&text).unwrap_err();
-        assert_eq!(e.line, Some(line_of(&text, "repeats")));
-        assert!(e.message.contains("unknown field `repeats`") && e.message.contains("expected one of"), "{e}");
+        assert_eq!(e.line, Some(line_of(&text, "retries")));
+        assert!(e.message.contains("unknown field `retries`") && e.message.contains("expected one of"), "{e}");
         let text = GOOD.replacen("x_scale = \"log2\"", "x_scael = \"log2\"", 1);
         let e = load(&text).unwrap_err();
         assert_eq!(e.line, Some(line_of(&text, "x_scael")));
