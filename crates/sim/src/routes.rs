@@ -73,9 +73,7 @@ impl Routes {
             .filter(|&(to, h)| to != own && *h != default)
             .map(|(to, h)| (to, *h))
             .collect::<Vec<_>>();
-        if exceptions.len() * std::mem::size_of::<(usize, Option<Hop>)>()
-            >= first_hop.len() * std::mem::size_of::<Option<Hop>>()
-        {
+        if exceptions.len() * std::mem::size_of::<(usize, Option<Hop>)>() >= std::mem::size_of_val(first_hop) {
             return Routes::Dense(first_hop.to_vec());
         }
         Routes::Sparse { own, default, exceptions }
