@@ -26,6 +26,8 @@ use toml::Spanned;
 ///                                   # [`table::TESTBED_COLUMNS`]; `flow` and sequence figures do not apply
 /// scenario = "../examples/snoop.toml"   # base scenario, relative to this file
 /// seeds = 10                        # runs per grid point with seeds 1..=10 (default 1)
+/// repeats = 5                       # runner = "scale" only: each run measured this many times (1 to 100,
+///                                   # default 1); the row holds the median and the spread of events/s
 /// flow = "bulk"                     # whose metrics go into results.csv (default: the run's first flow)
 /// table = ["goodput_mbps"]          # metrics in the report's table (default: figure y + claim metrics)
 ///
@@ -123,6 +125,9 @@ pub struct Experiment {
     pub table: Vec<Metric>,
     /// What carries out a run: the simulator, or the namespace testbed.
     pub runner: RunnerKind,
+    /// `runner = "scale"`: how many times each run is measured (the same deterministic run; only its
+    /// clocks differ). 1 for the other runners.
+    pub repeats: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -335,6 +340,8 @@ struct RawExperiment {
     claims: Vec<Spanned<RawClaim>>,
     #[serde(default)]
     runner: RunnerKind,
+    #[serde(default)]
+    repeats: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -517,6 +524,18 @@ fn parse_seeds(cx: &Ctx, seeds: Option<&Spanned<u64>>, field: &str) -> Result<Op
     match seeds {
         Some(s) if *s.get_ref() == 0 => Err(cx.err(s.span(), field, "expected at least 1")),
         other => Ok(other.map(|s| *s.get_ref())),
+    }
+}
+
+/// `repeats`: 1 to 100, and only for `runner = "scale"` (a simulator run repeated gives the same rows).
+fn parse_repeats(cx: &Ctx, repeats: Option<&Spanned<u64>>, runner: RunnerKind) -> Result<u64, ExperimentError> {
+    let Some(r) = repeats else { return Ok(1) };
+    if runner != RunnerKind::Scale {
+        return Err(cx.err(r.span(), "repeats", "only a scale experiment (runner = \"scale\") repeats its runs"));
+    }
+    match *r.get_ref() {
+        n @ 1..=100 => Ok(n),
+        n => Err(cx.err(r.span(), "repeats", format!("expected 1 to 100, found {n}"))),
     }
 }
 
@@ -1307,6 +1326,7 @@ impl Experiment {
         let set = parse_set(&cx, &raw.set, "set", &mut doc)?;
         let (mut quick, mut quick_doc) = parse_quick(&cx, raw.quick.as_ref(), &doc)?;
         let runner = raw.runner;
+        let repeats = parse_repeats(&cx, raw.repeats.as_ref(), runner)?;
         let names = RowNames::of(&base);
         let web = names.rows_from_web(runner, raw.flow.as_ref());
         let mobile_ip = has_mobile_ip(&base);
@@ -1350,6 +1370,7 @@ impl Experiment {
             claims,
             table,
             runner,
+            repeats,
         })
     }
 
@@ -1808,10 +1829,11 @@ value = 0.9
 
     #[test]
     fn unknown_key_names_field_and_line() {
-        let text = GOOD.replacen("seeds = 3", "seeds = 3\nrepeats = 4", 1);
+        // (`repeats` is a field now, of scale experiments; `retries` is not.)
+        let text = GOOD.replacen("seeds = 3", "seeds = 3\nretries = 4", 1);
         let e = load(&text).unwrap_err();
-        assert_eq!(e.line, Some(line_of(&text, "repeats")));
-        assert!(e.message.contains("unknown field `repeats`") && e.message.contains("expected one of"), "{e}");
+        assert_eq!(e.line, Some(line_of(&text, "retries")));
+        assert!(e.message.contains("unknown field `retries`") && e.message.contains("expected one of"), "{e}");
         let text = GOOD.replacen("x_scale = \"log2\"", "x_scael = \"log2\"", 1);
         let e = load(&text).unwrap_err();
         assert_eq!(e.line, Some(line_of(&text, "x_scael")));
@@ -2028,6 +2050,21 @@ value = 0.9
         assert_eq!((e.field.as_str(), e.line, e.message.as_str()), ("quick.seeds", Some(3), "expected at least 1"));
         assert_eq!(parse_seeds(&cx(text), Some(&Spanned::new(0..1, 4)), "seeds"), Ok(Some(4)));
         assert_eq!(parse_seeds(&cx(text), None, "seeds"), Ok(None));
+    }
+
+    #[test]
+    fn repeats_are_for_scale_experiments_and_bounded() {
+        let text = "runner = \"scale\"\nrepeats = 0\n";
+        let at = |n| Spanned::new(text.find("repeats").unwrap()..text.len() - 1, n);
+        assert_eq!(parse_repeats(&cx(text), None, RunnerKind::Scale), Ok(1));
+        assert_eq!(parse_repeats(&cx(text), Some(&at(5)), RunnerKind::Scale), Ok(5));
+        for n in [0, 101] {
+            let e = parse_repeats(&cx(text), Some(&at(n)), RunnerKind::Scale).unwrap_err();
+            assert_eq!((e.field.as_str(), e.line), ("repeats", Some(2)));
+            assert_eq!(e.message, format!("expected 1 to 100, found {n}"));
+        }
+        let e = parse_repeats(&cx(text), Some(&at(3)), RunnerKind::Sim).unwrap_err();
+        assert!(e.message.contains("only a scale experiment"), "{e}");
     }
 
     #[test]

@@ -215,6 +215,10 @@ pub const SCALE_COLUMNS: &[&str] = &[
     "snoop_bytes_per_connection",
     "snoop_table_bytes",
     "snoop_connections_peak",
+    "repeats",
+    "events_cpu_s",
+    "events_per_s_min",
+    "events_per_s_max",
 ];
 
 /// Every column of a scale experiment's table: grid columns, `seed`, [`SCALE_COLUMNS`].

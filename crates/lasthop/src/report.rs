@@ -74,7 +74,8 @@ pub fn experiment_md(
     if scale {
         let _ = writeln!(
             md,
-            "- runs: each a child `lasthop run` process, one at a time; wall_s and events_per_s vary between runs"
+            "- runs: each a child `lasthop run` process, one at a time; wall_s and events_per_s (events over the \
+             event loop's CPU time, the median of the experiment's repeats) vary between runs"
         );
     } else if testbed {
         let _ = writeln!(

@@ -227,7 +227,7 @@ fn run_job(plan: &Planned, job: &Job, runner: &dyn Runner, exclusive: &RwLock<()
         RunnerKind::Scale => {
             // Wall time and peak memory are measured with no other run beside this one.
             let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
-            runner.run_scale(&request()).map(RunOutput::Scale)
+            crate::scale::repeat(plan.exp.repeats, || runner.run_scale(&request())).map(RunOutput::Scale)
         }
     }));
     match r {

@@ -6,9 +6,12 @@
 //! - `wall_s` is the child's own clock around reading the scenario, building the world, playing the events
 //!   and collecting the metrics (`lasthop run --timing`; no process start, no writing of `metrics.json`);
 //!   `events_s` is the part spent playing events and `setup_s` the rest (work per flow, not per event);
-//!   `events_per_s` = events / `events_s`, what a per-event cost that grows with N would lower. These vary
-//!   from run to run: they are not deterministic and no byte-identical comparison or claim needing
-//!   determinism may use them. `events` is deterministic.
+//!   `events_cpu_s` is the CPU time of playing the events (the thread's own clock: the time slices other
+//!   processes take on a shared machine are not in it), and `events_per_s` = events / `events_cpu_s`, what
+//!   a per-event cost that grows with N would lower. With `repeats = k` the same run is measured k times
+//!   (its results must be identical each time) and the row holds the medians, `events_per_s_min` and
+//!   `events_per_s_max` the spread. These vary from run to run: they are not deterministic and no
+//!   byte-identical comparison or claim needing determinism may use them. `events` is deterministic.
 //! - `peak_rss_bytes` is the child's `ru_maxrss` (`wait4`), the high-water mark of its resident memory.
 //! - `sim_bytes_per_flow` is the slope of peak memory over flows from the run with the fewest flows of the
 //!   same seed: (rss − rss₀) / (flows − flows₀); empty for that run itself.
@@ -29,10 +32,66 @@ use std::process::{Command, Stdio};
 #[derive(Debug, Clone)]
 pub struct ScaleRun {
     pub result: RunResult,
-    /// The child's clock around each phase (see the module docs).
+    /// The child's clock around each phase (see the module docs); with repeats, each phase's median.
     pub timing: crate::runner::Timing,
-    /// The child's peak resident set size.
+    /// The child's peak resident set size (with repeats, the largest).
     pub peak_rss_bytes: u64,
+    /// Events per second of CPU time of every repeat, in the order measured (one entry without repeats).
+    pub events_per_s: Vec<f64>,
+}
+
+impl ScaleRun {
+    fn events_per_cpu_s(events: u64, t: &crate::runner::Timing) -> f64 {
+        events as f64 / t.events_cpu_s.max(1e-9)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Measures one run `repeats` times (`run` is one measurement) and folds them into one: the result of the
+/// first (every repeat must give the same events and flows: the run is deterministic, only its clocks
+/// differ), each phase's median time, the largest peak memory, and every repeat's events per second.
+pub fn repeat(repeats: u64, mut run: impl FnMut() -> Result<ScaleRun>) -> Result<ScaleRun> {
+    let mut runs = Vec::new();
+    for k in 0..repeats.max(1) {
+        let r = run()?;
+        if let Some(first) = runs.first() {
+            let first: &ScaleRun = first;
+            let same = |a: &RunResult, b: &RunResult| {
+                a.events == b.events
+                    && a.flows.iter().map(|f| f.bytes_delivered).eq(b.flows.iter().map(|f| f.bytes_delivered))
+            };
+            if !same(&first.result, &r.result) {
+                bail!(
+                    "repeat {} played {} events where the first played {}: the run is not deterministic",
+                    k + 1,
+                    r.result.events,
+                    first.result.events
+                );
+            }
+        }
+        runs.push(r);
+    }
+    let med = |f: fn(&crate::runner::Timing) -> f64| median(runs.iter().map(|r| f(&r.timing)).collect());
+    let timing = crate::runner::Timing {
+        parse_s: med(|t| t.parse_s),
+        build_s: med(|t| t.build_s),
+        events_s: med(|t| t.events_s),
+        events_cpu_s: med(|t| t.events_cpu_s),
+        finish_s: med(|t| t.finish_s),
+        wall_s: med(|t| t.wall_s),
+    };
+    let peak_rss_bytes = runs.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0);
+    let events_per_s = runs.iter().flat_map(|r| r.events_per_s.iter().copied()).collect();
+    let first = runs.swap_remove(0);
+    Ok(ScaleRun { result: first.result, timing, peak_rss_bytes, events_per_s })
 }
 
 /// Runs `req` in a child process of the `lasthop` program `exe` and measures it. The scenario goes to the
@@ -80,7 +139,8 @@ fn run_child_in(exe: &Path, req: &RunRequest<'_>, dir: &Path) -> Result<ScaleRun
     };
     let result: RunResult = serde_json::from_str(&read("metrics.json")?)?;
     let timing = serde_json::from_str(&read("timing.json")?).map_err(|e| anyhow!("timing.json: {e}"))?;
-    Ok(ScaleRun { result, timing, peak_rss_bytes })
+    let events_per_s = vec![ScaleRun::events_per_cpu_s(result.events, &timing)];
+    Ok(ScaleRun { result, timing, peak_rss_bytes, events_per_s })
 }
 
 /// Waits for child `pid` and returns its exit status (or 128 + signal) and its peak resident set size in
@@ -118,13 +178,17 @@ pub fn push_row(t: &mut Table, grid: &[Cell], seed: u64, r: &ScaleRun) -> Result
         Cell::Float(r.timing.wall_s),
         Cell::Float(r.timing.events_s),
         Cell::Float(r.timing.wall_s - r.timing.events_s),
-        Cell::Float(res.events as f64 / r.timing.events_s.max(1e-9)),
+        Cell::Float(median(r.events_per_s.clone())),
         Cell::Empty,
         int(r.peak_rss_bytes),
         Cell::Empty,
         if has_snoop { int(lasthop_agents::snoop::Snoop::bytes_per_connection() as u64) } else { Cell::Empty },
         if has_snoop { int(table_bytes) } else { Cell::Empty },
         if has_snoop { int(peak_conns) } else { Cell::Empty },
+        int(r.events_per_s.len() as u64),
+        Cell::Float(r.timing.events_cpu_s),
+        Cell::Float(r.events_per_s.iter().copied().fold(f64::INFINITY, f64::min)),
+        Cell::Float(r.events_per_s.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
     ]);
     if row.len() != t.columns.len() {
         return Err(format!("internal: row has {} cells for {} columns", row.len(), t.columns.len()));
@@ -185,8 +249,9 @@ mod tests {
             }))
             .unwrap();
             result.flows = vec![f; flows];
-            let timing = crate::runner::Timing { events_s: wall_s, wall_s, ..Default::default() };
-            ScaleRun { result, timing, peak_rss_bytes: rss }
+            let timing = crate::runner::Timing { events_s: wall_s, events_cpu_s: wall_s, wall_s, ..Default::default() };
+            let events_per_s = vec![ScaleRun::events_per_cpu_s(events, &timing)];
+            ScaleRun { result, timing, peak_rss_bytes: rss, events_per_s }
         };
         for (flows, events, wall, rss) in [(1, 1000, 1.0, 1000), (10, 1000, 0.5, 10_000), (100, 3000, 1.0, 100_000)] {
             push_row(&mut t, &[Cell::Int(flows)], 1, &run(flows as usize, events, wall, rss)).unwrap();
@@ -203,5 +268,47 @@ mod tests {
         assert_eq!(col(2, "snoop_bytes_per_connection"), Cell::Int(per_conn));
         assert_eq!(col(2, "snoop_table_bytes"), Cell::Int(800));
         assert_eq!(col(2, "n_flows"), Cell::Int(100));
+    }
+
+    fn measured(events: u64, events_cpu_s: f64, rss: u64) -> ScaleRun {
+        let result: RunResult = serde_json::from_value(serde_json::json!({
+            "seed": 1, "sim_time_s": 1.0, "hit_time_limit": false, "events": events,
+            "flows": [], "links": [], "agents": {}, "undeliverable_packets": 0
+        }))
+        .unwrap();
+        let timing = crate::runner::Timing { events_s: 2.0 * events_cpu_s, events_cpu_s, ..Default::default() };
+        let events_per_s = vec![ScaleRun::events_per_cpu_s(events, &timing)];
+        ScaleRun { result, timing, peak_rss_bytes: rss, events_per_s }
+    }
+
+    #[test]
+    fn repeats_give_the_median_and_the_spread_and_must_agree() {
+        let cpu = [0.5, 0.1, 0.2, 0.4, 0.25];
+        let mut k = 0;
+        let r = repeat(5, || {
+            k += 1;
+            Ok(measured(1000, cpu[k - 1], 100 * k as u64))
+        })
+        .unwrap();
+        assert_eq!(k, 5);
+        assert_eq!(r.timing.events_cpu_s, 0.25);
+        assert_eq!(r.timing.events_s, 0.5);
+        assert_eq!(r.peak_rss_bytes, 500);
+        assert_eq!(r.events_per_s, [2000.0, 10_000.0, 5000.0, 2500.0, 4000.0]);
+        let mut t = Table::new(crate::table::scale_columns(&[]));
+        push_row(&mut t, &[], 1, &r).unwrap();
+        let col = |c: &str| t.get(&t.rows[0], c).clone();
+        assert_eq!(col("events_per_s"), Cell::Float(4000.0));
+        assert_eq!(col("events_per_s_min"), Cell::Float(2000.0));
+        assert_eq!(col("events_per_s_max"), Cell::Float(10_000.0));
+        assert_eq!(col("repeats"), Cell::Int(5));
+        // A repeat that plays other events than the first is an error, not a median.
+        let mut n = 0;
+        let err = repeat(3, || {
+            n += 1;
+            Ok(measured(1000 + n, 0.1, 1))
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("not deterministic"), "{err}");
     }
 }

@@ -34,6 +34,11 @@ fn the_quick_scale_experiment_measures_each_run_in_its_own_process() {
         assert!((1 << 20..1 << 31).contains(&rss), "a child's peak RSS: {rss}");
         let eps: f64 = row[col("events_per_s")].parse().unwrap();
         assert!(eps > 0.0);
+        // Five measurements of the same run: the median lies within their spread.
+        assert_eq!(row[col("repeats")], "5");
+        let (lo, hi): (f64, f64) =
+            (row[col("events_per_s_min")].parse().unwrap(), row[col("events_per_s_max")].parse().unwrap());
+        assert!(lo <= eps && eps <= hi, "{lo} <= {eps} <= {hi}");
         let per_conn: u64 = row[col("snoop_bytes_per_connection")].parse().unwrap();
         assert!((64..4096).contains(&per_conn), "{per_conn}");
         // Deterministic columns repeat; wall-clock ones are not compared.

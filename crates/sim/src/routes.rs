@@ -52,7 +52,10 @@ impl Index<usize> for Routes {
 
 impl Routes {
     /// The compact form of a dense table of node `own`: its most common next hop (the one listed first among
-    /// equally common ones) as the default, every other entry an exception.
+    /// equally common ones) as the default, every other entry an exception; or the dense table itself when
+    /// the exceptions would take as much memory (the base station of a cell: one exception per mobile). A
+    /// lookup is then an index instead of a binary search over every mobile, on every packet the base
+    /// station forwards, and memory still grows with nodes plus links (few nodes have that many exceptions).
     fn sparse(own: usize, first_hop: &[Option<Hop>]) -> Routes {
         let mut hops: Vec<Hop> = first_hop.iter().flatten().copied().collect();
         hops.sort_unstable();
@@ -69,7 +72,10 @@ impl Routes {
             .enumerate()
             .filter(|&(to, h)| to != own && *h != default)
             .map(|(to, h)| (to, *h))
-            .collect();
+            .collect::<Vec<_>>();
+        if exceptions.len() * std::mem::size_of::<(usize, Option<Hop>)>() >= std::mem::size_of_val(first_hop) {
+            return Routes::Dense(first_hop.to_vec());
+        }
         Routes::Sparse { own, default, exceptions }
     }
 }
@@ -222,5 +228,9 @@ mod tests {
             .sum();
         assert!(entries < 4 * n, "{entries} entries for {n} nodes");
         assert!(matches!(&routes[5], Routes::Sparse { exceptions, .. } if exceptions.is_empty()));
+        // The base station, one exception per mobile, keeps a dense row (an index, not a binary search); the
+        // fixed host, everything behind the base station, one entry.
+        assert!(matches!(&routes[1], Routes::Dense(v) if v.len() == n));
+        assert!(matches!(&routes[0], Routes::Sparse { exceptions, .. } if exceptions.is_empty()));
     }
 }

@@ -1,14 +1,20 @@
 //! The bounded connection table and the timer queue.
 //!
-//! Connections live in a slab (`Vec` of slots, reused through a free list) indexed by a `u32`; a
-//! `HashMap` maps the packed 4-tuple to the slot. The map is only ever used for lookup, never iterated, so
-//! its order cannot leak into the output; its hasher is a fixed mixing function keyed by
+//! Connections live in a slab (`Vec` of slots, reused through a free list) indexed by a `u32`. The index is
+//! a `hashbrown::HashTable` of slot numbers (5 bytes a bucket); the key it is probed with is compared against
+//! the key in the slot's own connection state, which the packet reads next anyway, so a lookup touches the
+//! index and the one slot. The index is only ever used for lookup, never iterated, so its order cannot leak
+//! into the output; its hash is a fixed mixing function keyed by
 //! [`SnoopConfig::hash_seed`](super::SnoopConfig::hash_seed) (no `RandomState`: an agent draws no random
 //! numbers; the real base station can pass a random seed to resist hash flooding).
 //!
-//! **Bound** (DESIGN.md, "The agent contract"): at most `max_connections` slots are live. The slots form an
-//! intrusive doubly linked list in order of last activity, so touching a connection on every packet and
-//! evicting the least recently active one are both O(1).
+//! **Bound** (DESIGN.md, "The agent contract"): at most `max_connections` slots are live; when full, the least
+//! recently active connection is evicted, exactly. Recency is a stamp per slot (a table-wide counter written
+//! into the slot on every touch), so a packet writes only its own slot. The order of eviction victims is kept
+//! as a queue of (stamp, slot) touches, stale entries skipped lazily, and only while evictions happen: the
+//! first eviction after a calm period sorts the live slots by stamp, and a compaction that finds no eviction
+//! since the last one drops the queue. A table that is full but not churning (many mostly idle mobiles)
+//! pays nothing for its order.
 //!
 //! **Timers**: each connection has at most two deadlines (round-trip and persist, seed 000 §6); their
 //! minimum is its *deadline*. A binary heap holds `(time, slot, generation)` entries. A connection records
@@ -24,10 +30,11 @@ use super::conn::Conn;
 use super::parse::pack_key;
 use super::Cfg;
 use crate::flow::FlowKey;
+use hashbrown::HashTable;
 use lasthop_wire::Time;
 use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 
 const NIL: u32 = u32::MAX;
@@ -35,6 +42,11 @@ const NIL: u32 = u32::MAX;
 /// The 4-tuple packed into 96 bits ([`pack_key`]).
 fn pack(k: &FlowKey) -> u128 {
     pack_key(u32::from(k.src), k.src_port, u32::from(k.dst), k.dst_port)
+}
+
+/// The packed key of a slot's connection; a free slot's is one no packet has (its 32 high bits set).
+fn slot_key(s: &Slot) -> u128 {
+    s.conn.as_ref().map_or(u128::MAX, |c| pack(&c.key))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -71,25 +83,53 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// A connection's place in the table: its state, and the table's bookkeeping beside it on the same cache
+/// lines (a lookup compares the key in `conn`, a touch writes `stamp`: one place in memory per packet).
 #[derive(Debug)]
 struct Slot {
-    /// Bumped whenever the slot is freed, so heap entries of an evicted connection are recognisably stale.
+    /// When the connection was last active, in `Table::clock` ticks; `FREE` for a free slot.
+    stamp: u64,
+    /// Bumped whenever the slot is freed, so timer entries of an evicted connection are recognisably stale.
     gen: u32,
-    /// Toward the less recently active neighbour.
-    older: u32,
-    /// Toward the more recently active neighbour.
-    newer: u32,
     conn: Option<Conn>,
 }
 
+const FREE: u64 = 0;
+
+/// An entry of the recency queue: a slot and the stamp it was given. Current while the slot still carries
+/// that stamp; stale once the slot is touched again or freed.
+#[derive(Debug, Clone, Copy)]
+struct Touch {
+    stamp: u64,
+    slot: u32,
+}
+
+/// The recency queue is compacted when it holds more than this many entries per live connection (plus 64):
+/// compaction reads one slot's stamp per entry, so a larger factor reads fewer per touch (factor / (factor - 1))
+/// at the cost of memory (16 bytes per entry). A compaction with no eviction since the last one drops the
+/// queue altogether.
+const RECENCY_SLACK: usize = 4;
+
 #[derive(Debug)]
 pub(super) struct Table {
-    map: HashMap<u128, u32, SeededState>,
+    /// Slot numbers, hashed by their connection's key (which lives in the slot).
+    index: HashTable<u32>,
+    hasher: SeededState,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// Least recently active live slot (the eviction victim).
-    oldest: u32,
-    /// Most recently active live slot.
+    /// While evictions happen (`ordered`): every touch in order, oldest first, stamps ascending; the
+    /// current entry of the lowest stamp is the least recently active connection (the eviction victim).
+    /// Stale entries are skipped (and dropped) at eviction and by compaction, so a touch is one append
+    /// instead of relinking a list through two neighbours' slots (two cache misses per packet under many
+    /// connections). Empty and not kept while no evictions happen: the stamps alone hold the order.
+    recency: VecDeque<Touch>,
+    /// `recency` is kept (see there).
+    ordered: bool,
+    /// An eviction happened since the last compaction of `recency`.
+    evicted_since_compaction: bool,
+    /// The last stamp given; stamps start at 1 (`FREE` is 0).
+    clock: u64,
+    /// Most recently active live slot (a touch of it changes nothing).
     newest: u32,
     live: usize,
     /// The most connections live at once.
@@ -104,10 +144,14 @@ pub(super) struct Table {
 impl Table {
     pub fn new(max: usize, seed: u64) -> Table {
         Table {
-            map: HashMap::with_capacity_and_hasher(max.min(1 << 16), SeededState(seed)),
+            index: HashTable::with_capacity(max.min(1 << 16)),
+            hasher: SeededState(seed),
             slots: Vec::new(),
             free: Vec::new(),
-            oldest: NIL,
+            recency: VecDeque::new(),
+            ordered: false,
+            evicted_since_compaction: false,
+            clock: FREE,
             newest: NIL,
             live: 0,
             peak: 0,
@@ -126,8 +170,13 @@ impl Table {
         self.peak
     }
 
+    fn get(&self, k: u128) -> Option<u32> {
+        let slots = &self.slots;
+        self.index.find(self.hasher.hash_one(k), |&s| slot_key(&slots[s as usize]) == k).copied()
+    }
+
     pub fn lookup(&self, key: &FlowKey) -> Option<u32> {
-        self.map.get(&pack(key)).copied()
+        self.get(pack(key))
     }
 
     /// [`lookup`](Self::lookup) for the per-packet path, remembering the last hit.
@@ -148,7 +197,7 @@ impl Table {
 
     #[inline(never)]
     fn find_in_map(&mut self, k: u128) -> Option<u32> {
-        let slot = self.map.get(&k).copied()?;
+        let slot = self.get(k)?;
         self.last = Some((k, slot));
         Some(slot)
     }
@@ -169,10 +218,52 @@ impl Table {
         }
     }
 
-    #[inline(never)]
     fn make_newest(&mut self, slot: u32) {
-        self.unlink(slot);
-        self.link_newest(slot);
+        self.clock += 1;
+        self.slots[slot as usize].stamp = self.clock;
+        self.newest = slot;
+        if self.ordered {
+            self.recency.push_back(Touch { stamp: self.clock, slot });
+            if self.recency.len() > RECENCY_SLACK * self.live + 64 {
+                self.compact_recency();
+            }
+        }
+    }
+
+    /// Drops the stale entries of `recency`, or the whole queue if no eviction happened since the last
+    /// compaction (the table stopped churning: the next eviction rebuilds it from the stamps).
+    #[inline(never)]
+    fn compact_recency(&mut self) {
+        if self.evicted_since_compaction {
+            let slots = &self.slots;
+            self.recency.retain(|t| slots[t.slot as usize].stamp == t.stamp);
+        } else {
+            self.recency = VecDeque::new();
+            self.ordered = false;
+        }
+        self.evicted_since_compaction = false;
+    }
+
+    /// The least recently active live slot, dropping the stale entries ahead of it. The first eviction
+    /// after a calm period orders the live slots by stamp (O(n log n), once).
+    fn oldest(&mut self) -> u32 {
+        if !self.ordered {
+            let mut live: Vec<Touch> = (self.slots.iter().enumerate())
+                .filter(|(_, h)| h.stamp != FREE)
+                .map(|(s, h)| Touch { stamp: h.stamp, slot: s as u32 })
+                .collect();
+            live.sort_unstable_by_key(|t| t.stamp);
+            self.recency = live.into();
+            self.ordered = true;
+        }
+        self.evicted_since_compaction = true;
+        while let Some(&t) = self.recency.front() {
+            if self.slots[t.slot as usize].stamp == t.stamp {
+                return t.slot;
+            }
+            self.recency.pop_front();
+        }
+        unreachable!("every live slot has a current recency entry")
     }
 
     /// Inserts a fresh connection, evicting the least recently active one if the table is full. Returns the
@@ -183,7 +274,7 @@ impl Table {
         }
         let mut evicted = false;
         if self.live >= self.max {
-            let victim = self.oldest;
+            let victim = self.oldest();
             self.remove(victim);
             evicted = true;
         }
@@ -194,64 +285,36 @@ impl Table {
                 s
             }
             None => {
-                self.slots.push(Slot { gen: 0, older: NIL, newer: NIL, conn: Some(conn) });
+                self.slots.push(Slot { stamp: FREE, gen: 0, conn: Some(conn) });
                 (self.slots.len() - 1) as u32
             }
         };
-        self.map.insert(key, slot);
-        self.link_newest(slot);
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.index.insert_unique(hasher.hash_one(key), slot, |&s| hasher.hash_one(slot_key(&slots[s as usize])));
         self.live += 1;
         self.peak = self.peak.max(self.live);
+        self.make_newest(slot);
         Some((slot, evicted))
     }
 
     /// Drops a connection's state (RST, FIN acknowledged, eviction).
     pub fn remove(&mut self, slot: u32) {
-        let Some(conn) = self.slots[slot as usize].conn.take() else { return };
-        self.map.remove(&pack(&conn.key));
+        let s = &mut self.slots[slot as usize];
+        let Some(conn) = s.conn.take() else { return };
+        s.gen = s.gen.wrapping_add(1);
+        s.stamp = FREE;
+        let hash = self.hasher.hash_one(pack(&conn.key));
+        if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
+            entry.remove();
+        }
         if self.last.is_some_and(|(_, s)| s == slot) {
             self.last = None;
         }
-        self.unlink(slot);
-        let s = &mut self.slots[slot as usize];
-        s.gen = s.gen.wrapping_add(1);
+        if self.newest == slot {
+            self.newest = NIL;
+        }
         self.free.push(slot);
         self.live -= 1;
-    }
-
-    fn unlink(&mut self, slot: u32) {
-        let (older, newer) = {
-            let s = &self.slots[slot as usize];
-            (s.older, s.newer)
-        };
-        if older == NIL {
-            self.oldest = newer;
-        } else {
-            self.slots[older as usize].newer = newer;
-        }
-        if newer == NIL {
-            self.newest = older;
-        } else {
-            self.slots[newer as usize].older = older;
-        }
-        let s = &mut self.slots[slot as usize];
-        s.older = NIL;
-        s.newer = NIL;
-    }
-
-    fn link_newest(&mut self, slot: u32) {
-        let prev = self.newest;
-        {
-            let s = &mut self.slots[slot as usize];
-            s.older = prev;
-            s.newer = NIL;
-        }
-        if prev == NIL {
-            self.oldest = slot;
-        } else {
-            self.slots[prev as usize].newer = slot;
-        }
-        self.newest = slot;
     }
 
     /// Re-queues `slot` if its deadline moved earlier than its queued entry (see the module docs).
@@ -324,31 +387,34 @@ impl Table {
         }
     }
 
-    /// Bytes the table's own structures hold allocated: the slab of slots (each with its inline
-    /// per-connection state), the free list, the hash map's buckets (key, slot and one control byte each)
-    /// and the timer heap. Their capacities never shrink, so this is also their high-water mark. A
-    /// connection's cache (its queue of entries and the packets they hold) comes on top; see
+    /// Bytes the table's own structures hold allocated: the slots (the inline per-connection state and its
+    /// stamp and generation), the free list, the index (a slot number and a control byte per bucket), the
+    /// recency queue and the timer heap. Their capacities never shrink, so this is also their high-water
+    /// mark. A connection's cache (its queue of entries and the packets they hold) comes on top; see
     /// [`Conn::cache_held`].
     pub fn allocated_bytes(&self) -> usize {
         use std::mem::size_of;
         self.slots.capacity() * size_of::<Slot>()
             + self.free.capacity() * size_of::<u32>()
-            + self.map.capacity() * (size_of::<(u128, u32)>() + 1)
+            + self.index.allocation_size()
+            + self.recency.capacity() * size_of::<Touch>()
             + self.heap.capacity() * size_of::<Reverse<(Time, u32, u32)>>()
     }
 
-    /// What one more connection costs the table: its slot (inline state and list links), a free-list entry,
-    /// a hash-map bucket at the map's highest load (7/8: key, slot and control byte), one timer-heap entry.
-    /// Its cache's entries and packets come on top.
+    /// What one more connection costs the table at most: its slot (inline state, stamp, generation), a free-list
+    /// entry, an index bucket at the index's highest load (7/8: slot number and control byte), its share of
+    /// the recency queue (up to `RECENCY_SLACK` entries before compaction), one timer-heap entry. Its cache's
+    /// entries and packets come on top.
     pub fn bytes_per_connection() -> usize {
         use std::mem::size_of;
-        size_of::<Slot>()
+        Self::slot_size()
             + size_of::<u32>()
-            + (size_of::<(u128, u32)>() + 1) * 8 / 7
+            + (size_of::<u32>() + 1) * 8 / 7
+            + RECENCY_SLACK * size_of::<Touch>()
             + size_of::<Reverse<(Time, u32, u32)>>()
     }
 
-    /// Size of one slot: the inline per-connection state and its list links.
+    /// Size of one slot: the inline per-connection state, its stamp and generation.
     pub fn slot_size() -> usize {
         std::mem::size_of::<Slot>()
     }
@@ -367,5 +433,123 @@ impl Table {
     #[cfg(test)]
     pub fn heap_len(&self) -> usize {
         self.heap.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::net::Ipv4Addr;
+
+    fn key(port: u16) -> FlowKey {
+        FlowKey { src: Ipv4Addr::new(10, 0, 0, 1), src_port: 80, dst: Ipv4Addr::new(10, 0, 1, 2), dst_port: port }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// Touch the model's i-th connection (modulo its length), as a packet of that connection would.
+        Touch(usize),
+        /// A new connection (evicting the least recently active if full).
+        Insert,
+        /// The i-th connection closes.
+        Remove(usize),
+        /// Many touches in a row, none evicting: long enough for the recency queue to be dropped.
+        Calm(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => any::<usize>().prop_map(Op::Touch),
+            3 => Just(Op::Insert),
+            1 => any::<usize>().prop_map(Op::Remove),
+            1 => (50usize..400).prop_map(Op::Calm),
+        ]
+    }
+
+    /// The table and a plain recency list (least recently active first) side by side.
+    struct Pair {
+        t: Table,
+        model: Vec<u16>,
+        next_port: u16,
+    }
+
+    impl Pair {
+        fn touch(&mut self, i: usize) {
+            if self.model.is_empty() {
+                return;
+            }
+            let port = self.model.remove(i % self.model.len());
+            self.model.push(port);
+            let slot = self.t.find(&key(port)).expect("live");
+            self.t.touch(slot);
+        }
+    }
+
+    proptest! {
+        /// Eviction picks exactly the least recently active connection, through calm periods (the recency
+        /// queue dropped) and churn (rebuilt from the stamps, compacted) alike.
+        #[test]
+        fn evicts_exactly_the_least_recently_active(max in 1usize..12, ops in proptest::collection::vec(op(), 1..300)) {
+            let mut p = Pair { t: Table::new(max, 7), model: Vec::new(), next_port: 1 };
+            for op in ops {
+                match op {
+                    Op::Touch(i) => p.touch(i),
+                    Op::Calm(n) => (0..n).for_each(|i| p.touch(i * 7919)),
+                    Op::Insert => {
+                        let port = p.next_port;
+                        p.next_port += 1;
+                        let victim = (p.model.len() >= max).then(|| p.model.remove(0));
+                        p.model.push(port);
+                        let (_, evicted) = p.t.insert(Conn::new(key(port), Time::ZERO)).expect("max > 0");
+                        prop_assert_eq!(evicted, victim.is_some());
+                        if let Some(v) = victim {
+                            prop_assert!(p.t.lookup(&key(v)).is_none(), "evicted {} instead", v);
+                        }
+                    }
+                    Op::Remove(i) if !p.model.is_empty() => {
+                        let port = p.model.remove(i % p.model.len());
+                        let slot = p.t.lookup(&key(port)).expect("live");
+                        p.t.remove(slot);
+                    }
+                    Op::Remove(_) => {}
+                }
+                prop_assert_eq!(p.t.len(), p.model.len());
+                for &port in &p.model {
+                    prop_assert!(p.t.lookup(&key(port)).is_some());
+                }
+                prop_assert!(p.t.recency.len() <= RECENCY_SLACK * p.t.peak() + 64 + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn the_recency_queue_exists_only_while_evicting() {
+        let mut t = Table::new(4, 0);
+        for port in 1..=4 {
+            t.insert(Conn::new(key(port), Time::ZERO));
+        }
+        assert!(!t.ordered, "no eviction yet: the stamps alone hold the order");
+        // Touch 1, 2, 3: 4 is now the least recently active.
+        for port in 1..=3 {
+            let s = t.find(&key(port)).unwrap();
+            t.touch(s);
+        }
+        assert_eq!(t.insert(Conn::new(key(5), Time::ZERO)).map(|(_, e)| e), Some(true));
+        assert!(t.lookup(&key(4)).is_none());
+        assert!(t.ordered, "the eviction ordered the live slots");
+        // A calm period: two compactions without an eviction between them drop the queue.
+        for i in 0..400 {
+            let s = t.find(&key([1, 2, 3, 5][i % 4])).unwrap();
+            t.touch(s);
+        }
+        assert!(!t.ordered);
+        assert_eq!(t.recency.capacity(), 0);
+        // The next eviction rebuilds the order from the stamps: 1 2 3 5 were touched in turn, then 1 again.
+        let s = t.find(&key(1)).unwrap();
+        t.touch(s);
+        t.insert(Conn::new(key(6), Time::ZERO));
+        assert!(t.lookup(&key(2)).is_none(), "2 was the least recently active");
+        assert!(t.ordered);
     }
 }
