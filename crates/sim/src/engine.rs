@@ -34,10 +34,20 @@ impl Key {
     }
 }
 
+/// Events due more than this far ahead wait in a second heap (see [`Scheduler`]).
+const FAR_NS: u64 = 1_000_000_000;
+
 /// A priority queue of events of type `E` with the current time.
+///
+/// The keys live in two heaps: `near` for events due within [`FAR_NS`] of the time they were scheduled and
+/// `far` for the rest (flow starts spread over minutes, long timers). A pop takes the earlier of the two
+/// tops, so the order is exactly that of one heap (keys are unique); what changes is that the packets and
+/// timers of a busy run sift through a heap of what is imminent, not through ten thousand flow starts
+/// queued when the world was built.
 pub struct Scheduler<E> {
-    /// A max-heap of reversed keys: the earliest (time, sequence) on top.
-    heap: BinaryHeap<Key>,
+    /// Max-heaps of reversed keys: the earliest (time, sequence) on top.
+    near: BinaryHeap<Key>,
+    far: BinaryHeap<Key>,
     /// The pending events, indexed by their key's slot; a popped event's slot is reused by a later one.
     slab: Vec<Option<E>>,
     free: Vec<u32>,
@@ -49,7 +59,8 @@ pub struct Scheduler<E> {
 impl<E> Default for Scheduler<E> {
     fn default() -> Self {
         Scheduler {
-            heap: BinaryHeap::with_capacity(1024),
+            near: BinaryHeap::with_capacity(1024),
+            far: BinaryHeap::new(),
             slab: Vec::with_capacity(1024),
             free: Vec::with_capacity(1024),
             now: Time::ZERO,
@@ -77,13 +88,23 @@ impl<E> Scheduler<E> {
                 (self.slab.len() - 1) as u32
             }
         };
-        self.heap.push(Key::new(at, self.next_seq, slot));
+        let key = Key::new(at, self.next_seq, slot);
+        if at.0 - self.now.0 > FAR_NS {
+            self.far.push(key);
+        } else {
+            self.near.push(key);
+        }
         self.next_seq += 1;
     }
 
     /// Removes the next event and advances the clock to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let key = self.heap.pop()?;
+        // `Key` is reversed: the greater key is the earlier event.
+        let key = match (self.near.peek(), self.far.peek()) {
+            (Some(n), Some(f)) if f > n => self.far.pop()?,
+            (Some(_), _) => self.near.pop()?,
+            (None, _) => self.far.pop()?,
+        };
         let slot = key.slot();
         let event = self.slab[slot].take().expect("a queued key has its event");
         self.free.push(slot as u32);
@@ -93,7 +114,7 @@ impl<E> Scheduler<E> {
     }
 
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(Key::at)
+        self.near.peek().max(self.far.peek()).map(Key::at)
     }
 
     /// Events popped so far.
@@ -144,5 +165,45 @@ mod tests {
         assert_eq!(rest, [(Time(20), "b"), (Time(20), "b2"), (Time(20), "b3"), (Time(30), "c")]);
         // Slots: c, a, b; then b2 takes a's, a2 a fourth, b3 a2's.
         assert_eq!(s.slab.len(), 4, "popped slots are reused");
+    }
+
+    #[test]
+    fn near_and_far_events_interleave_in_time_and_insertion_order() {
+        // Far events (beyond FAR_NS when scheduled) and near ones scheduled later for the same instant
+        // keep (time, insertion) order across the two heaps.
+        let far = FAR_NS + 5;
+        let mut s = Scheduler::default();
+        s.schedule(Time(far), "far1");
+        s.schedule(Time(3 * far), "far3");
+        s.schedule(Time(2), "near");
+        assert_eq!(s.peek_time(), Some(Time(2)));
+        assert_eq!(s.pop(), Some((Time(2), "near")));
+        s.schedule(Time(far), "far1-near"); // now within FAR_NS: the near heap, same instant, later
+        s.schedule(Time(far - 1), "before");
+        let order: Vec<_> = std::iter::from_fn(|| s.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, ["before", "far1", "far1-near", "far3"]);
+        assert!(s.near.is_empty() && s.far.is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any mix of schedules (near and far) and pops comes out in (time, insertion) order, as from
+        /// one sorted list.
+        #[test]
+        fn pops_follow_one_total_order(ops in proptest::collection::vec((0u64..4 * FAR_NS, proptest::bool::ANY), 1..200)) {
+            let mut s = Scheduler::default();
+            let mut reference = std::collections::BTreeMap::new();
+            for (i, (delay, pop)) in ops.into_iter().enumerate() {
+                if pop {
+                    let expected = reference.pop_first().map(|((at, _), e)| (Time(at), e));
+                    proptest::prop_assert_eq!(s.pop(), expected);
+                } else {
+                    let at = s.now().0 + delay;
+                    s.schedule(Time(at), i);
+                    reference.insert((at, i), i);
+                }
+            }
+            let expected: Vec<_> = reference.into_iter().map(|((at, _), e)| (Time(at), e)).collect();
+            proptest::prop_assert_eq!(std::iter::from_fn(|| s.pop()).collect::<Vec<_>>(), expected);
+        }
     }
 }
