@@ -207,7 +207,7 @@ impl ErrorModelConfig {
                     BUILTIN_CDFS.join(", ")
                 ))
             }
-            (Some(path), None) => read_cdfs(Path::new(path)).map_err(|e| format!("cdfs: {e}"))?,
+            (Some(path), None) => Arc::new(read_cdfs(Path::new(path)).map_err(|e| format!("cdfs: {e}"))?),
             (None, Some(name)) => match builtin_cdfs(name) {
                 Some(parsed) => parsed.map_err(|e| format!("builtin: {e}"))?,
                 None => {
@@ -215,7 +215,7 @@ impl ErrorModelConfig {
                 }
             },
         };
-        Ok(loaded.0.get_or_init(|| Arc::new(read)).clone())
+        Ok(loaded.0.get_or_init(|| read).clone())
     }
 }
 
@@ -845,12 +845,20 @@ pub const BUILTIN_CDFS: &[&str] = &["reinas"];
 ///
 /// `reinas` is `channels/reinas.toml` of the source tree (compiled in): a synthetic stand-in with the
 /// character seed 002 §4 reports for its Reinas trace; its header says exactly how it was made.
-pub fn builtin_cdfs(name: &str) -> Option<Result<Cdfs, FileError>> {
-    let text = match name {
-        "reinas" => include_str!("../../../channels/reinas.toml"),
+///
+/// The compiled-in text never changes, so it is parsed once per process and shared: every scenario that
+/// names a builtin validates its channel, and parsing the CDFs cost more than the rest of the validation.
+pub fn builtin_cdfs(name: &str) -> Option<Result<Arc<Cdfs>, FileError>> {
+    static REINAS: OnceLock<Result<Arc<Cdfs>, FileError>> = OnceLock::new();
+    let (text, parsed) = match name {
+        "reinas" => (include_str!("../../../channels/reinas.toml"), &REINAS),
         _ => return None,
     };
-    Some(parse_cdfs(text, &format!("builtin `{name}` (channels/{name}.toml)")))
+    Some(
+        parsed
+            .get_or_init(|| parse_cdfs(text, &format!("builtin `{name}` (channels/{name}.toml)")).map(Arc::new))
+            .clone(),
+    )
 }
 
 /// A file that could not be read or does not follow its format: which file, where in it, what is wrong.
@@ -1608,6 +1616,21 @@ mod tests {
             assert!(c.error_fraction() > 0.0, "{name}");
         }
         assert!(builtin_cdfs("none").is_none());
+    }
+
+    #[test]
+    fn a_builtin_is_parsed_once_and_shared() {
+        let first = builtin_cdfs("reinas").unwrap().unwrap();
+        let again = builtin_cdfs("reinas").unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let text = include_str!("../../../channels/reinas.toml");
+        assert_eq!(*first, parse_cdfs(text, "channels/reinas.toml").unwrap());
+        let config =
+            ErrorModelConfig::Empirical { cdfs: None, builtin: Some("reinas".into()), loaded: Default::default() };
+        assert!(
+            Arc::ptr_eq(&config.empirical_cdfs().unwrap(), &first),
+            "a scenario's builtin channel is the shared one"
+        );
     }
 
     /// Lengths of the runs of consecutive lost frames.

@@ -572,6 +572,6 @@ mod tests {
             std::fs::write(&path, &text).unwrap();
         }
         assert!(std::fs::read_to_string(&path).unwrap() == text, "{path} differs from its regeneration");
-        assert_eq!(builtin_cdfs("reinas").unwrap().unwrap(), parse_cdfs(&text, "regenerated").unwrap());
+        assert_eq!(*builtin_cdfs("reinas").unwrap().unwrap(), parse_cdfs(&text, "regenerated").unwrap());
     }
 }
