@@ -310,14 +310,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         }
     }
     pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
-        let data = self.buffer.as_mut();
-        data[field::CHECKSUM].copy_from_slice(&[0, 0]);
-        let acc = checksum::add(
-            checksum::pseudo_header(src.octets(), dst.octets(), PROTO_TCP, data.len() as u16),
-            checksum::sum(data),
-        );
-        let c = !checksum::fold(acc);
-        data[field::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+        // The whole segment read as header, with nothing after it.
+        let len = self.buffer.as_ref().len();
+        self.fill_checksum_with_payload_sum(src, dst, len, 0);
     }
 
     /// [`TcpPacket::fill_checksum`] for a segment whose payload, from `header_len` (a multiple of 4) on,
@@ -331,8 +326,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         header_len: usize,
         payload_sum: u64,
     ) {
-        debug_assert!(header_len.is_multiple_of(2), "the payload must start on a 16-bit word");
         let data = self.buffer.as_mut();
+        debug_assert!(
+            header_len.is_multiple_of(2) || header_len == data.len(),
+            "a payload must start on a 16-bit word"
+        );
         data[field::CHECKSUM].copy_from_slice(&[0, 0]);
         let header = checksum::add(checksum::sum(&data[..header_len]), payload_sum);
         let acc =
