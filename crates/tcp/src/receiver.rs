@@ -329,7 +329,6 @@ impl Receiver {
     /// Then, with SACK, makes the block containing it the first SACK block.
     fn store_out_of_order(&mut self, start: u64, data: Bytes) -> bool {
         let end = start + data.len() as u64;
-        let piece_end = |(s, p): &(u64, Bytes)| s + p.len() as u64;
         // The first piece at or after `start`; the one before it may reach into the segment.
         let first = self.ooo.partition_point(|&(s, _)| s < start);
         let mut gaps: [(u64, u64); 8] = [(0, 0); 8];
@@ -373,7 +372,6 @@ impl Receiver {
 
     /// The contiguous block of held data around `start .. end` (pieces that touch count as contiguous).
     fn held_block_around(&self, start: u64, end: u64) -> (u64, u64) {
-        let piece_end = |(s, p): &(u64, Bytes)| s + p.len() as u64;
         let mut l = start;
         let mut i = self.ooo.partition_point(|&(s, _)| s < l);
         while i > 0 && piece_end(&self.ooo[i - 1]) >= l {
@@ -498,6 +496,11 @@ impl Receiver {
     pub fn stats(&self) -> &ReceiverStats {
         &self.stats
     }
+}
+
+/// The offset just past an out-of-order piece.
+fn piece_end((start, piece): &(u64, Bytes)) -> u64 {
+    start + piece.len() as u64
 }
 
 #[cfg(test)]
