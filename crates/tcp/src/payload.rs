@@ -27,7 +27,7 @@ const fn build_pattern() -> [u8; PERIOD] {
 /// (an even position's byte weighs 256, an odd one's 1), for the Internet checksum of a payload without
 /// reading it ([`fill_summed`]). At most 65,521 · 255 · 256 < 2^32.
 static WORD_SUMS: [u32; PERIOD + 1] = {
-    let pattern = build_pattern();
+    let pattern = &PATTERN;
     let mut sums = [0u32; PERIOD + 1];
     let mut i = 0;
     while i < PERIOD {
