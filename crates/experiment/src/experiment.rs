@@ -841,21 +841,20 @@ fn check_sim_overrides(
 ) -> Result<(), ExperimentError> {
     let base_dir = scenario_file.parent().unwrap_or(Path::new(""));
     let origin = scenario_file.display().to_string();
-    let refused = |d: &toml::Value| {
-        let e = lasthop_sim::Scenario::from_toml_in(d.clone(), &origin, base_dir).err()?;
+    let refused = |d: toml::Value| {
+        let e = lasthop_sim::Scenario::from_toml_in(d, &origin, base_dir).err()?;
         refused_field(&e.message).map(|(f, m)| (f.to_string(), m.to_string()))
     };
-    let touches = override_sets;
     let grid_sets = |field: &str| {
         raw.grid.values().any(|a| {
             let a = a.get_ref();
-            a.path.as_ref().is_some_and(|p| touches(p.get_ref(), field))
-                || a.variants.values().flat_map(|v| v.keys()).any(|p| touches(p.get_ref(), field))
+            a.path.as_ref().is_some_and(|p| override_sets(p.get_ref(), field))
+                || a.variants.values().flat_map(|v| v.keys()).any(|p| override_sets(p.get_ref(), field))
         })
     };
     let blame = |set: &RawSet, prefix: &str, d: &toml::Value| -> Result<(), ExperimentError> {
-        let Some((field, message)) = refused(d) else { return Ok(()) };
-        match set.keys().rev().find(|k| touches(k.get_ref(), &field)) {
+        let Some((field, message)) = refused(d.clone()) else { return Ok(()) };
+        match set.keys().rev().find(|k| override_sets(k.get_ref(), &field)) {
             Some(k) if !grid_sets(&field) => Err(cx.err(
                 k.span(),
                 format!("{prefix}.\"{}\"", k.get_ref()),
@@ -883,7 +882,7 @@ fn check_sim_overrides(
             if apply_override(&mut d, path.get_ref(), v.get_ref()).is_err() {
                 continue;
             }
-            if let Some((field, message)) = refused(&d).filter(|(f, _)| touches(path.get_ref(), f)) {
+            if let Some((field, message)) = refused(d).filter(|(f, _)| override_sets(path.get_ref(), f)) {
                 return Err(cx.err(
                     v.span(),
                     format!("grid.{}.values", name.get_ref()),

@@ -89,17 +89,6 @@ pub struct Timing {
     pub wall_s: f64,
 }
 
-/// The calling thread's CPU time in seconds.
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid timespec to write to; the clock id is a constant Linux defines.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 impl SimRunner {
     /// [`Runner::run`] with its phases timed.
     pub fn run_timed(&self, req: &RunRequest<'_>) -> Result<(RunResult, Timing)> {
@@ -108,9 +97,9 @@ impl SimRunner {
         let t1 = std::time::Instant::now();
         let mut staged = lasthop_sim::stage(&scenario, &self.options(req))?;
         let t2 = std::time::Instant::now();
-        let c2 = thread_cpu_s();
+        let c2 = lasthop_net::sys::thread_cpu_time();
         staged.play();
-        let c3 = thread_cpu_s();
+        let c3 = lasthop_net::sys::thread_cpu_time();
         let t3 = std::time::Instant::now();
         let result = staged.finish()?;
         let t4 = std::time::Instant::now();
@@ -119,7 +108,7 @@ impl SimRunner {
             parse_s: s(t0, t1),
             build_s: s(t1, t2),
             events_s: s(t2, t3),
-            events_cpu_s: c3 - c2,
+            events_cpu_s: c3.saturating_sub(c2).as_secs_f64(),
             finish_s: s(t3, t4),
             wall_s: s(t0, t4),
         };

@@ -21,6 +21,7 @@
 //!   the run's Snoop tables allocated in all (`table_bytes`: it includes the map the table reserves up
 //!   front for `max_connections`), `snoop_connections_peak` the most connections they held at once.
 
+use crate::net::median;
 use crate::runner::{RunRequest, ScenarioSource};
 use crate::table::{Cell, Table};
 use anyhow::{anyhow, bail, Context, Result};
@@ -43,15 +44,6 @@ pub struct ScaleRun {
 impl ScaleRun {
     fn events_per_cpu_s(events: u64, t: &crate::runner::Timing) -> f64 {
         events as f64 / t.events_cpu_s.max(1e-9)
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -79,7 +71,7 @@ pub fn repeat(repeats: u64, mut run: impl FnMut() -> Result<ScaleRun>) -> Result
         }
         runs.push(r);
     }
-    let med = |f: fn(&crate::runner::Timing) -> f64| median(runs.iter().map(|r| f(&r.timing)).collect());
+    let med = |f: fn(&crate::runner::Timing) -> f64| median(&runs.iter().map(|r| f(&r.timing)).collect::<Vec<_>>());
     let timing = crate::runner::Timing {
         parse_s: med(|t| t.parse_s),
         build_s: med(|t| t.build_s),
@@ -178,7 +170,7 @@ pub fn push_row(t: &mut Table, grid: &[Cell], seed: u64, r: &ScaleRun) -> Result
         Cell::Float(r.timing.wall_s),
         Cell::Float(r.timing.events_s),
         Cell::Float(r.timing.wall_s - r.timing.events_s),
-        Cell::Float(median(r.events_per_s.clone())),
+        Cell::Float(median(&r.events_per_s)),
         Cell::Empty,
         int(r.peak_rss_bytes),
         Cell::Empty,
