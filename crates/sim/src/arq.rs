@@ -134,6 +134,13 @@ struct Half {
     timer: Option<Time>,
 }
 
+impl Half {
+    /// The packets the receiver has ready to hand up, in its delivery order.
+    fn delivered(&mut self) -> Vec<Bytes> {
+        std::iter::from_fn(|| self.receiver.poll_deliver()).collect()
+    }
+}
+
 struct ArqLink {
     link: usize,
     ends: [usize; 2],
@@ -272,10 +279,7 @@ impl Arq {
         while let Some(ack) = h.receiver.poll_transmit() {
             acks.push(ack);
         }
-        let mut up = Vec::new();
-        while let Some(p) = h.receiver.poll_deliver() {
-            up.push(p);
-        }
+        let up = h.delivered();
         for ack in acks {
             let p = Self::wrap(l, at, &ack);
             world.send(now, (l.link, at), p, false);
@@ -395,10 +399,7 @@ impl Feature for Arq {
             h.receiver.restart();
             // A timer event already scheduled finds nothing due and re-arms for the fresh sender.
             h.timer = None;
-            let mut up = Vec::new();
-            while let Some(p) = h.receiver.poll_deliver() {
-                up.push(p);
-            }
+            let up = h.delivered();
             self.hand_up(world, now, i, 1 - from, up);
         }
         let l = &mut self.links[i];

@@ -603,18 +603,14 @@ impl Scenario {
                 let handoff_aware = |k: &AgentKind| {
                     matches!(k, AgentKind::Snoop | AgentKind::Mtcp | AgentKind::ElnFixed) || k.is_split()
                 };
-                if kinds.len() > 1 && kinds.contains(&AgentKind::Mtcp) {
+                let alone = [
+                    (AgentKind::Mtcp, "M-TCP's supervisor", "mtcp"),
+                    (AgentKind::ElnFixed, "E2E-ELN's notifier", "eln-fixed"),
+                ];
+                if let Some((_, what, name)) = alone.iter().find(|(k, ..)| kinds.len() > 1 && kinds.contains(k)) {
                     return Err((
                         format!("nodes.{b}.agent"),
-                        "a mobility base station runs M-TCP's supervisor alone: expected \"mtcp\" without other agents"
-                            .into(),
-                    ));
-                }
-                if kinds.len() > 1 && kinds.contains(&AgentKind::ElnFixed) {
-                    return Err((
-                        format!("nodes.{b}.agent"),
-                        "a mobility base station runs E2E-ELN's notifier alone: expected \"eln-fixed\" without other agents"
-                            .into(),
+                        format!("a mobility base station runs {what} alone: expected \"{name}\" without other agents"),
                     ));
                 }
                 if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {
