@@ -241,9 +241,9 @@ impl TestbedConfig {
         Ok(())
     }
 
-    /// The split proxy of `agent = "split"`: the configured ports (or the transfer's), the configured buffer, the mobile's
-    /// window clamp offered to the fixed host too (the base station answers for the mobile), and the
-    /// sender's congestion control on the base station's own connection (the same TCP over the hop).
+    /// The split proxy of `agent = "split"`: the configured ports (or the transfer's), the configured buffer,
+    /// the mobile's window clamp offered to the fixed host too (the base station answers for the mobile), and
+    /// the sender's congestion control on the base station's own connection (the same TCP over the hop).
     pub fn split(&self) -> SplitConfig {
         SplitConfig {
             ports: if self.split_ports.is_empty() { vec![self.port] } else { self.split_ports.clone() },

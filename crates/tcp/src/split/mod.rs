@@ -50,6 +50,16 @@ pub enum Toward {
     Mobile,
 }
 
+impl Toward {
+    /// The other side of the relay.
+    pub fn opposite(self) -> Toward {
+        match self {
+            Toward::Wired => Toward::Mobile,
+            Toward::Mobile => Toward::Wired,
+        }
+    }
+}
+
 /// Which way the data of a split connection flows, that is, which end opened it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Direction {
@@ -254,14 +264,11 @@ impl SplitRelay {
 
     /// The next packet to send, and where.
     pub fn poll_transmit(&mut self, now: Time) -> Option<(Toward, Bytes)> {
-        let (to_sender, to_receiver) = match self.direction {
-            Direction::ToMobile => (Toward::Wired, Toward::Mobile),
-            Direction::FromMobile => (Toward::Mobile, Toward::Wired),
-        };
+        let to_sender = self.direction.sender_side();
         if let Some(p) = self.receiving.poll_transmit(now) {
             return Some((to_sender, p));
         }
-        self.sending.poll_transmit(now).map(|p| (to_receiver, p))
+        self.sending.poll_transmit(now).map(|p| (to_sender.opposite(), p))
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {
