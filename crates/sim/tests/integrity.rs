@@ -8,7 +8,7 @@
 
 mod support;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
-use support::set;
+use support::{example, set};
 
 /// One scheme of `compare-ber`: the base stations' agent, the sender's TCP, ELN's resend threshold, and
 /// link ARQ on the wireless hop as (selective link ACKs, TCP-aware).
@@ -73,11 +73,6 @@ fn apply(v: &mut toml::Value, s: &Scheme, base_stations: &[&str], cells: &[&str]
             set(v, &format!("links.{cell}.arq.tcp_aware"), aware);
         }
     }
-}
-
-fn example(name: &str) -> toml::Value {
-    let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn run_intact(v: toml::Value, what: &str) -> RunResult {

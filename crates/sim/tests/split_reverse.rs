@@ -5,12 +5,7 @@
 
 mod support;
 use lasthop_sim::{run, FlowMetrics, RunOptions, RunResult, Scenario};
-use support::set;
-
-fn example(name: &str) -> toml::Value {
-    let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use support::{example, set};
 
 fn run_toml(v: toml::Value, origin: &str) -> RunResult {
     let s = Scenario::from_toml(v, origin).unwrap();

@@ -1,4 +1,4 @@
-//! What the integration tests share: editing a scenario's TOML before it is parsed.
+//! What the integration tests share: reading an example scenario, and editing its TOML before it is parsed.
 
 /// Sets the dotted `path` of a scenario document to `value`, creating the tables on the way.
 pub fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
@@ -8,4 +8,11 @@ pub fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
         at = at.as_table_mut().unwrap().entry(p.to_string()).or_insert(toml::Value::Table(Default::default()));
     }
     at.as_table_mut().unwrap().insert(parts[parts.len() - 1].to_string(), value.into());
+}
+
+/// The scenario document of `examples/<name>`.
+#[allow(dead_code)] // not every test binary that shares this module reads an example
+pub fn example(name: &str) -> toml::Value {
+    let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
