@@ -25,6 +25,10 @@ use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
+/// A map looked up on every packet routed or delivered: foldhash with a fixed seed (a lookup costs a few ns
+/// where SipHash or a B-tree over 10,000 addresses cost tens; no random state, so no run depends on one).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
 pub(crate) enum Event {
     /// A packet reaches `node` over direction `dir` of `link`.
     Arrive {
@@ -68,7 +72,7 @@ pub(crate) struct Node {
     pub endpoints: Vec<usize>,
     /// The first of `endpoints` for each (local port, remote address, remote port), for nodes with many
     /// endpoints (a fixed host serving thousands of flows), where scanning the list would cost per packet.
-    by_key: HashMap<EndpointKey, usize>,
+    by_key: FastMap<EndpointKey, usize>,
 }
 
 /// What a packet arriving at a node names its endpoint by: (local port, remote address, remote port).
@@ -180,7 +184,8 @@ pub struct World {
     media: Vec<Medium>,
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) flows: Vec<Flow>,
-    addr_index: BTreeMap<Ipv4Addr, usize>,
+    /// Node by address (the scenario checks that no two nodes share one).
+    addr_index: FastMap<Ipv4Addr, usize>,
     actions: Vec<Action>,
     flows_open: usize,
     time_limit: Time,
@@ -228,7 +233,7 @@ impl World {
                 agent: build_agent(&n.agent, s),
                 agent_timer: None,
                 endpoints: Vec::new(),
-                by_key: HashMap::new(),
+                by_key: FastMap::default(),
             })
             .collect();
         let mut links = Vec::new();
@@ -1121,7 +1126,7 @@ mod tests {
             agent: None,
             agent_timer: None,
             endpoints: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: FastMap::default(),
         }
     }
 
