@@ -14,6 +14,8 @@
 # purpose (for instance when branches that add experiments are merged), regenerate it on the merged tree:
 #   cargo build --release -p lasthop && scripts/quick-identical.sh --update
 # and review the diff of tests/quick-results.sha256: only the experiments meant to change may change.
+# A change meant to alter only some columns (fewer events played alters `events`) is proven so before the
+# update with scripts/results-diff.py BEFORE_OUT AFTER_OUT --ignore COLUMN (every other field identical).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 record=tests/quick-results.sha256
