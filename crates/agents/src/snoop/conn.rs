@@ -6,12 +6,12 @@
 //! the current time from the caller; nothing here reads a clock.
 
 use super::parse::Segment;
+use super::queue::HeadInline;
 use super::{Cfg, SnoopStats};
 use crate::flow::FlowKey;
 use crate::{Action, DropReason, Side};
 use bytes::Bytes;
 use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
-use std::collections::VecDeque;
 
 /// Bits of [`CachedSeg::flags`]. Set with `|=`, cleared with `&= !FLAG` (ns-2's Snoop cleared with
 /// `|= ~FLAG`, which sets every *other* bit; `tests::clearing_sender_rexmit_clears_only_that_flag`).
@@ -147,8 +147,8 @@ pub(super) enum After {
 pub(super) struct Conn {
     /// FH -> MH: `src` is the fixed host, `dst` the mobile.
     pub key: FlowKey,
-    /// Unacknowledged segments in sequence order, non-overlapping.
-    cache: VecDeque<CachedSeg>,
+    /// Unacknowledged segments in sequence order, non-overlapping; the first inline (see `queue.rs`).
+    cache: HeadInline<CachedSeg>,
     /// Sequence space the cache covers: what the high-water mark of §6 counts.
     cache_bytes: usize,
     /// Memory the cache holds: every cached packet as buffered, headers included, plus its entry
@@ -227,7 +227,7 @@ impl Conn {
     pub fn new(key: FlowKey, now: Time) -> Conn {
         Conn {
             key,
-            cache: VecDeque::new(),
+            cache: HeadInline::new(),
             cache_bytes: 0,
             cache_held: 0,
             last_seq_seen: SeqNum(0),
@@ -629,9 +629,10 @@ impl Conn {
         while hi < self.cache.len() && self.cache[hi].seq < end {
             hi += 1;
         }
-        for c in self.cache.drain(lo..hi) {
-            self.cache_bytes -= c.len as usize;
-            self.cache_held -= c.held();
+        for _ in lo..hi {
+            if let Some(c) = self.cache.remove(lo) {
+                self.uncount(&c);
+            }
         }
         let s = CachedSeg {
             seq: seg.seq,
@@ -973,7 +974,7 @@ impl Conn {
     // ---- inspection (tests, debugging) ----------------------------------------------------------------
 
     #[cfg(test)]
-    pub fn cache(&self) -> &VecDeque<CachedSeg> {
+    pub fn cache(&self) -> &HeadInline<CachedSeg> {
         &self.cache
     }
     pub fn cache_bytes(&self) -> usize {

@@ -121,6 +121,7 @@
 
 mod conn;
 mod parse;
+mod queue;
 mod table;
 #[cfg(test)]
 mod tests;
