@@ -54,6 +54,7 @@ impl<T> HeadInline<T> {
         }
     }
 
+    #[cfg(test)]
     pub fn push_back(&mut self, x: T) {
         if self.head.is_none() {
             self.head = Some(x);
@@ -102,6 +103,7 @@ impl<T> HeadInline<T> {
         }
     }
 
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.head.iter().chain(self.rest.iter())
     }
