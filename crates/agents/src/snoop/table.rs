@@ -200,8 +200,26 @@ impl Table {
     #[inline(never)]
     fn find_in_map(&mut self, k: u128) -> Option<u32> {
         let slot = self.get(k)?;
+        self.prefetch_hot(slot);
         self.last = Some((k, slot));
         Some(slot)
+    }
+
+    /// Asks the processor for the other lines of a slot's hot state (`Conn`: lines 1 to 5) as soon as the
+    /// lookup has found it (it read line 0), so that they arrive together instead of one by one as the
+    /// packet's processing reaches each field. A hint about this packet's own state only; no lookahead.
+    #[inline]
+    fn prefetch_hot(&self, slot: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let base = (&self.slots[slot as usize] as *const Slot).cast::<i8>();
+            for line in 1..6 {
+                // SAFETY: a prefetch reads nothing architecturally and never faults; the addresses lie
+                // inside the slot anyway (it is 7 lines long).
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(line * 64)) };
+            }
+        }
     }
 
     pub fn conn(&self, slot: u32) -> &Conn {
