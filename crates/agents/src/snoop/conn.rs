@@ -212,7 +212,7 @@ pub(super) struct Conn {
     /// Lower bound on the index of the transmission whose arrival made the mobile send the current last
     /// ACK: every DUPACK for it was caused by a later, distinct transmission (the link keeps order).
     ack_base: u64,
-    /// Unacknowledged segments in sequence order, non-overlapping; the first inline (see `queue.rs`).
+    /// Unacknowledged segments in sequence order, non-overlapping; a lone one inline (see `queue.rs`).
     cache: HeadInline<CachedSeg>,
     // ---- cold: transmit-timed state (written by `on_transmit`) and rare paths --------------------
     /// Start of this connection's latest data transmission.

@@ -1,12 +1,13 @@
-//! A double-ended queue whose first element lives inline, for a connection's cache of unacknowledged
+//! A double-ended queue that keeps a lone element inline, for a connection's cache of unacknowledged
 //! segments: a connection with at most one segment in flight (most of a base station's many mostly idle
 //! mobiles) keeps it in its own state, on cache lines the packet reads anyway, instead of in a separate
 //! allocation that costs one more dependent cache miss per packet (README, "Scale": Snoop's table).
 
 use std::collections::VecDeque;
 
-/// The queue's first element inline, the others in a `VecDeque` (allocated only once two are held).
-/// Invariant: `head` is `None` only when `rest` is empty, so the order is `head` then `rest`.
+/// A lone element inline; two or more in a `VecDeque` (allocated the first time), until the queue empties
+/// again. Invariant: `head` and `rest` never both hold something, so a pop never shifts an element from one
+/// to the other; an element moves only when a second one joins a lone one.
 #[derive(Debug, Clone)]
 pub(super) struct HeadInline<T> {
     head: Option<T>,
@@ -29,68 +30,68 @@ impl<T> HeadInline<T> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.head.is_none()
+        self.head.is_none() && self.rest.is_empty()
     }
 
     pub fn front(&self) -> Option<&T> {
-        self.head.as_ref()
+        self.head.as_ref().or_else(|| self.rest.front())
     }
 
     pub fn back(&self) -> Option<&T> {
-        self.rest.back().or(self.head.as_ref())
+        self.head.as_ref().or_else(|| self.rest.back())
     }
 
     pub fn get(&self, i: usize) -> Option<&T> {
-        match i {
-            0 => self.head.as_ref(),
-            _ => self.rest.get(i - 1),
+        match &self.head {
+            Some(h) => (i == 0).then_some(h),
+            None => self.rest.get(i),
         }
     }
 
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        match i {
-            0 => self.head.as_mut(),
-            _ => self.rest.get_mut(i - 1),
+        match &mut self.head {
+            Some(h) => (i == 0).then_some(h),
+            None => self.rest.get_mut(i),
+        }
+    }
+
+    /// Moves a lone inline element into `rest`, before a second one joins it.
+    fn spill(&mut self) {
+        if let Some(h) = self.head.take() {
+            self.rest.push_back(h);
         }
     }
 
     #[cfg(test)]
     pub fn push_back(&mut self, x: T) {
-        if self.head.is_none() {
-            self.head = Some(x);
-        } else {
-            self.rest.push_back(x);
-        }
+        let at = self.len();
+        self.insert(at, x);
     }
 
     pub fn pop_front(&mut self) -> Option<T> {
-        let h = self.head.take()?;
-        self.head = self.rest.pop_front();
-        Some(h)
+        self.head.take().or_else(|| self.rest.pop_front())
     }
 
     pub fn pop_back(&mut self) -> Option<T> {
-        self.rest.pop_back().or_else(|| self.head.take())
+        self.head.take().or_else(|| self.rest.pop_back())
     }
 
     /// Inserts `x` at position `i`, shifting the elements from `i` on back. Panics if `i > len()`, as
     /// `VecDeque::insert` does.
     pub fn insert(&mut self, i: usize, x: T) {
-        if i == 0 {
-            if let Some(h) = self.head.replace(x) {
-                self.rest.push_front(h);
-            }
+        if self.is_empty() && i == 0 {
+            self.head = Some(x);
         } else {
-            assert!(self.head.is_some(), "insertion index {i} out of bounds");
-            self.rest.insert(i - 1, x);
+            self.spill();
+            self.rest.insert(i, x);
         }
     }
 
     /// Removes and returns the element at `i`, `None` if there is none.
     pub fn remove(&mut self, i: usize) -> Option<T> {
         match i {
-            0 => self.pop_front(),
-            _ => self.rest.remove(i - 1),
+            0 if self.head.is_some() => self.head.take(),
+            _ => self.rest.remove(i),
         }
     }
 
@@ -98,8 +99,8 @@ impl<T> HeadInline<T> {
     /// true, then all false), as `VecDeque::partition_point`.
     pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
         match &self.head {
-            Some(h) if pred(h) => 1 + self.rest.partition_point(pred),
-            _ => 0,
+            Some(h) => usize::from(pred(h)),
+            None => self.rest.partition_point(pred),
         }
     }
 

@@ -409,10 +409,10 @@ impl Table {
     }
 
     /// Bytes the table's own structures hold allocated: the slots (the inline per-connection state with room
-    /// for its first cached entry, its stamp and generation), the free list, the index (a slot number and a
+    /// for a lone cached entry, its stamp and generation), the free list, the index (a slot number and a
     /// control byte per bucket), the recency queue and the timer heap. Their capacities never shrink, so
-    /// this is also their high-water mark. A connection's cache beyond its first entry (the buffer of
-    /// entries allocated once it holds two) and the packets it holds come on top; see [`Conn::cache_held`].
+    /// this is also their high-water mark. A connection's cache buffer (allocated once it holds two entries)
+    /// and the packets it holds come on top; see [`Conn::cache_held`].
     pub fn allocated_bytes(&self) -> usize {
         use std::mem::size_of;
         self.slots.capacity() * size_of::<Slot>()
@@ -423,13 +423,13 @@ impl Table {
     }
 
     /// What one more connection costs the table at most: its slot (seven cache lines: inline state with room
-    /// for the first cached segment's entry, stamp, generation), a free-list entry, an index bucket at the
+    /// for a lone cached segment's entry, stamp, generation), a free-list entry, an index bucket at the
     /// index's highest load (7/8: slot number and control byte), its share of the recency queue (up to
     /// `RECENCY_SLACK` entries before compaction), one timer-heap entry. A connection with at most one
-    /// segment cached allocates nothing else but that packet. From two on, the other entries live in a
-    /// separate buffer; entries and packets come on top as [`Conn::cache_held`] counts them (every entry,
-    /// the inline first one too, so one entry over while anything is cached; the buffer's spare capacity,
-    /// up to as much again, not).
+    /// segment cached allocates nothing else but that packet. From two on, the entries live in a separate
+    /// buffer; entries and packets come on top as [`Conn::cache_held`] counts them (every entry, a lone
+    /// inline one too, so one entry over while exactly one is cached; the buffer's spare capacity, up to as
+    /// much again, not).
     pub fn bytes_per_connection() -> usize {
         use std::mem::size_of;
         Self::slot_size()
@@ -439,8 +439,8 @@ impl Table {
             + size_of::<Reverse<(Time, u32, u32)>>()
     }
 
-    /// Size of one slot: the inline per-connection state (room for the first cached entry included), its
-    /// stamp and generation.
+    /// Size of one slot: the inline per-connection state (room for a lone cached entry included), its stamp
+    /// and generation.
     pub fn slot_size() -> usize {
         std::mem::size_of::<Slot>()
     }
