@@ -6,12 +6,12 @@
 //! the current time from the caller; nothing here reads a clock.
 
 use super::parse::Segment;
+use super::queue::HeadInline;
 use super::{Cfg, SnoopStats};
 use crate::flow::FlowKey;
 use crate::{Action, DropReason, Side};
 use bytes::Bytes;
 use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
-use std::collections::VecDeque;
 
 /// Bits of [`CachedSeg::flags`]. Set with `|=`, cleared with `&= !FLAG` (ns-2's Snoop cleared with
 /// `|= ~FLAG`, which sets every *other* bit; `tests::clearing_sender_rexmit_clears_only_that_flag`).
@@ -143,23 +143,46 @@ pub(super) enum After {
     Remove,
 }
 
+/// One connection's state. Laid out by hand (`repr(C)`, fields in the order given) so that what every data
+/// packet and every ACK reads or writes is packed into the first lines of its 64-byte aligned slot
+/// (`table.rs`: the slot's stamp and generation come first, the connection 16 bytes in), the transmit-timed
+/// and rare fields after it; `tests::hot_fields_come_first` checks the offsets the comments name.
 #[derive(Debug)]
+#[repr(C)]
 pub(super) struct Conn {
+    // ---- line 0, with the slot's stamp and generation: lookup, touch, timers ---------------------
     /// FH -> MH: `src` is the fixed host, `dst` the mobile.
     pub key: FlowKey,
-    /// Unacknowledged segments in sequence order, non-overlapping.
-    cache: VecDeque<CachedSeg>,
+    /// Bumped by every retransmission, local or by the sender (Karn).
+    rexmit_epoch: u32,
+    /// Time of this connection's entry in the timer heap (see `table.rs`).
+    pub scheduled: Option<Time>,
+    /// Last packet from the sender or the receiver (§6 persist timer).
+    last_activity: Time,
+    /// Last time the persist timer (or the round-trip timer) fired; the persist timer counts from the
+    /// later of this and `last_activity` so it does not fire back to back.
+    persist_base: Time,
+    // ---- line 1: every data packet and every ACK -------------------------------------------------
+    /// Round-trip timer (§6); armed only once a DUPACK caused a local retransmission, then kept armed for
+    /// the packet the mobile needs next until the local recovery is over (see `on_new_ack`).
+    rtx_deadline: Option<Time>,
+    /// One past the highest sequence number seen from the sender ("last sequence number seen", §3.1.1).
+    last_seq_seen: SeqNum,
+    /// The ACK that would show the current local recovery is over (§6).
+    next_exp_ack: SeqNum,
+    /// Sequence number just past the FH's FIN, once seen.
+    fin_end: Option<SeqNum>,
+    /// Highest cumulative ACK seen from the mobile; `None` until one is seen (state picked up from data).
+    last_ack: Option<SeqNum>,
+    /// Data packets sent toward the mobile on this connection, counting retransmissions.
+    tx_count: u64,
     /// Sequence space the cache covers: what the high-water mark of §6 counts.
     cache_bytes: usize,
     /// Memory the cache holds: every cached packet as buffered, headers included, plus its entry
     /// ([`CachedSeg::held`]); what `SnoopConfig::max_cache_bytes` bounds.
     cache_held: usize,
-    /// One past the highest sequence number seen from the sender ("last sequence number seen", §3.1.1).
-    last_seq_seen: SeqNum,
-    /// Highest cumulative ACK seen from the mobile; `None` until one is seen (state picked up from data).
-    last_ack: Option<SeqNum>,
-    /// The MH's window field in its last (non-spurious) ACK, raw (unscaled), for regenerated ACKs.
-    mh_window: u16,
+    // ---- line 2: every ACK -----------------------------------------------------------------------
+    probe: Option<Probe>,
     /// From the MH's last (non-spurious) packet, to regenerate an ACK as the MH would have sent it: its next
     /// sequence number, its timestamps option and its IP ident. `None` until a packet from the MH is seen.
     mh_last: Option<MhLast>,
@@ -168,66 +191,53 @@ pub(super) struct Conn {
     /// DUPACKs seen for the current last ACK, suppressed or not: each is a packet after the hole that
     /// reached the mobile. Used to detect a further hole at a partial ACK (`on_new_ack`).
     dupacks_seen: u32,
-    /// The ACK that would show the current local recovery is over (§6).
-    next_exp_ack: SeqNum,
-    /// Smoothed wireless round-trip time in ns; `None` before the first sample.
-    srtt: Option<u64>,
-    probe: Option<Probe>,
-    /// Bumped by every retransmission, local or by the sender (Karn).
-    rexmit_epoch: u32,
-    /// Data packets sent toward the mobile on this connection, counting retransmissions.
-    tx_count: u64,
-    /// Round-trip timer (§6); armed only once a DUPACK caused a local retransmission, then kept armed for
-    /// the packet the mobile needs next until the local recovery is over (see `on_new_ack`).
-    rtx_deadline: Option<Time>,
-    rtx_backoff: u32,
-    /// A local recovery is in progress: set by a DUPACK-caused retransmission, over once every packet
-    /// forwarded before the latest local retransmission is acknowledged (`recover`, as in NewReno).
-    in_recovery: bool,
-    /// `tx_count` just after the latest local retransmission.
-    recover: u64,
     /// One past the newest transmission (`tx_idx`) known to have reached the mobile (its packet was
     /// acknowledged); 0 if none. DUPACKs for packets sent before it have already been counted.
     acked_tx: u64,
-    /// Last packet from the sender or the receiver (§6 persist timer).
-    last_activity: Time,
-    /// Last time the persist timer (or the round-trip timer) fired; the persist timer counts from the
-    /// later of this and `last_activity` so it does not fire back to back.
-    persist_base: Time,
-    /// Sequence number just past the FH's FIN, once seen.
-    fin_end: Option<SeqNum>,
+    rtx_backoff: u32,
+    /// The MH's window field in its last (non-spurious) ACK, raw (unscaled), for regenerated ACKs.
+    mh_window: u16,
     /// The host reports transmissions (`on_transmit`) for this connection: the transmit-timed rules apply.
     /// Until the first report, every rule is the queue-timed one (hosts need not call it).
     tx_mode: bool,
+    /// A local recovery is in progress: set by a DUPACK-caused retransmission, over once every packet
+    /// forwarded before the latest local retransmission is acknowledged (`recover`, as in NewReno).
+    in_recovery: bool,
+    // ---- lines 3 to 5: the RTT, the cache and its first segment inline ---------------------------
+    /// Smoothed wireless round-trip time in ns; `None` before the first sample.
+    srtt: Option<u64>,
+    /// Last ACK or DUPACK from the mobile (transmit-timed: with `last_tx_at`, when the connection's medium
+    /// fell quiet).
+    last_mh_at: Time,
+    /// Lower bound on the index of the transmission whose arrival made the mobile send the current last
+    /// ACK: every DUPACK for it was caused by a later, distinct transmission (the link keeps order).
+    ack_base: u64,
+    /// Unacknowledged segments in sequence order, non-overlapping; a lone one inline (see `queue.rs`).
+    cache: HeadInline<CachedSeg>,
+    // ---- cold: transmit-timed state (written by `on_transmit`) and rare paths --------------------
+    /// Start of this connection's latest data transmission.
+    last_tx_at: Time,
     /// Data transmissions reported on this connection; the latest one's index (transmission order).
     txc: u64,
     /// Lower bound on the index of the latest transmission known to have reached the mobile.
     rcvd: u64,
-    /// Lower bound on the index of the transmission whose arrival made the mobile send the current last
-    /// ACK: every DUPACK for it was caused by a later, distinct transmission (the link keeps order).
-    ack_base: u64,
-    /// Start of this connection's latest data transmission.
-    last_tx_at: Time,
+    /// `tx_count` just after the latest local retransmission.
+    recover: u64,
     /// The hop's round trip from the start of a transmission to the ACK it causes, with no queue in the
     /// way: the least transmit-timed sample of the last `HOP_RTT_WINDOW` (ns), and when that window began.
     hop_rtt: Option<(u64, Time)>,
-    /// Last ACK or DUPACK from the mobile (transmit-timed: with `last_tx_at`, when the connection's medium
-    /// fell quiet).
-    last_mh_at: Time,
     /// The receiver's ACK pacing: the longest a new ACK came after the connection's medium fell quiet (its
     /// latest transmission or ACK), over the last `ACK_HOLD_WINDOW` (ns), and when that window began. A
     /// receiver that delays ACKs (BSD up to 200 ms, Linux 40 ms and more) holds the ACK of a lone segment
     /// that long; the round-trip timer must not take that silence for a loss.
     ack_hold: Option<(u64, Time)>,
-    /// Time of this connection's entry in the timer heap (see `table.rs`).
-    pub scheduled: Option<Time>,
 }
 
 impl Conn {
     pub fn new(key: FlowKey, now: Time) -> Conn {
         Conn {
             key,
-            cache: VecDeque::new(),
+            cache: HeadInline::new(),
             cache_bytes: 0,
             cache_held: 0,
             last_seq_seen: SeqNum(0),
@@ -629,9 +639,10 @@ impl Conn {
         while hi < self.cache.len() && self.cache[hi].seq < end {
             hi += 1;
         }
-        for c in self.cache.drain(lo..hi) {
-            self.cache_bytes -= c.len as usize;
-            self.cache_held -= c.held();
+        for _ in lo..hi {
+            if let Some(c) = self.cache.remove(lo) {
+                self.uncount(&c);
+            }
         }
         let s = CachedSeg {
             seq: seg.seq,
@@ -973,7 +984,7 @@ impl Conn {
     // ---- inspection (tests, debugging) ----------------------------------------------------------------
 
     #[cfg(test)]
-    pub fn cache(&self) -> &VecDeque<CachedSeg> {
+    pub fn cache(&self) -> &HeadInline<CachedSeg> {
         &self.cache
     }
     pub fn cache_bytes(&self) -> usize {
@@ -1058,4 +1069,27 @@ fn forward_dupack(pkt: Bytes, out: &mut Vec<Action>, stats: &mut SnoopStats) {
 fn suppress_dupack(out: &mut Vec<Action>, stats: &mut SnoopStats) {
     stats.dupacks_suppressed += 1;
     out.push(Action::Drop(DropReason::DupAckSuppressed));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    /// Where the comments in `Conn` say each group lies, counted from the slot's start (the connection
+    /// sits 16 bytes into its slot: `table::tests::a_slot_is_aligned_to_a_cache_line`).
+    #[test]
+    fn hot_fields_come_first() {
+        let at = |offset: usize| offset + 16;
+        assert!(at(offset_of!(Conn, persist_base) + 8) <= 64, "line 0");
+        assert!(at(offset_of!(Conn, rtx_deadline)) >= 64 && at(offset_of!(Conn, cache_held) + 8) <= 128, "line 1");
+        assert!(at(offset_of!(Conn, probe)) >= 128 && at(offset_of!(Conn, in_recovery) + 1) <= 192, "line 2");
+        let hot_end = at(offset_of!(Conn, cache) + std::mem::size_of::<HeadInline<CachedSeg>>());
+        assert!(at(offset_of!(Conn, srtt)) >= 192 && hot_end <= 6 * 64, "lines 3 to 5");
+        assert_eq!(
+            offset_of!(Conn, last_tx_at),
+            offset_of!(Conn, cache) + std::mem::size_of::<HeadInline<CachedSeg>>()
+        );
+        assert!(at(std::mem::size_of::<Conn>()) <= 7 * 64, "the slot is seven lines");
+    }
 }

@@ -16,6 +16,7 @@
 //! - `parse`: validates IPv4/TCP once per packet and copies out the fields the state machine reads.
 //! - `conn`: the per-connection state and the cases of §3.1.1, §3.1.2 and §6, each cited where it is handled.
 //! - `table`: the bounded connection table (least recently active evicted) and the timer heap.
+//! - `queue`: a connection's cache of segments, a lone one inline in the connection's state.
 //!
 //! # Packets Snoop does not handle
 //!
@@ -121,6 +122,7 @@
 
 mod conn;
 mod parse;
+mod queue;
 mod table;
 #[cfg(test)]
 mod tests;

@@ -84,8 +84,10 @@ impl Hasher for KeyHasher {
 }
 
 /// A connection's place in the table: its state, and the table's bookkeeping beside it on the same cache
-/// lines (a lookup compares the key in `conn`, a touch writes `stamp`: one place in memory per packet).
+/// line (a lookup compares the key in `conn`, a touch writes `stamp`: one place in memory per packet).
+/// Aligned to a cache line, so that the state's hot part (see `Conn`) spans the fewest lines.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Slot {
     /// When the connection was last active, in `Table::clock` ticks; `FREE` for a free slot.
     stamp: u64,
@@ -95,6 +97,24 @@ struct Slot {
 }
 
 const FREE: u64 = 0;
+
+/// Asks the processor for the other lines of a slot's hot state (`Conn`: lines 1 to 5) as soon as the
+/// lookup has found it (it read line 0), so that they arrive together instead of one by one as the packet's
+/// processing reaches each field. A hint about this packet's own state only; no lookahead. (Issued for
+/// every candidate of the probe, before its key had arrived, it made the bench at 100,000 connections about 30 % slower.)
+#[inline]
+fn prefetch_hot(slot: &Slot) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let base = (slot as *const Slot).cast::<i8>();
+        for line in 1..6 {
+            // SAFETY: a prefetch reads nothing architecturally and never faults; the addresses lie inside
+            // the slot anyway (it is 7 lines long).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(line * 64)) };
+        }
+    }
+}
 
 /// An entry of the recency queue: a slot and the stamp it was given. Current while the slot still carries
 /// that stamp; stale once the slot is touched again or freed.
@@ -198,6 +218,7 @@ impl Table {
     #[inline(never)]
     fn find_in_map(&mut self, k: u128) -> Option<u32> {
         let slot = self.get(k)?;
+        prefetch_hot(&self.slots[slot as usize]);
         self.last = Some((k, slot));
         Some(slot)
     }
@@ -387,11 +408,11 @@ impl Table {
         }
     }
 
-    /// Bytes the table's own structures hold allocated: the slots (the inline per-connection state and its
-    /// stamp and generation), the free list, the index (a slot number and a control byte per bucket), the
-    /// recency queue and the timer heap. Their capacities never shrink, so this is also their high-water
-    /// mark. A connection's cache (its queue of entries and the packets they hold) comes on top; see
-    /// [`Conn::cache_held`].
+    /// Bytes the table's own structures hold allocated: the slots (the inline per-connection state with room
+    /// for a lone cached entry, its stamp and generation), the free list, the index (a slot number and a
+    /// control byte per bucket), the recency queue and the timer heap. Their capacities never shrink, so
+    /// this is also their high-water mark. A connection's cache buffer (allocated once it holds two entries)
+    /// and the packets it holds come on top; see [`Conn::cache_held`].
     pub fn allocated_bytes(&self) -> usize {
         use std::mem::size_of;
         self.slots.capacity() * size_of::<Slot>()
@@ -401,10 +422,14 @@ impl Table {
             + self.heap.capacity() * size_of::<Reverse<(Time, u32, u32)>>()
     }
 
-    /// What one more connection costs the table at most: its slot (inline state, stamp, generation), a free-list
-    /// entry, an index bucket at the index's highest load (7/8: slot number and control byte), its share of
-    /// the recency queue (up to `RECENCY_SLACK` entries before compaction), one timer-heap entry. Its cache's
-    /// entries and packets come on top.
+    /// What one more connection costs the table at most: its slot (seven cache lines: inline state with room
+    /// for a lone cached segment's entry, stamp, generation), a free-list entry, an index bucket at the
+    /// index's highest load (7/8: slot number and control byte), its share of the recency queue (up to
+    /// `RECENCY_SLACK` entries before compaction), one timer-heap entry. A connection with at most one
+    /// segment cached allocates nothing else but that packet. From two on, the entries live in a separate
+    /// buffer; entries and packets come on top as [`Conn::cache_held`] counts them (every entry, a lone
+    /// inline one too, so one entry over while exactly one is cached; the buffer's spare capacity, up to as
+    /// much again, not).
     pub fn bytes_per_connection() -> usize {
         use std::mem::size_of;
         Self::slot_size()
@@ -414,7 +439,8 @@ impl Table {
             + size_of::<Reverse<(Time, u32, u32)>>()
     }
 
-    /// Size of one slot: the inline per-connection state, its stamp and generation.
+    /// Size of one slot: the inline per-connection state (room for a lone cached entry included), its stamp
+    /// and generation.
     pub fn slot_size() -> usize {
         std::mem::size_of::<Slot>()
     }
@@ -521,6 +547,19 @@ mod tests {
                 prop_assert!(p.t.recency.len() <= RECENCY_SLACK * p.t.peak() + 64 + 1);
             }
         }
+    }
+
+    /// `Conn`'s layout (its `tests::hot_fields_come_first`) counts from a slot's start, 16 bytes before
+    /// the connection.
+    #[test]
+    fn a_slot_is_aligned_to_a_cache_line() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!(align_of::<Slot>(), 64);
+        assert_eq!(offset_of!(Slot, conn), 16);
+        let s = Slot { stamp: FREE, gen: 0, conn: Some(Conn::new(key(1), Time::ZERO)) };
+        let conn = s.conn.as_ref().map(|c| c as *const Conn as usize);
+        assert_eq!(conn, Some(&s as *const Slot as usize + 16), "the connection sits at the start of its Option");
+        assert_eq!(size_of::<Slot>(), 7 * 64);
     }
 
     #[test]
