@@ -469,7 +469,10 @@ impl BaseStation {
     fn transit(&mut self, now: Time, mobile: Ipv4Addr, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         match self.mobiles.get_mut(&mobile) {
             Some(Mobile { snoop: Some(s), .. }) => s.on_packet(now, side, packet, out),
-            Some(Mobile { eln: Some(e), .. }) => e.on_packet(now, side, packet, out),
+            Some(Mobile { eln: Some(e), .. }) => {
+                e.on_queue_occupancy(Side::ToMobile, self.queue_to_mobile);
+                e.on_packet(now, side, packet, out)
+            }
             _ => out.push(Action::Forward(side, packet)),
         }
     }
@@ -510,14 +513,12 @@ impl Agent for BaseStation {
     }
 
     /// The host's queue toward the mobiles is ELN's "input queue" (see `crate::eln`): a segment forwarded
-    /// while it is over the congestion threshold may yet be dropped there, so it is not vouched for.
+    /// while it is over the congestion threshold may yet be dropped there, so it is not vouched for. Kept
+    /// here and handed to the notifier of the mobile a packet is for (`transit`, `new_eln`), not to every
+    /// mobile's notifier on every packet.
     fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
-        if side != Side::ToMobile {
-            return;
-        }
-        self.queue_to_mobile = fraction;
-        for e in self.mobiles.values_mut().filter_map(|m| m.eln.as_mut()) {
-            e.on_queue_occupancy(side, fraction);
+        if side == Side::ToMobile {
+            self.queue_to_mobile = fraction;
         }
     }
 
