@@ -6,13 +6,8 @@ use lasthop_sim::{run, RunOptions, RunResult, Scenario};
 use proptest::prelude::*;
 use support::set;
 
-fn example() -> toml::Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
-    toml::from_str(&text).unwrap()
-}
-
 fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Scenario {
-    let mut v = example();
+    let mut v = support::example("snoop.toml");
     edit(&mut v);
     Scenario::from_toml(v, "test").unwrap()
 }

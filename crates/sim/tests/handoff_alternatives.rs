@@ -10,8 +10,7 @@ use support::set;
 
 /// examples/handoff.toml with a handoff every 2 s from 1 s, `agent` at both base stations, and `edit`.
 fn scenario(agent: &str, edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/handoff.toml")).unwrap();
-    let mut v: toml::Value = toml::from_str(&text).unwrap();
+    let mut v = support::example("handoff.toml");
     set(&mut v, "flows.bulk.bytes", 2_000_000);
     set(&mut v, "mobility.scheme", "plain");
     set(&mut v, "mobility.interval_s", 2.0);

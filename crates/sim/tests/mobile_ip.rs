@@ -3,15 +3,17 @@
 //! the handoff's messages all happen; losses and the buffer behave as §2–§4 describe; determinism; and bad
 //! `[mobile_ip]` tables are refused with the field named.
 
+mod support;
+
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
 use proptest::prelude::*;
+use support::set;
 
 /// The schemes of the `mip-buffer` experiment plus base Mobile IP and the link-ACK cleanup.
 const SCHEMES: [&str; 6] = ["base", "ro", "buffer", "buffer-ack", "buffer-ack-order", "buffer-link-ack"];
 
 fn example() -> toml::Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/mobile-ip.toml")).unwrap();
-    toml::from_str(&text).unwrap()
+    support::example("mobile-ip.toml")
 }
 
 fn scenario(scheme: &str, tcp: &str, ha_fa_ms: f64, first_s: f64, every_s: f64, bytes: u64, seed: u64) -> Scenario {
@@ -29,9 +31,9 @@ fn scenario_toml(
     seed: u64,
 ) -> toml::Value {
     let mut v = example();
-    v.as_table_mut().unwrap().insert("seed".into(), (seed as i64).into());
+    set(&mut v, "seed", seed as i64);
     for l in ["ha-fa1", "ha-fa2"] {
-        v["links"][l].as_table_mut().unwrap().insert("delay_ms".into(), ha_fa_ms.into());
+        set(&mut v, &format!("links.{l}.delay_ms"), ha_fa_ms);
     }
     let m = v["mobile_ip"].as_table_mut().unwrap();
     let (ro, buffer, cleanup, reorder) = match scheme {
@@ -49,8 +51,8 @@ fn scenario_toml(
     m.insert("reorder".into(), reorder.into());
     m.insert("first_handoff_s".into(), first_s.into());
     m.insert("handoff_every_s".into(), every_s.into());
-    v["flows"]["file"].as_table_mut().unwrap().insert("bytes".into(), (bytes as i64).into());
-    v["tcp"].as_table_mut().unwrap().insert("variant".into(), tcp.into());
+    set(&mut v, "flows.file.bytes", bytes as i64);
+    set(&mut v, "tcp.variant", tcp);
     v
 }
 
@@ -179,13 +181,8 @@ fn snoop_at_the_base_stations_works_with_buffering_across_the_handoff() {
 /// The example under base Mobile IP with `field` set to `value`: the error it gets.
 fn bad(field: &str, value: toml::Value) -> String {
     let mut v = example();
-    v["mobile_ip"].as_table_mut().unwrap().insert("scheme".into(), "base".into());
-    let mut t = &mut v;
-    let parts: Vec<&str> = field.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        t = &mut t[*p];
-    }
-    t.as_table_mut().unwrap().insert(parts[parts.len() - 1].into(), value);
+    set(&mut v, "mobile_ip.scheme", "base");
+    set(&mut v, field, value);
     Scenario::from_toml(v, "mobile-ip.toml").unwrap_err().to_string()
 }
 

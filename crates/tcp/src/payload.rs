@@ -25,6 +25,18 @@ const fn build_pattern() -> [u8; PERIOD] {
 
 /// Positions between two entries of [`BLOCK_SUMS`].
 const BLOCK: usize = 16;
+// The table's last entry is written at the last block's start, which must lie inside the period.
+const _: () = assert!(PERIOD % BLOCK != 0);
+
+/// What the pattern's byte at position `i` weighs in the Internet checksum when the stretch summed starts at
+/// an even position: the high byte of a big-endian 16-bit word (even `i`) or the low one.
+const fn weight(i: usize) -> u32 {
+    if i % 2 == 0 {
+        256
+    } else {
+        1
+    }
+}
 
 /// `BLOCK_SUMS[k]`: the sum of `PATTERN[..BLOCK * k]` read as big-endian 16-bit words that start at even
 /// positions (an even position's byte weighs 256, an odd one's 1), for the Internet checksum of a payload
@@ -39,8 +51,7 @@ static BLOCK_SUMS: [u32; PERIOD / BLOCK + 1] = {
         if i % BLOCK == 0 {
             sums[i / BLOCK] = sum;
         }
-        let weight = if i % 2 == 0 { 256 } else { 1 };
-        sum += pattern[i] as u32 * weight;
+        sum += pattern[i] as u32 * weight(i);
         i += 1;
     }
     sums
@@ -51,7 +62,7 @@ static BLOCK_SUMS: [u32; PERIOD / BLOCK + 1] = {
 #[inline]
 fn word_sum_to(i: usize) -> u32 {
     let start = i / BLOCK * BLOCK;
-    let tail: u32 = (start..i).map(|j| PATTERN[j] as u32 * if j % 2 == 0 { 256 } else { 1 }).sum();
+    let tail: u32 = (start..i).map(|j| PATTERN[j] as u32 * weight(j)).sum();
     BLOCK_SUMS[i / BLOCK] + tail
 }
 
