@@ -26,12 +26,12 @@ const fn build_pattern() -> [u8; PERIOD] {
 /// Positions between two entries of [`BLOCK_SUMS`].
 const BLOCK: usize = 16;
 // The table's last entry is written at the last block's start, which must lie inside the period.
-const _: () = assert!(PERIOD % BLOCK != 0);
+const _: () = assert!(!PERIOD.is_multiple_of(BLOCK));
 
 /// What the pattern's byte at position `i` weighs in the Internet checksum when the stretch summed starts at
 /// an even position: the high byte of a big-endian 16-bit word (even `i`) or the low one.
 const fn weight(i: usize) -> u32 {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         256
     } else {
         1
