@@ -252,7 +252,7 @@ impl BaseStation {
     }
 
     /// This BS stops being `addr`'s primary: its Snoop and ELN state go, their counters kept.
-    fn retire_snoop(&mut self, addr: Ipv4Addr) {
+    fn retire_agents(&mut self, addr: Ipv4Addr) {
         let Some(m) = self.mobiles.get_mut(&addr) else { return };
         let snoop = m.snoop.take().map(|s| s.counters()).unwrap_or_default();
         let eln = m.eln.take().map(|e| e.counters()).unwrap_or_default();
@@ -296,7 +296,7 @@ impl BaseStation {
                     return;
                 }
                 let was = self.role(c.mobile);
-                self.retire_snoop(c.mobile);
+                self.retire_agents(c.mobile);
                 self.mobile(c.mobile).role = Role::Buffering;
                 if was == Role::Idle {
                     let join = self.control(&Control::new(Kind::Join, c.seq, c.mobile, me), self.cfg.home_agent);
@@ -308,7 +308,7 @@ impl BaseStation {
                     return;
                 }
                 let was = self.role(c.mobile);
-                self.retire_snoop(c.mobile);
+                self.retire_agents(c.mobile);
                 let m = self.mobile(c.mobile);
                 m.role = Role::Idle;
                 m.ring.clear();
@@ -348,7 +348,7 @@ impl BaseStation {
                 if !self.fresh(c.mobile, c.seq) {
                     return;
                 }
-                self.retire_snoop(c.mobile);
+                self.retire_agents(c.mobile);
                 let m = self.mobile(c.mobile);
                 m.role = Role::Idle;
                 m.forward_to = Some(c.peer);
