@@ -312,7 +312,8 @@ impl Seen {
 /// Two instances of the agent built from the same bytes and driven in lockstep: every call goes to both and
 /// their actions must be equal, step by step. This is the replay check ("the same bytes give the same
 /// actions") at the cost of the agent's own work only, not the harness's a second time, and it names the
-/// first step that differs.
+/// first step that differs. Only the first is told of each packet ahead (`Agent::prefetch`), so the check also
+/// holds the hint to changing nothing.
 struct Twin {
     first: Under,
     second: Under,
@@ -330,6 +331,7 @@ impl Twin {
         self.out_second.clear();
         self.second.agent().on_packet(now, side, p.clone(), &mut self.out_second);
         let before = out.len();
+        self.first.agent().prefetch(&[(side, &p[..])]);
         self.first.agent().on_packet(now, side, p, out);
         assert!(out[before..] == self.out_second[..], "replay of the same input gave different actions");
     }

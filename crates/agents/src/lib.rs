@@ -79,6 +79,13 @@ pub trait Agent {
     /// any number of `ForwardPriority` (copies from its own cache) and `Inject` actions of its own.
     fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>);
 
+    /// A hint: these packets (whole IPv4 packets, untrusted: any bytes at all) come to
+    /// [`on_packet`](Self::on_packet) next, in this order, as a host that receives in batches knows (`lasthop
+    /// bs` reads up to 64 frames per system call). An agent may ask the processor for the state they will
+    /// touch, so that the batch's memory accesses overlap instead of each packet waiting for its own in turn.
+    /// It changes no state and nothing the agent does or reports; the default ignores it.
+    fn prefetch(&self, _packets: &[(Side, &[u8])]) {}
+
     /// Called at (or after) the time [`poll_timeout`](Self::poll_timeout) returned.
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>);
 
@@ -182,6 +189,12 @@ impl Agent for Chain {
         self.agents[0].on_packet(now, side, packet, &mut first);
         self.scratch = first;
         self.pass_on(now, 0, out);
+    }
+
+    fn prefetch(&self, packets: &[(Side, &[u8])]) {
+        for a in &self.agents {
+            a.prefetch(packets);
+        }
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {

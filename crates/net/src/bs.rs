@@ -220,6 +220,7 @@ pub fn run_bs_with(
                 }
             };
             let t = now();
+            fwd.prefetch(port, (0..got).map(|k| rx.frame(k).0));
             for k in 0..got {
                 let (frame, meta) = rx.frame(k);
                 capture(&mut pcaps[i], frame);

@@ -283,6 +283,23 @@ impl Forwarder {
         }
     }
 
+    /// A hint before a batch of frames received on `port` is handed in one by one: the agents may ask for
+    /// the state of the batch's connections together ([`Agent::prefetch`]). Only frames from the wired side
+    /// reach the agents as they arrive (when no wired delay is emulated); the mobile's wait in the emulated
+    /// hop first, and get no hint. Changes nothing the base station does.
+    pub fn prefetch<'a>(&self, port: Port, frames: impl Iterator<Item = &'a [u8]>) {
+        if port != Port::Wired || self.wired_delay > 0 || self.agents.is_empty() {
+            return;
+        }
+        let batch: Vec<(Side, &[u8])> = frames
+            .filter(|f| f.len() > ETH_HEADER_LEN && u16::from_be_bytes([f[12], f[13]]) == ETHERTYPE_IPV4)
+            .map(|f| (Side::ToMobile, &f[ETH_HEADER_LEN..]))
+            .collect();
+        for agent in &self.agents {
+            agent.prefetch(&batch);
+        }
+    }
+
     /// A frame arrived on `port`. Frames to send are appended to `out`.
     pub fn on_frame(&mut self, now: Time, port: Port, frame: &[u8], out: &mut Vec<(Port, Bytes)>) {
         self.on_frame_meta(now, port, frame, false, out)
@@ -987,6 +1004,46 @@ mod tests {
         let log = Log::default();
         let f = Forwarder::with_agents(vec![Box::new(Recorder(log.clone()))], &hop, [[2; 6], [3; 6]]);
         (f, log)
+    }
+
+    type Hints = std::sync::Arc<std::sync::Mutex<Vec<(Side, Vec<u8>)>>>;
+
+    /// Forwards everything and logs the prefetch hints it is given.
+    struct HintLog(Hints);
+    impl Agent for HintLog {
+        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+            out.push(Action::Forward(side, packet));
+        }
+        fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+        fn poll_timeout(&self) -> Option<Time> {
+            None
+        }
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            Vec::new()
+        }
+        fn prefetch(&self, packets: &[(Side, &[u8])]) {
+            self.0.lock().unwrap().extend(packets.iter().map(|(s, p)| (*s, p.to_vec())));
+        }
+    }
+
+    /// A wired batch's IPv4 packets are announced to the agents toward the mobile, without their Ethernet
+    /// headers; ARP, runts, the wireless side's frames (they wait in the hop) and, with a wired delay, every
+    /// frame (it waits on the emulated path) are not.
+    #[test]
+    fn agents_are_told_of_a_wired_batch_before_it_is_handed_in() {
+        for (delay, announced) in [(0.0, true), (5.0, false)] {
+            let hints = Hints::default();
+            let hop = HopConfig { wired_delay_ms: delay, ..HopConfig::default() };
+            let f = Forwarder::with_agents(vec![Box::new(HintLog(hints.clone()))], &hop, [[2; 6], [3; 6]]);
+            let batch = [data(1), arp_request(FH_MAC, FH, MH), vec![0u8; 9], data(101)];
+            f.prefetch(Port::Wired, batch.iter().map(|b| &b[..]));
+            f.prefetch(Port::Wireless, batch.iter().map(|b| &b[..]));
+            let want: Vec<(Side, Vec<u8>)> = match announced {
+                true => [&batch[0], &batch[3]].iter().map(|b| (Side::ToMobile, b[ETH_HEADER_LEN..].to_vec())).collect(),
+                false => Vec::new(),
+            };
+            assert_eq!(*hints.lock().unwrap(), want, "wired delay {delay} ms");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! a reference to the mobile's last packet (two atomic operations per ACK).
 
 pub(super) use crate::triage::Class;
+use crate::Side;
 use lasthop_wire::ipv4::{HEADER_LEN as IPV4_HEADER_LEN, PROTO_TCP};
 use lasthop_wire::tcp::{option_kind, HEADER_LEN as TCP_HEADER_LEN};
 use lasthop_wire::{SeqNum, TcpFlags};
@@ -196,6 +197,25 @@ pub(super) fn peek_data(b: &[u8]) -> Option<(u128, SeqNum, u32)> {
         u16::from_be_bytes([t[2], t[3]]),
     );
     Some((key, SeqNum(u32::from_be_bytes([t[4], t[5], t[6], t[7]])), len))
+}
+
+/// The table key of a packet travelling toward `side` (packed as [`pack_key`], FH→MH), read with only the
+/// checks that keep the read in bounds: for [`Snoop::prefetch`](super::Snoop), a hint, where a wrong key
+/// costs a useless prefetch and nothing else. `None` if the bytes cannot hold IPv4 and TCP ports.
+#[inline]
+pub(super) fn peek_key(side: Side, b: &[u8]) -> Option<u128> {
+    let h = b.first_chunk::<IPV4_HEADER_LEN>()?;
+    if h[0] >> 4 != 4 || h[9] != PROTO_TCP {
+        return None;
+    }
+    let t = b.get(usize::from(h[0] & 0x0f) * 4..)?.first_chunk::<4>()?;
+    let (src, dst) =
+        (u32::from_be_bytes([h[12], h[13], h[14], h[15]]), u32::from_be_bytes([h[16], h[17], h[18], h[19]]));
+    let (src_port, dst_port) = (u16::from_be_bytes([t[0], t[1]]), u16::from_be_bytes([t[2], t[3]]));
+    Some(match side {
+        Side::ToMobile => pack_key(src, src_port, dst, dst_port),
+        Side::ToWired => pack_key(dst, dst_port, src, src_port),
+    })
 }
 
 /// A 4-tuple packed into 96 bits (addresses as big-endian `u32`s): one `write_u128` to hash, one compare

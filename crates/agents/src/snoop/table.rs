@@ -1,10 +1,10 @@
 //! The bounded connection table and the timer queue.
 //!
-//! Connections live in a slab (`Vec` of slots, reused through a free list) indexed by a `u32`. The index is
-//! a `hashbrown::HashTable` of slot numbers (5 bytes a bucket); the key it is probed with is compared against
-//! the key in the slot's own connection state, which the packet reads next anyway, so a lookup touches the
-//! index and the one slot. The index is only ever used for lookup, never iterated, so its order cannot leak
-//! into the output; its hash is a fixed mixing function keyed by
+//! Connections live in a slab (`Vec` of slots, reused through a free list) indexed by a `u32`. The index
+//! (`index.rs`) files slot numbers under a tag of their key's hash; the key itself is compared against the
+//! key in the slot's own connection state, which the packet reads next anyway, so a lookup touches one line
+//! of the index and the one slot. The index is only ever used for lookup, never iterated, so its order
+//! cannot leak into the output; its hash is a fixed mixing function keyed by
 //! [`SnoopConfig::hash_seed`](super::SnoopConfig::hash_seed) (no `RandomState`: an agent draws no random
 //! numbers; the real base station can pass a random seed to resist hash flooding).
 //!
@@ -27,10 +27,10 @@
 //! outnumber live connections. Ties are broken by slot index, so the firing order is deterministic.
 
 use super::conn::Conn;
+use super::index::Index;
 use super::parse::pack_key;
 use super::Cfg;
 use crate::flow::FlowKey;
-use hashbrown::HashTable;
 use lasthop_wire::Time;
 use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
@@ -98,21 +98,26 @@ struct Slot {
 
 const FREE: u64 = 0;
 
-/// Asks the processor for the other lines of a slot's hot state (`Conn`: lines 1 to 5) as soon as the
-/// lookup has found it (it read line 0), so that they arrive together instead of one by one as the packet's
-/// processing reaches each field. A hint about this packet's own state only; no lookahead. (Issued for
-/// every candidate of the probe, before its key had arrived, it made the bench at 100,000 connections about 30 % slower.)
-#[inline]
-fn prefetch_hot(slot: &Slot) {
+/// Asks the processor for the cache line holding `*p` (a hint: it reads nothing architecturally and never
+/// faults; a no-op off x86-64).
+#[inline(always)]
+pub(super) fn prefetch_line<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let base = (slot as *const Slot).cast::<i8>();
-        for line in 1..6 {
-            // SAFETY: a prefetch reads nothing architecturally and never faults; the addresses lie inside
-            // the slot anyway (it is 7 lines long).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(line * 64)) };
-        }
+    // SAFETY: a prefetch is a hint; it dereferences nothing and cannot fault, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Asks the processor for the lines of a slot's hot state (`Conn`: lines `from` to 5) together, instead of
+/// one by one as the packet's processing reaches each field. A hint, no state changes.
+#[inline]
+fn prefetch_hot(slot: &Slot, from: usize) {
+    let base = (slot as *const Slot).cast::<u8>();
+    for line in from..6 {
+        prefetch_line(base.wrapping_add(line * 64));
     }
 }
 
@@ -132,8 +137,8 @@ const RECENCY_SLACK: usize = 4;
 
 #[derive(Debug)]
 pub(super) struct Table {
-    /// Slot numbers, hashed by their connection's key (which lives in the slot).
-    index: HashTable<u32>,
+    /// Slot numbers, filed by their connection's key's hash (the key lives in the slot).
+    index: Index,
     hasher: SeededState,
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -164,7 +169,7 @@ pub(super) struct Table {
 impl Table {
     pub fn new(max: usize, seed: u64) -> Table {
         Table {
-            index: HashTable::with_capacity(max.min(1 << 16)),
+            index: Index::new(),
             hasher: SeededState(seed),
             slots: Vec::new(),
             free: Vec::new(),
@@ -192,11 +197,29 @@ impl Table {
 
     fn get(&self, k: u128) -> Option<u32> {
         let slots = &self.slots;
-        self.index.find(self.hasher.hash_one(k), |&s| slot_key(&slots[s as usize]) == k).copied()
+        self.index.find(self.hasher.hash_one(k), |s| slot_key(&slots[s as usize]) == k)
     }
 
     pub fn lookup(&self, key: &FlowKey) -> Option<u32> {
         self.get(pack(key))
+    }
+
+    /// First step of prefetching a lookup of `k` ([`Snoop::prefetch`](super::Snoop)): asks for the index
+    /// line it will read; returns the hash for [`prefetch_slot`](Self::prefetch_slot).
+    #[inline]
+    pub fn prefetch_index(&self, k: u128) -> u64 {
+        let hash = self.hasher.hash_one(k);
+        self.index.prefetch(hash);
+        hash
+    }
+
+    /// Second step, once the index line has had time to arrive: asks for the hot lines of the first slot
+    /// whose tag matches (in practice the one slot the lookup will find; a later one is left to the lookup).
+    #[inline]
+    pub fn prefetch_slot(&self, hash: u64) {
+        if let Some(slot) = self.index.candidates(hash).next().and_then(|c| self.slots.get(c as usize)) {
+            prefetch_hot(slot, 0);
+        }
     }
 
     /// [`lookup`](Self::lookup) for the per-packet path, remembering the last hit.
@@ -218,7 +241,7 @@ impl Table {
     #[inline(never)]
     fn find_in_map(&mut self, k: u128) -> Option<u32> {
         let slot = self.get(k)?;
-        prefetch_hot(&self.slots[slot as usize]);
+        prefetch_hot(&self.slots[slot as usize], 1);
         self.last = Some((k, slot));
         Some(slot)
     }
@@ -310,8 +333,7 @@ impl Table {
                 (self.slots.len() - 1) as u32
             }
         };
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        self.index.insert_unique(hasher.hash_one(key), slot, |&s| hasher.hash_one(slot_key(&slots[s as usize])));
+        self.index.insert(self.hasher.hash_one(key), slot);
         self.live += 1;
         self.peak = self.peak.max(self.live);
         self.make_newest(slot);
@@ -325,9 +347,7 @@ impl Table {
         s.gen = s.gen.wrapping_add(1);
         s.stamp = FREE;
         let hash = self.hasher.hash_one(pack(&conn.key));
-        if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
-            entry.remove();
-        }
+        self.index.remove(hash, slot);
         if self.last.is_some_and(|(_, s)| s == slot) {
             self.last = None;
         }
@@ -409,22 +429,22 @@ impl Table {
     }
 
     /// Bytes the table's own structures hold allocated: the slots (the inline per-connection state with room
-    /// for a lone cached entry, its stamp and generation), the free list, the index (a slot number and a
-    /// control byte per bucket), the recency queue and the timer heap. Their capacities never shrink, so
+    /// for a lone cached entry, its stamp and generation), the free list, the index (an 8-byte tag and
+    /// slot number per entry, at most half of them full), the recency queue and the timer heap. Their capacities never shrink, so
     /// this is also their high-water mark. A connection's cache buffer (allocated once it holds two entries)
     /// and the packets it holds come on top; see [`Conn::cache_held`].
     pub fn allocated_bytes(&self) -> usize {
         use std::mem::size_of;
         self.slots.capacity() * size_of::<Slot>()
             + self.free.capacity() * size_of::<u32>()
-            + self.index.allocation_size()
+            + self.index.allocated_bytes()
             + self.recency.capacity() * size_of::<Touch>()
             + self.heap.capacity() * size_of::<Reverse<(Time, u32, u32)>>()
     }
 
     /// What one more connection costs the table at most: its slot (seven cache lines: inline state with room
-    /// for a lone cached segment's entry, stamp, generation), a free-list entry, an index bucket at the
-    /// index's highest load (7/8: slot number and control byte), its share of the recency queue (up to
+    /// for a lone cached segment's entry, stamp, generation), a free-list entry, its index entry at the
+    /// index's lowest load after growing (7/16: 8 bytes an entry, 19 per connection), its share of the recency queue (up to
     /// `RECENCY_SLACK` entries before compaction), one timer-heap entry. A connection with at most one
     /// segment cached allocates nothing else but that packet. From two on, the entries live in a separate
     /// buffer; entries and packets come on top as [`Conn::cache_held`] counts them (every entry, a lone
@@ -434,7 +454,7 @@ impl Table {
         use std::mem::size_of;
         Self::slot_size()
             + size_of::<u32>()
-            + (size_of::<u32>() + 1) * 8 / 7
+            + Index::BYTES_PER_KEY_AT_MOST
             + RECENCY_SLACK * size_of::<Touch>()
             + size_of::<Reverse<(Time, u32, u32)>>()
     }

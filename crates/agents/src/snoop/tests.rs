@@ -1302,6 +1302,53 @@ proptest! {
 
     /// Random bytes behind a valid IPv4 header (so the TCP parser and state machine see them).
     #[test]
+    /// `Agent::prefetch` is only a hint: a run that gives it (a batch of the next packets, sometimes with
+    /// garbage among them) acts, reports and times out exactly as one that does not, across connections
+    /// created, evicted (a table of 8 for 24 connections) and closed by RST.
+    fn prefetch_hints_change_nothing(
+        steps in proptest::collection::vec((0u16..24, 0u32..6, 0u8..4, any::<bool>()), 1..150),
+        garbage in proptest::collection::vec(any::<u8>(), 0..60),
+    ) {
+        let packet = |&(c, i, kind, _): &(u16, u32, u8, bool)| -> (Side, Bytes) {
+            let mp = MP + c;
+            match kind {
+                0 | 1 => (Side::ToMobile, data_on(ISS, FP, mp, i, TcpFlags::PSH)),
+                2 => (Side::ToWired, ack_on(ISS, FP, mp, i, WIN)),
+                _ => (Side::ToWired, tcp(MH, FH, TcpRepr { src_port: mp, dst_port: FP, flags: TcpFlags::RST, ..TcpRepr::default() }, 0)),
+            }
+        };
+        let run = |hints: bool| {
+            let mut s = Snoop::new(SnoopConfig { max_connections: 8, ..SnoopConfig::default() });
+            let (mut trace, mut out) = (Vec::new(), Vec::new());
+            let packets: Vec<(Side, Bytes)> = steps.iter().map(packet).collect();
+            for (n, (side, p)) in packets.iter().enumerate() {
+                let now = Time::from_millis(n as u64 * 30);
+                if hints && steps[n].3 {
+                    let mut batch: Vec<(Side, &[u8])> = packets[n..].iter().take(20).map(|(s, p)| (*s, &p[..])).collect();
+                    batch.insert(batch.len() / 2, (Side::ToWired, &garbage[..]));
+                    s.prefetch(&batch);
+                }
+                s.on_packet(now, *side, p.clone(), &mut out);
+                s.on_timeout(now, &mut out);
+                trace.append(&mut out);
+            }
+            (trace, s.stats().clone(), s.poll_timeout(), s.connections())
+        };
+        prop_assert_eq!(run(true), run(false));
+    }
+
+    /// The key a prefetch reads is the key the packet is looked up by, in both directions; any bytes at all
+    /// are read without panicking.
+    #[test]
+    fn peek_key_reads_the_table_key(c in 0u16..100, i in 0u32..10, junk in proptest::collection::vec(any::<u8>(), 0..60)) {
+        let k = FlowKey { dst_port: MP + c, ..key() };
+        let want = parse::pack_key(u32::from(k.src), k.src_port, u32::from(k.dst), k.dst_port);
+        prop_assert_eq!(parse::peek_key(Side::ToMobile, &data_on(ISS, FP, MP + c, i, TcpFlags::PSH)), Some(want));
+        prop_assert_eq!(parse::peek_key(Side::ToWired, &ack_on(ISS, FP, MP + c, i, WIN)), Some(want));
+        let _ = parse::peek_key(Side::ToWired, &junk);
+    }
+
+    #[test]
     fn random_tcp_segments_never_panic(segs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..60), 1..20)) {
         let mut s = Snoop::new(SnoopConfig::default());
         let mut out = Vec::new();
