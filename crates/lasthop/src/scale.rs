@@ -16,10 +16,10 @@
 //! - `sim_bytes_per_flow` is the slope of peak memory over flows from the run with the fewest flows of the
 //!   same seed: (rss − rss₀) / (flows − flows₀); empty for that run itself.
 //! - `snoop_bytes_per_connection` is the Snoop agent's own accounting of what one connection costs its
-//!   table (`Snoop::bytes_per_connection`: the slot with its inline state, a hash-map bucket at full load, a
-//!   timer-heap entry), in runs with a Snoop agent; cached packets come on top. `snoop_table_bytes` is what
-//!   the run's Snoop tables allocated in all (`table_bytes`: it includes the map the table reserves up
-//!   front for `max_connections`), `snoop_connections_peak` the most connections they held at once.
+//!   table (`Snoop::bytes_per_connection`: the slot with its inline state, an index entry at the index's
+//!   lowest load, a timer-heap entry), in runs with a Snoop agent; cached packets come on top.
+//!   `snoop_table_bytes` is what the run's Snoop tables allocated in all (`table_bytes`),
+//!   `snoop_connections_peak` the most connections they held at once.
 
 use crate::net::median;
 use crate::runner::{RunRequest, ScenarioSource};

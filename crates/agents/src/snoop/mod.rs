@@ -118,7 +118,7 @@
 //!
 //! # Determinism
 //!
-//! No clock, no randomness: time is the `now` passed in. The hash map is used for lookup only; timers fire
+//! No clock, no randomness: time is the `now` passed in. The index is used for lookup only; timers fire
 //! in (deadline, slot) order.
 
 mod conn;
@@ -341,7 +341,7 @@ impl Snoop {
     }
 
     /// The agent's own accounting of what its connection table holds: the bytes allocated for the slab of
-    /// per-connection state, the hash map and the timer heap (high-water mark: capacities never shrink),
+    /// per-connection state, the index and the timer heap (high-water mark: capacities never shrink),
     /// without the cached packets (bounded per connection by `high_water_bytes` and `max_cache_bytes`).
     pub fn table_bytes(&self) -> usize {
         self.table.allocated_bytes()
