@@ -235,11 +235,8 @@ impl Medium {
             self.ready = None;
             return;
         }
-        let mut ready = Ready {
-            position: Positions::new(&self.links),
-            next: vec![None; self.links.len()],
-            ..Ready::default()
-        };
+        let mut ready =
+            Ready { position: Positions::new(&self.links), next: vec![None; self.links.len()], ..Ready::default() };
         for (p, &l) in self.links.iter().enumerate() {
             ready.set(p, next(l));
         }
