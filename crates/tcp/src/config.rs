@@ -502,10 +502,13 @@ mod tests {
 mod validate_tests {
     use super::*;
 
+    /// A field's name and an edit that makes it absurd.
+    type Case = (&'static str, fn(&mut TcpConfig));
+
     #[test]
     fn absurd_values_are_named() {
         assert_eq!(TcpConfig::default().validate(), Ok(()));
-        let cases: [(&str, fn(&mut TcpConfig)); 8] = [
+        let cases: [Case; 8] = [
             ("max_window", |c| c.max_window = 0),
             ("initial_cwnd", |c| c.initial_cwnd = 0),
             ("dupack_threshold", |c| c.dupack_threshold = 0),
