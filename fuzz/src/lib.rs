@@ -327,13 +327,20 @@ impl Twin {
         Twin { first: build(subject, i), second, out_second: Vec::new() }
     }
 
-    fn on_packet(&mut self, now: Time, side: Side, p: Bytes, out: &mut Vec<Action>) {
+    /// Runs `call` on the second agent and then on the first, and checks they acted alike; the first's
+    /// actions are appended to `out`.
+    fn both(&mut self, out: &mut Vec<Action>, mut call: impl FnMut(&mut dyn Agent, &mut Vec<Action>)) {
         self.out_second.clear();
-        self.second.agent().on_packet(now, side, p.clone(), &mut self.out_second);
+        call(self.second.agent(), &mut self.out_second);
         let before = out.len();
-        self.first.agent().prefetch(&[(side, &p[..])]);
-        self.first.agent().on_packet(now, side, p, out);
+        call(self.first.agent(), out);
         assert!(out[before..] == self.out_second[..], "replay of the same input gave different actions");
+    }
+
+    fn on_packet(&mut self, now: Time, side: Side, p: Bytes, out: &mut Vec<Action>) {
+        // Only the first is told of the packet ahead: the hint must change nothing.
+        self.first.agent().prefetch(&[(side, &p[..])]);
+        self.both(out, |agent, out| agent.on_packet(now, side, p.clone(), out));
     }
 
     fn on_transmit(&mut self, now: Time, side: Side, p: &Bytes) {
@@ -348,11 +355,7 @@ impl Twin {
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
-        self.out_second.clear();
-        self.second.agent().on_timeout(now, &mut self.out_second);
-        let before = out.len();
-        self.first.agent().on_timeout(now, out);
-        assert!(out[before..] == self.out_second[..], "replay of the same input gave different actions");
+        self.both(out, |agent, out| agent.on_timeout(now, out));
     }
 }
 

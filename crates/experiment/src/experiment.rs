@@ -864,8 +864,9 @@ fn check_sim_overrides(
         }
     };
     blame(&raw.set, "set", doc)?;
-    let mut quick_doc = doc.clone();
-    if let Some(q) = &raw.quick {
+    // A quick set that changes nothing would only build the same scenario again.
+    if let Some(q) = raw.quick.as_ref().filter(|q| !q.set.is_empty()) {
+        let mut quick_doc = doc.clone();
         for (k, v) in &q.set {
             // Already checked by `parse_set`; an error here cannot happen, so nothing to blame.
             if apply_override(&mut quick_doc, k.get_ref(), v.get_ref()).is_err() {
