@@ -6,5 +6,6 @@
 
 pub mod error_model;
 pub mod fit;
+pub mod key_index;
 pub mod medium;
 pub mod rng;

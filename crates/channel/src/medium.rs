@@ -11,6 +11,7 @@
 //! Nothing here reads a clock or draws a random number: the caller asks who goes next when the medium is
 //! free, takes that frame, and tells the medium when the frame's air time is over.
 
+use crate::key_index::KeyIndex;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -138,56 +139,12 @@ pub struct Medium {
 /// the link served last is one range query.
 #[derive(Debug, Clone, Default)]
 struct Ready {
-    position: Positions,
+    /// Owner's link index → position in `Medium::links`, read on every queue change (looked up only, never
+    /// iterated).
+    position: KeyIndex,
     next: Vec<Option<(usize, bool)>>,
     any: std::collections::BTreeSet<usize>,
     high: std::collections::BTreeSet<usize>,
-}
-
-/// Owner's link index → position in `Medium::links` (looked up only, never iterated), read on every queue
-/// change. An array over the span of the medium's link indices when they lie close together (copies of a
-/// link are numbered consecutively): one read, no hashing, where a `HashMap` was about 6 % of the event loop
-/// of a 10,000-mobile cell. A map otherwise, so a medium's table never grows with other media's links.
-#[derive(Debug, Clone)]
-enum Positions {
-    Dense { first: usize, position: Vec<u32> },
-    Sparse(std::collections::HashMap<usize, usize>),
-}
-
-/// The dense array is used while it has at most this many entries per link of the medium.
-const DENSE_SPAN_PER_LINK: usize = 8;
-
-impl Default for Positions {
-    fn default() -> Self {
-        Positions::Sparse(Default::default())
-    }
-}
-
-impl Positions {
-    fn new(links: &[usize]) -> Positions {
-        let (Some(&first), Some(&last)) = (links.iter().min(), links.iter().max()) else {
-            return Positions::default();
-        };
-        let span = last - first + 1;
-        if span > DENSE_SPAN_PER_LINK * links.len() || links.len() >= u32::MAX as usize {
-            return Positions::Sparse(links.iter().enumerate().map(|(p, &l)| (l, p)).collect());
-        }
-        let mut position = vec![u32::MAX; span];
-        for (p, &l) in links.iter().enumerate() {
-            position[l - first] = p as u32;
-        }
-        Positions::Dense { first, position }
-    }
-
-    fn get(&self, link: usize) -> Option<usize> {
-        match self {
-            Positions::Dense { first, position } => {
-                let p = *position.get(link.checked_sub(*first)?)?;
-                (p != u32::MAX).then_some(p as usize)
-            }
-            Positions::Sparse(map) => map.get(&link).copied(),
-        }
-    }
 }
 
 impl Ready {
@@ -235,8 +192,11 @@ impl Medium {
             self.ready = None;
             return;
         }
-        let mut ready =
-            Ready { position: Positions::new(&self.links), next: vec![None; self.links.len()], ..Ready::default() };
+        let mut ready = Ready {
+            position: KeyIndex::new(&self.links.iter().map(|&l| l as u64).collect::<Vec<_>>()),
+            next: vec![None; self.links.len()],
+            ..Ready::default()
+        };
         for (p, &l) in self.links.iter().enumerate() {
             ready.set(p, next(l));
         }
@@ -248,7 +208,7 @@ impl Medium {
     #[inline]
     pub fn update(&mut self, link: usize, next: Option<(usize, bool)>) {
         if let Some(r) = self.ready.as_mut() {
-            let pos = r.position.get(link).expect("a link of this medium");
+            let pos = r.position.get(link as u64).expect("a link of this medium");
             r.set(pos, next);
         }
     }
@@ -514,26 +474,6 @@ mod tests {
                 prop_assert_eq!(&scanned.sent, &indexed.sent);
             }
         }
-    }
-
-    /// Link indices close together get the array, scattered ones the map; both answer alike, and a link
-    /// of no medium (below, inside or beyond the span) has no position.
-    #[test]
-    fn positions_are_found_dense_or_sparse() {
-        let close = [40, 41, 43, 42, 50];
-        let scattered = [7, 1_000, 50_000];
-        assert!(matches!(Positions::new(&close), Positions::Dense { first: 40, .. }));
-        assert!(matches!(Positions::new(&scattered), Positions::Sparse(_)));
-        for links in [&close[..], &scattered[..]] {
-            let p = Positions::new(links);
-            for (i, &l) in links.iter().enumerate() {
-                assert_eq!(p.get(l), Some(i));
-            }
-            for absent in [0, 39, 44, 51, 6, 999, 50_001] {
-                assert_eq!(p.get(absent), None, "link {absent}");
-            }
-        }
-        assert_eq!(Positions::new(&[]).get(0), None);
     }
 
     #[test]

@@ -981,9 +981,14 @@ mod tests {
     }
 
     type Log = std::sync::Arc<std::sync::Mutex<Vec<(Time, Side, Bytes)>>>;
+    type Hints = std::sync::Arc<std::sync::Mutex<Vec<(Side, Vec<u8>)>>>;
 
-    /// Forwards everything and logs the transmissions the host reports.
-    struct Recorder(Log);
+    /// Forwards everything and logs the transmissions the host reports and the prefetch hints it gives.
+    #[derive(Default, Clone)]
+    struct Recorder {
+        transmissions: Log,
+        hints: Hints,
+    }
     impl Agent for Recorder {
         fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
             out.push(Action::Forward(side, packet));
@@ -996,34 +1001,22 @@ mod tests {
             Vec::new()
         }
         fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
-            self.0.lock().unwrap().push((now, side, packet.clone()));
+            self.transmissions.lock().unwrap().push((now, side, packet.clone()));
         }
+        fn prefetch(&self, packets: &[(Side, &[u8])]) {
+            self.hints.lock().unwrap().extend(packets.iter().map(|(s, p)| (*s, p.to_vec())));
+        }
+    }
+
+    fn recorder(hop: HopConfig) -> (Forwarder, Recorder) {
+        let r = Recorder::default();
+        let f = Forwarder::with_agents(vec![Box::new(r.clone())], &hop, [[2; 6], [3; 6]]);
+        (f, r)
     }
 
     fn recorded(hop: HopConfig) -> (Forwarder, Log) {
-        let log = Log::default();
-        let f = Forwarder::with_agents(vec![Box::new(Recorder(log.clone()))], &hop, [[2; 6], [3; 6]]);
-        (f, log)
-    }
-
-    type Hints = std::sync::Arc<std::sync::Mutex<Vec<(Side, Vec<u8>)>>>;
-
-    /// Forwards everything and logs the prefetch hints it is given.
-    struct HintLog(Hints);
-    impl Agent for HintLog {
-        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
-            out.push(Action::Forward(side, packet));
-        }
-        fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
-        fn poll_timeout(&self) -> Option<Time> {
-            None
-        }
-        fn counters(&self) -> Vec<(&'static str, u64)> {
-            Vec::new()
-        }
-        fn prefetch(&self, packets: &[(Side, &[u8])]) {
-            self.0.lock().unwrap().extend(packets.iter().map(|(s, p)| (*s, p.to_vec())));
-        }
+        let (f, r) = recorder(hop);
+        (f, r.transmissions)
     }
 
     /// A wired batch's IPv4 packets are announced to the agents toward the mobile, without their Ethernet
@@ -1032,9 +1025,7 @@ mod tests {
     #[test]
     fn agents_are_told_of_a_wired_batch_before_it_is_handed_in() {
         for (delay, announced) in [(0.0, true), (5.0, false)] {
-            let hints = Hints::default();
-            let hop = HopConfig { wired_delay_ms: delay, ..HopConfig::default() };
-            let f = Forwarder::with_agents(vec![Box::new(HintLog(hints.clone()))], &hop, [[2; 6], [3; 6]]);
+            let (f, Recorder { hints, .. }) = recorder(HopConfig { wired_delay_ms: delay, ..HopConfig::default() });
             let batch = [data(1), arp_request(FH_MAC, FH, MH), vec![0u8; 9], data(101)];
             f.prefetch(Port::Wired, batch.iter().map(|b| &b[..]));
             f.prefetch(Port::Wireless, batch.iter().map(|b| &b[..]));

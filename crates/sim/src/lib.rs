@@ -11,7 +11,6 @@
 //! its features behind one seam (`feature.rs`, which says how a protocol family registers): the Web workload
 //! ([`web`], its run in `web/feature.rs`) and mobility and handoff ([`mobility`], `mobility/feature.rs`).
 
-mod addrs;
 pub mod agents;
 pub mod arq;
 /// The channel models, from `lasthop-channel` (shared with the real base station).

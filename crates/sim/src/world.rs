@@ -6,7 +6,6 @@
 //! A run goes on until every bulk flow has delivered its bytes and every feature's
 //! [`runs_until`](crate::feature::Feature::runs_until) time has passed, or the time limit is reached.
 
-use crate::addrs::AddrIndex;
 use crate::agents::build_agent;
 use crate::engine::Scheduler;
 use crate::feature::{Feature, FeatureEvent, FeatureId};
@@ -17,6 +16,7 @@ use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
 use lasthop_agents::{Action, Agent, Side};
+use lasthop_channel::key_index::KeyIndex;
 use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
 use lasthop_wire::pcap::PcapWriter;
@@ -28,7 +28,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// A map looked up on every packet routed or delivered: foldhash with a fixed seed (a lookup costs a few ns
 /// where SipHash or a B-tree over 10,000 addresses cost tens; no random state, so no run depends on one).
-pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 pub(crate) enum Event {
     /// A packet reaches `node` over direction `dir` of `link`.
@@ -186,7 +186,8 @@ pub struct World {
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) flows: Vec<Flow>,
     /// Node by address (the scenario checks that no two nodes share one).
-    addr_index: AddrIndex,
+    /// Node by address (`u32::from`), on every packet routed.
+    addr_index: KeyIndex,
     actions: Vec<Action>,
     flows_open: usize,
     time_limit: Time,
@@ -260,7 +261,7 @@ impl World {
         }
         compute_routes(&mut nodes, &links, None);
         let media = build_media(s, &mut links);
-        let addr_index = AddrIndex::new(&nodes.iter().map(|n| n.addr).collect::<Vec<_>>());
+        let addr_index = KeyIndex::new(&nodes.iter().map(|n| u64::from(u32::from(n.addr))).collect::<Vec<_>>());
 
         let mut world = World {
             sched: Scheduler::default(),
@@ -664,7 +665,7 @@ impl World {
         if let Some(gateway) = n.gateway.filter(|_| dst != n.addr) {
             return Some(gateway);
         }
-        let to = self.addr_index.get(dst)?;
+        let to = self.addr_index.get(u64::from(u32::from(dst)))?;
         n.routes[to]
     }
 
