@@ -185,8 +185,7 @@ pub struct World {
     media: Vec<Medium>,
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) flows: Vec<Flow>,
-    /// Node by address (the scenario checks that no two nodes share one).
-    /// Node by address (`u32::from`), on every packet routed.
+    /// Node by address (`u32::from`), on every packet routed (the scenario checks that no two nodes share one).
     addr_index: KeyIndex,
     actions: Vec<Action>,
     flows_open: usize,
