@@ -15,6 +15,7 @@ pub mod ipip;
 pub mod ipv4;
 pub mod mip;
 pub mod pcap;
+pub mod prefetch;
 pub mod seq;
 pub mod tcp;
 pub mod time;

@@ -85,7 +85,7 @@ impl Index {
     /// Asks the processor for the line of `hash`'s home entry (a hint: reads nothing).
     #[inline]
     pub fn prefetch(&self, hash: u64) {
-        super::table::prefetch_line(&self.entries[self.home(tag(hash))]);
+        lasthop_wire::prefetch::line(&self.entries[self.home(tag(hash))]);
     }
 
     /// Adds `slot` under `hash`. The caller guarantees the key is not in the index already.

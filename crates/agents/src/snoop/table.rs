@@ -98,26 +98,13 @@ struct Slot {
 
 const FREE: u64 = 0;
 
-/// Asks the processor for the cache line holding `*p` (a hint: it reads nothing architecturally and never
-/// faults; a no-op off x86-64).
-#[inline(always)]
-pub(super) fn prefetch_line<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it dereferences nothing and cannot fault, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// Asks the processor for the lines of a slot's hot state (`Conn`: lines `from` to 5) together, instead of
 /// one by one as the packet's processing reaches each field. A hint, no state changes.
 #[inline]
 fn prefetch_hot(slot: &Slot, from: usize) {
     let base = (slot as *const Slot).cast::<u8>();
     for line in from..6 {
-        prefetch_line(base.wrapping_add(line * 64));
+        lasthop_wire::prefetch::line(base.wrapping_add(line * 64));
     }
 }
 
