@@ -40,10 +40,9 @@ const FAR_NS: u64 = 1_000_000_000;
 /// A priority queue of events of type `E` with the current time.
 ///
 /// The keys live in two heaps: `near` for events due within [`FAR_NS`] of the time they were scheduled and
-/// `far` for the rest (flow starts spread over minutes, long timers). A pop takes the earlier of the two
-/// tops, so the order is exactly that of one heap (keys are unique); what changes is that the packets and
-/// timers of a busy run sift through a heap of what is imminent, not through ten thousand flow starts
-/// queued when the world was built.
+/// `far` for the rest (long timers, a flow start minutes ahead). A pop takes the earlier of the two tops, so
+/// the order is exactly that of one heap (keys are unique); what changes is that the packets and timers of a
+/// busy run sift through a heap of what is imminent only.
 pub struct Scheduler<E> {
     /// Max-heaps of reversed keys: the earliest (time, sequence) on top.
     near: BinaryHeap<Key>,
