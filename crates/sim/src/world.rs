@@ -617,7 +617,6 @@ impl World {
     /// Why: with thousands of flows their state (about 5 KB each) is not in the caches when a flow starts,
     /// and its first events would otherwise wait for it line by line, each miss found only when the one
     /// before it returned (a pointer read from a record that just arrived).
-    #[inline(never)]
     fn warm_ahead(&self, rank: usize) {
         use lasthop_wire::prefetch::object;
         if let Some(p) = self.start_order.get(rank + 2) {
