@@ -11,6 +11,7 @@
 pub mod buffer;
 pub mod checksum;
 pub mod handoff_option;
+pub mod hugepages;
 pub mod ipip;
 pub mod ipv4;
 pub mod mip;

@@ -318,7 +318,8 @@ impl Table {
                 s
             }
             None => {
-                self.slots.push(Slot { stamp: FREE, gen: 0, conn: Some(conn) });
+                // Slots are looked up at random: past 2 MB they go in huge pages (no page walk per lookup).
+                lasthop_wire::hugepages::push(&mut self.slots, Slot { stamp: FREE, gen: 0, conn: Some(conn) });
                 (self.slots.len() - 1) as u32
             }
         };
