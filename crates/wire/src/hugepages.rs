@@ -1,4 +1,4 @@
-//! Large tables in 2 MB pages: a `Vec` that grows past a few megabytes is moved into memory the kernel is
+//! Large tables in 2 MB pages: a `Vec` that grows past 2 MB is moved into memory the kernel is
 //! asked to back with transparent huge pages, so that state looked up at random (Snoop's connection slots
 //! under 100,000 connections) costs no page-table walk per lookup.
 //!
