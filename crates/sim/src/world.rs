@@ -172,6 +172,7 @@ pub(crate) struct Flow {
 
 /// What a bulk flow's first packets touch, by index: its two endpoints (the receiver's is the sender's plus
 /// one), the nodes at its two ends and the links of its first and last hops (none for a flow within a node).
+/// Copied out of the flow's record so that [`World::warm_ahead`] can ask for that record without reading it.
 #[derive(Clone, Copy)]
 struct Footprint {
     flow: usize,

@@ -7,7 +7,7 @@
 //! pages only to memory advised with `MADV_HUGEPAGE`, which `std` cannot do, hence `libc::madvise`.
 
 /// Below this size a table stays where `Vec`'s own growth puts it: one 2 MB page is the least that helps.
-pub const HUGE: usize = 2 << 20;
+const HUGE: usize = 2 << 20;
 
 /// Pushes `value`, and when `v` is full and its next capacity reaches [`HUGE`] bytes, grows it by moving its
 /// elements into a new allocation advised for huge pages before any of it is touched (pages already faulted
@@ -15,9 +15,10 @@ pub const HUGE: usize = 2 << 20;
 pub fn push<T>(v: &mut Vec<T>, value: T) {
     if v.len() == v.capacity() {
         let cap = (v.capacity() * 2).max(4);
-        if cap.saturating_mul(std::mem::size_of::<T>()) >= HUGE {
+        let bytes = cap.saturating_mul(std::mem::size_of::<T>());
+        if bytes >= HUGE {
             let mut grown: Vec<T> = Vec::with_capacity(cap);
-            advise(grown.as_ptr().cast(), cap * std::mem::size_of::<T>());
+            advise(grown.as_ptr().cast(), bytes);
             grown.append(v);
             *v = grown;
         }
@@ -70,19 +71,20 @@ mod tests {
             // The advice shows as the `hg` flag of the allocation's mapping.
             let start = v.as_ptr() as usize;
             let smaps = std::fs::read_to_string("/proc/self/smaps").expect("/proc/self/smaps");
+            // A mapping's header line starts with its address range, `start-end` in hex.
+            let range = |line: &str| {
+                let (a, b) = line.split_once(' ')?.0.split_once('-')?;
+                Some(usize::from_str_radix(a, 16).ok()?..usize::from_str_radix(b, 16).ok()?)
+            };
             let mut inside = false;
             let mut advised = false;
             for line in smaps.lines() {
-                if let Some((range, _)) = line.split_once(' ') {
-                    if let Some((a, b)) = range.split_once('-') {
-                        if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
-                            inside = (a..b).contains(&start.next_multiple_of(4096));
-                            continue;
-                        }
+                match range(line) {
+                    Some(r) => inside = r.contains(&start.next_multiple_of(4096)),
+                    None if inside && line.starts_with("VmFlags:") => {
+                        advised = line.split_whitespace().any(|f| f == "hg")
                     }
-                }
-                if inside && line.starts_with("VmFlags:") {
-                    advised = line.split_whitespace().any(|f| f == "hg");
+                    None => {}
                 }
             }
             assert!(advised, "the mapping holding a {} byte table is advised for huge pages", v.capacity());
