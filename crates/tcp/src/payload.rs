@@ -40,7 +40,7 @@ const fn weight(i: usize) -> u32 {
 
 /// `BLOCK_SUMS[k]`: the sum of `PATTERN[..BLOCK * k]` read as big-endian 16-bit words that start at even
 /// positions (an even position's byte weighs 256, an odd one's 1), for the Internet checksum of a payload
-/// without reading it ([`fill_summed`]). At most 65,521 · 255 · 256 < 2^32. One entry per 16 positions
+/// without reading it ([`content_sum`]). At most 65,521 · 255 · 256 < 2^32. One entry per 16 positions
 /// keeps the table at 16 KB, which stays in cache for a whole run; an entry per position (256 KB) cost a
 /// cache miss on most of a bulk sender's segments.
 static BLOCK_SUMS: [u32; PERIOD / BLOCK + 1] = {
@@ -70,32 +70,47 @@ fn pattern() -> &'static [u8] {
     &PATTERN
 }
 
+/// The stretches of the pattern that make up stream bytes `offset .. offset + len`, in order.
+fn stretches(offset: u64, len: usize) -> impl Iterator<Item = &'static [u8]> {
+    let mut pos = (offset % PERIOD as u64) as usize;
+    let mut left = len;
+    std::iter::from_fn(move || {
+        let n = left.min(PERIOD - pos);
+        let s = (n > 0).then(|| &pattern()[pos..pos + n]);
+        left -= n;
+        pos = 0;
+        s
+    })
+}
+
 /// Writes the content of stream bytes `offset .. offset + buf.len()` into `buf`.
 pub fn fill(offset: u64, buf: &mut [u8]) {
-    let pat = pattern();
-    let mut pos = (offset % PERIOD as u64) as usize;
     let mut out = buf;
-    while !out.is_empty() {
-        let n = out.len().min(PERIOD - pos);
-        out[..n].copy_from_slice(&pat[pos..pos + n]);
-        out = &mut out[n..];
-        pos = 0;
+    for s in stretches(offset, out.len()) {
+        out[..s.len()].copy_from_slice(s);
+        out = &mut out[s.len()..];
     }
 }
 
-/// [`fill`], returning the one's-complement sum of what it wrote (RFC 1071) from running sums of the
-/// pattern instead of reading the bytes back: a value congruent modulo 0xffff to
-/// [`lasthop_wire::checksum::sum`] of `buf`, what [`lasthop_wire::TcpRepr::emit_with`] needs. A stretch
-/// of the pattern that starts at an odd position of `buf` relative to the pattern's parity has its words'
-/// bytes swapped, and a swapped sum is the sum times 256 modulo 0xffff (RFC 1071 §2(B), byte order
-/// independence).
-pub fn fill_summed(offset: u64, buf: &mut [u8]) -> u64 {
-    fill(offset, buf);
+/// Appends the content of stream bytes `offset .. offset + len` to `out` (a packet being built).
+pub fn append(offset: u64, len: usize, out: &mut bytes::BytesMut) {
+    for s in stretches(offset, len) {
+        out.extend_from_slice(s);
+    }
+}
+
+/// The one's-complement sum (RFC 1071) of stream bytes `offset .. offset + len`, from running sums of the
+/// pattern instead of reading the bytes: a value congruent modulo 0xffff to
+/// [`lasthop_wire::checksum::sum`] of them, what [`lasthop_wire::TcpRepr::emit_ipv4_with`] takes. A
+/// stretch of the pattern that starts at an odd position of the payload relative to the pattern's parity
+/// has its words' bytes swapped, and a swapped sum is the sum times 256 modulo 0xffff (RFC 1071 §2(B),
+/// byte order independence).
+pub fn content_sum(offset: u64, len: usize) -> u64 {
     let mut pos = (offset % PERIOD as u64) as usize;
     let mut done = 0;
     let mut total = 0u64;
-    while done < buf.len() {
-        let n = (buf.len() - done).min(PERIOD - pos);
+    while done < len {
+        let n = (len - done).min(PERIOD - pos);
         let sum = u64::from(word_sum_to(pos + n) - word_sum_to(pos)) % 0xffff;
         total += if (pos + done).is_multiple_of(2) { sum } else { sum * 256 % 0xffff };
         done += n;
@@ -106,18 +121,12 @@ pub fn fill_summed(offset: u64, buf: &mut [u8]) -> u64 {
 
 /// Whether `data` is exactly the content of stream bytes `offset .. offset + data.len()`.
 pub fn matches(offset: u64, data: &[u8]) -> bool {
-    let pat = pattern();
-    let mut pos = (offset % PERIOD as u64) as usize;
     let mut rest = data;
-    while !rest.is_empty() {
-        let n = rest.len().min(PERIOD - pos);
-        if rest[..n] != pat[pos..pos + n] {
-            return false;
-        }
-        rest = &rest[n..];
-        pos = 0;
-    }
-    true
+    stretches(offset, data.len()).all(|s| {
+        let (here, after) = rest.split_at(s.len());
+        rest = after;
+        here == s
+    })
 }
 
 #[cfg(test)]
@@ -186,7 +195,8 @@ mod tests {
         ];
         for (offset, len) in cases.into_iter().chain([(PERIOD as u64 - 5, PERIOD + 11), (0, 0)]) {
             let mut buf = vec![0u8; len];
-            let sum = fill_summed(offset, &mut buf);
+            fill(offset, &mut buf);
+            let sum = content_sum(offset, len);
             assert!(matches(offset, &buf));
             assert_eq!(sum % 0xffff, rfc1071_sum(&buf) % 0xffff, "offset {offset}, {len} bytes");
             assert_eq!(sum % 0xffff, lasthop_wire::checksum::sum(&buf) % 0xffff, "offset {offset}, {len} bytes");
@@ -208,9 +218,12 @@ mod tests {
                 window: 65535,
                 ..TcpRepr::default()
             };
-            let summed = repr.emit_ipv4_with(src, dst, 1, 64, len, |out| Some(fill_summed(offset, out)));
+            let summed = repr.emit_ipv4_with(src, dst, 1, 64, len, |out| {
+                append(offset, len, out);
+                Some(content_sum(offset, len))
+            });
             let read = repr.emit_ipv4_with(src, dst, 1, 64, len, |out| {
-                fill(offset, out);
+                append(offset, len, out);
                 None
             });
             assert_eq!(summed, read, "offset {offset}, {len} bytes");
@@ -221,7 +234,8 @@ mod tests {
         #[test]
         fn summed_fill_agrees_with_summing_anywhere(offset in 0u64..10_000_000, len in 0usize..3000) {
             let mut buf = vec![0u8; len];
-            let sum = fill_summed(offset, &mut buf);
+            fill(offset, &mut buf);
+            let sum = content_sum(offset, len);
             proptest::prop_assert_eq!(sum % 0xffff, rfc1071_sum(&buf) % 0xffff);
         }
     }

@@ -544,7 +544,8 @@ impl Sender {
         let (src, dst) = (*self.local.ip(), *self.remote.ip());
         let mut pkt = repr.emit_ipv4_with(src, dst, self.ident, TTL, payload_len, |out| {
             // The bytes are written; their checksum comes from the pattern's running sums.
-            Some(payload::fill_summed(stream_offset, out))
+            payload::append(stream_offset, payload_len, out);
+            Some(payload::content_sum(stream_offset, payload_len))
         });
         if let (true, Some(q)) = (self.cfg.eln, self.out_queue) {
             // Seed 002: "Piggybacked on each packet from the MH is its instantaneous output queue length."

@@ -10,7 +10,7 @@ use crate::checksum;
 use crate::ipv4::{Ipv4Repr, PROTO_TCP};
 use crate::seq::SeqNum;
 use crate::{Result, WireError};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::net::Ipv4Addr;
 
 mod field {
@@ -442,24 +442,15 @@ impl TcpRepr {
     /// Writes header, options and `payload` into `buf` (exactly `header_len() + payload.len()` bytes),
     /// then the checksum over the IPv4 pseudo-header of `src` and `dst`.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) {
-        self.emit_with(buf, src, dst, payload.len(), |out| {
-            out.copy_from_slice(payload);
-            None
-        });
+        let hl = self.write_header(buf);
+        let end = hl + payload.len();
+        buf[hl..end].copy_from_slice(payload);
+        TcpPacket::new_unchecked(&mut buf[..end]).fill_checksum(src, dst);
     }
 
-    /// [`TcpRepr::emit`] with a payload of `payload_len` bytes written in place by `fill_payload` (the
-    /// payload then needs no buffer of its own nor a copy from it). `fill_payload` returns the payload's
-    /// one's-complement sum when it knows it without reading the bytes (any value congruent to
-    /// [`checksum::sum`] of what it wrote, modulo 0xffff), or `None` to have the bytes summed.
-    pub fn emit_with(
-        &self,
-        buf: &mut [u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        payload_len: usize,
-        fill_payload: impl FnOnce(&mut [u8]) -> Option<u64>,
-    ) {
+    /// Writes every byte of the header into `buf[..header_len()]`: fields, options and NOP padding, the
+    /// checksum zero. Returns the header's length.
+    fn write_header(&self, buf: &mut [u8]) -> usize {
         let hl = self.header_len();
         assert!(hl <= 60, "TCP options exceed 40 bytes");
         buf[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
@@ -507,23 +498,22 @@ impl TcpRepr {
             o += 4;
         }
         buf[o..hl].fill(option_kind::NOP);
-        let end = hl + payload_len;
-        let mut packet = TcpPacket::new_unchecked(&mut buf[..end]);
-        match fill_payload(&mut packet.buffer[hl..]) {
-            Some(payload_sum) => packet.fill_checksum_with_payload_sum(src, dst, hl, payload_sum),
-            None => packet.fill_checksum(src, dst),
-        }
+        hl
     }
 
     /// Builds a whole IPv4 packet carrying this segment: the form in which lasthop moves TCP around.
     pub fn emit_ipv4(&self, src: Ipv4Addr, dst: Ipv4Addr, ident: u16, ttl: u8, payload: &[u8]) -> Bytes {
         self.emit_ipv4_with(src, dst, ident, ttl, payload.len(), |out| {
-            out.copy_from_slice(payload);
+            out.extend_from_slice(payload);
             None
         })
     }
 
-    /// [`TcpRepr::emit_ipv4`] with the payload written in place (see [`TcpRepr::emit_with`]).
+    /// [`TcpRepr::emit_ipv4`] with a payload of `payload_len` bytes appended to the packet by
+    /// `append_payload` (no buffer of its own, nor a copy from one). `append_payload` returns the payload's
+    /// one's-complement sum when it knows it without reading the bytes (any value congruent to
+    /// [`checksum::sum`] of what it appended, modulo 0xffff), or `None` to have the bytes summed. The
+    /// headers are written first on the stack: every byte of the packet is written once, none zeroed first.
     pub fn emit_ipv4_with(
         &self,
         src: Ipv4Addr,
@@ -531,14 +521,24 @@ impl TcpRepr {
         ident: u16,
         ttl: u8,
         payload_len: usize,
-        fill_payload: impl FnOnce(&mut [u8]) -> Option<u64>,
+        append_payload: impl FnOnce(&mut BytesMut) -> Option<u64>,
     ) -> Bytes {
+        const IP: usize = crate::ipv4::HEADER_LEN;
         let tcp_len = self.header_len() + payload_len;
         let ip = Ipv4Repr { src, dst, protocol: PROTO_TCP, ident, ttl, payload_len: tcp_len };
-        // Zeroed, then every byte written: header fields, options and NOP padding, and the payload.
-        let mut buf = crate::buffer::zeroed(ip.buffer_len());
-        ip.emit(&mut buf[..crate::ipv4::HEADER_LEN]);
-        self.emit_with(&mut buf[crate::ipv4::HEADER_LEN..], src, dst, payload_len, fill_payload);
+        let mut headers = [0u8; IP + 60];
+        ip.emit(&mut headers[..IP]);
+        let hl = self.write_header(&mut headers[IP..]);
+        let mut payload_sum = None;
+        let mut buf = crate::buffer::build(ip.buffer_len(), |out| {
+            out.extend_from_slice(&headers[..IP + hl]);
+            payload_sum = append_payload(out);
+        });
+        let mut packet = TcpPacket::new_unchecked(&mut buf[IP..]);
+        match payload_sum {
+            Some(sum) => packet.fill_checksum_with_payload_sum(src, dst, hl, sum),
+            None => packet.fill_checksum(src, dst),
+        }
         buf.freeze()
     }
 }
