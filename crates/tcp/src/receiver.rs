@@ -330,7 +330,7 @@ impl Receiver {
     fn store_out_of_order(&mut self, start: u64, data: Bytes) -> bool {
         let end = start + data.len() as u64;
         // The first piece at or after `start`; the one before it may reach into the segment.
-        let first = self.ooo.partition_point(|&(s, _)| s < start);
+        let first = self.first_piece_from(start);
         let mut gaps: [(u64, u64); 8] = [(0, 0); 8];
         let mut ngaps = 0;
         let mut overflow = false;
@@ -355,7 +355,7 @@ impl Receiver {
         }
         // A segment overlapping more than eight held pieces cannot come from our sender; keep what fits.
         for &(a, b) in &gaps[..ngaps] {
-            let at = self.ooo.partition_point(|&(s, _)| s < a);
+            let at = self.first_piece_from(a);
             self.ooo.insert(at, (a, data.slice((a - start) as usize..(b - start) as usize)));
         }
         if ngaps == 0 {
@@ -370,15 +370,25 @@ impl Receiver {
         true
     }
 
+    /// Index of the first held piece that starts at or after `at` (`ooo` is sorted by start). Segments
+    /// mostly arrive in order, so the answer is mostly the end of the store: that is checked before
+    /// searching.
+    fn first_piece_from(&self, at: u64) -> usize {
+        match self.ooo.back() {
+            Some(&(last, _)) if last >= at => self.ooo.partition_point(|&(s, _)| s < at),
+            _ => self.ooo.len(),
+        }
+    }
+
     /// The contiguous block of held data around `start .. end` (pieces that touch count as contiguous).
     fn held_block_around(&self, start: u64, end: u64) -> (u64, u64) {
         let mut l = start;
-        let mut i = self.ooo.partition_point(|&(s, _)| s < l);
+        let mut i = self.first_piece_from(l);
         while i > 0 && piece_end(&self.ooo[i - 1]) >= l {
             i -= 1;
             l = self.ooo[i].0;
         }
-        let mut i = self.ooo.partition_point(|&(s, _)| s < end);
+        let mut i = self.first_piece_from(end);
         let mut r = if i > 0 { end.max(piece_end(&self.ooo[i - 1])) } else { end };
         while i < self.ooo.len() && self.ooo[i].0 == r {
             r = piece_end(&self.ooo[i]);

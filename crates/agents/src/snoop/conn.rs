@@ -431,16 +431,30 @@ impl Conn {
     /// from this moment (§6 "if an acknowledgment hasn't been received in twice this time": the time counts
     /// from when the packet was really sent, not from when it was queued). Returns true if the connection's
     /// deadline may have moved earlier.
+    /// Where the segment starting at `seq` is in the cache, or would be (the cache is in sequence order,
+    /// non-overlapping). Two guesses are checked before a search: the segment just forwarded (the cache's
+    /// last, when the link's queue is empty), and, since the link sends segments in the order it was handed
+    /// them and a bulk transfer's are contiguous and of one size, the place its sequence number gives
+    /// counted in the first segment's lengths (a queued segment some way back from the last).
+    fn transmitted_position(&self, seq: SeqNum) -> usize {
+        let (Some(first), Some(last)) = (self.cache.front(), self.cache.back()) else { return 0 };
+        if last.seq == seq {
+            return self.cache.len() - 1;
+        }
+        if seq > first.seq && first.len > 0 {
+            let guess = (seq.0.wrapping_sub(first.seq.0) / first.len) as usize;
+            if self.cache.get(guess).is_some_and(|c| c.seq == seq) {
+                return guess;
+            }
+        }
+        self.cache.partition_point(|c| c.seq < seq)
+    }
+
     pub fn on_transmit(&mut self, now: Time, seq: SeqNum, len: u32, cfg: &Cfg) -> bool {
         self.tx_mode = true;
         self.txc += 1;
         let idx = self.txc;
-        // Usually the segment just forwarded, the cache's last: then that is where the search would land
-        // (the cache is in sequence order, non-overlapping), and it is skipped.
-        let pos = match self.cache.back() {
-            Some(c) if c.seq == seq => self.cache.len() - 1,
-            _ => self.cache.partition_point(|c| c.seq < seq),
-        };
+        let pos = self.transmitted_position(seq);
         let Some(c) = self.cache.get_mut(pos).filter(|c| c.seq == seq && c.len == len) else { return false };
         c.tx.pending = c.tx.pending.saturating_sub(1);
         c.tx.count = c.tx.count.saturating_add(1);
@@ -1075,6 +1089,44 @@ fn suppress_dupack(out: &mut Vec<Action>, stats: &mut SnoopStats) {
 mod tests {
     use super::*;
     use std::mem::offset_of;
+
+    proptest::proptest! {
+        /// The guesses of `transmitted_position` never change its answer: it is the search's, for caches
+        /// of one segment size or many, contiguous or with holes, and for any sequence number.
+        #[test]
+        fn transmitted_position_is_the_searched_one(
+            start in proptest::prelude::any::<u32>(),
+            pieces in proptest::collection::vec((0u32..3, 1u32..1500, proptest::prelude::any::<bool>()), 0..40),
+            pick in proptest::prelude::any::<proptest::sample::Index>(),
+            offset in 0u32..3000,
+        ) {
+            let key = FlowKey { src: std::net::Ipv4Addr::LOCALHOST, src_port: 1, dst: std::net::Ipv4Addr::LOCALHOST, dst_port: 2 };
+            let mut c = Conn::new(key, Time::ZERO);
+            let mut seq = SeqNum(start);
+            for &(gap, len, mss) in &pieces {
+                seq = seq + gap * 1460;
+                let len = if mss { 1460 } else { len };
+                let at = c.cache.len();
+                c.cache.insert(at, CachedSeg {
+                    seq,
+                    len,
+                    pkt: Bytes::new(),
+                    local_rexmits: 0,
+                    flags: 0,
+                    sent_at: Time::ZERO,
+                    tx_idx: 0,
+                    tx: SegTx::queued(),
+                });
+                seq = seq + len;
+            }
+            let cached: Vec<SeqNum> = (0..c.cache.len()).map(|i| c.cache[i].seq).collect();
+            let queries = cached.iter().copied().chain([SeqNum(start) + offset, seq, SeqNum(start)]);
+            let picked = (!cached.is_empty()).then(|| cached[pick.index(cached.len())]);
+            for q in queries.chain(picked) {
+                proptest::prop_assert_eq!(c.transmitted_position(q), c.cache.partition_point(|s| s.seq < q));
+            }
+        }
+    }
 
     /// Where the comments in `Conn` say each group lies, counted from the slot's start (the connection
     /// sits 16 bytes into its slot: `table::tests::a_slot_is_aligned_to_a_cache_line`).
