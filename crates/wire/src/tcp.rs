@@ -27,6 +27,8 @@ mod field {
 }
 
 pub const HEADER_LEN: usize = 20;
+/// The longest header: the data offset field counts at most 15 words (40 bytes of options).
+const MAX_HEADER_LEN: usize = 60;
 /// Mask of the ELN bit within byte 12 of the TCP header.
 pub const ELN_MASK: u8 = 0x08;
 
@@ -452,7 +454,7 @@ impl TcpRepr {
     /// checksum zero. Returns the header's length.
     fn write_header(&self, buf: &mut [u8]) -> usize {
         let hl = self.header_len();
-        assert!(hl <= 60, "TCP options exceed 40 bytes");
+        assert!(hl <= MAX_HEADER_LEN, "TCP options exceed 40 bytes");
         buf[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
         buf[field::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
         buf[field::SEQ_NUM].copy_from_slice(&self.seq.0.to_be_bytes());
@@ -526,7 +528,7 @@ impl TcpRepr {
         const IP: usize = crate::ipv4::HEADER_LEN;
         let tcp_len = self.header_len() + payload_len;
         let ip = Ipv4Repr { src, dst, protocol: PROTO_TCP, ident, ttl, payload_len: tcp_len };
-        let mut headers = [0u8; IP + 60];
+        let mut headers = [0u8; IP + MAX_HEADER_LEN];
         ip.emit(&mut headers[..IP]);
         let hl = self.write_header(&mut headers[IP..]);
         let mut payload_sum = None;

@@ -424,13 +424,6 @@ impl Conn {
 
     // ---- transmit-timed state (the host calls `on_transmit`) -------------------------------------------
 
-    /// The link started transmitting data segment `[seq, seq + len)` of this connection (any copy: the
-    /// sender's, or a local retransmission). Numbers the transmission, and for a cached segment records
-    /// when it left and whether an earlier copy can still arrive; times the RTT probe from here; and, when
-    /// the packet the mobile needs is retransmitted during a local recovery, restarts the round-trip timer
-    /// from this moment (§6 "if an acknowledgment hasn't been received in twice this time": the time counts
-    /// from when the packet was really sent, not from when it was queued). Returns true if the connection's
-    /// deadline may have moved earlier.
     /// Where the segment starting at `seq` is in the cache, or would be (the cache is in sequence order,
     /// non-overlapping). Two guesses are checked before a search: the segment just forwarded (the cache's
     /// last, when the link's queue is empty), and, since the link sends segments in the order it was handed
@@ -450,6 +443,13 @@ impl Conn {
         self.cache.partition_point(|c| c.seq < seq)
     }
 
+    /// The link started transmitting data segment `[seq, seq + len)` of this connection (any copy: the
+    /// sender's, or a local retransmission). Numbers the transmission, and for a cached segment records
+    /// when it left and whether an earlier copy can still arrive; times the RTT probe from here; and, when
+    /// the packet the mobile needs is retransmitted during a local recovery, restarts the round-trip timer
+    /// from this moment (§6 "if an acknowledgment hasn't been received in twice this time": the time counts
+    /// from when the packet was really sent, not from when it was queued). Returns true if the connection's
+    /// deadline may have moved earlier.
     pub fn on_transmit(&mut self, now: Time, seq: SeqNum, len: u32, cfg: &Cfg) -> bool {
         self.tx_mode = true;
         self.txc += 1;
