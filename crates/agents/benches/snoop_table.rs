@@ -21,6 +21,11 @@
 //! harness keeps a reference to each, so freeing them is never timed. Before measuring, the bench prints the
 //! table's own accounting of its memory (`Snoop::table_bytes`) per connection and the `size_of` of one
 //! connection's inline state.
+//!
+//! It also prints what one load costs when its line is anywhere in memory of the table's size (a chase through
+//! that many bytes, allocated as the slots are): the least a step on a connection whose state is not in the
+//! caches can wait, so the floor under the ratio to one connection on the machine at hand (README, "Snoop's
+//! table: the floor under the ratio"); and the same over 1 to 64 MB, where the caches end.
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -78,6 +83,38 @@ fn thread_cpu_time() -> Duration {
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Nanoseconds of CPU time per load in a chase through `bytes` of memory backed as Snoop's slots are
+/// ([`lasthop_wire::hugepages::push`]): the 64-byte lines are visited in one random cycle and each load's
+/// address is the previous load's value, so no two loads overlap and the prefetchers cannot guess the next.
+/// Over a few kilobytes this is the first-level cache's latency; over more than the last-level cache holds,
+/// the memory's.
+fn chased_load_ns(bytes: usize) -> f64 {
+    let lines = (bytes / 64).max(2);
+    let mut chain: Vec<[u64; 8]> = Vec::new();
+    for _ in 0..lines {
+        lasthop_wire::hugepages::push(&mut chain, [0; 8]);
+    }
+    // Fisher-Yates with a fixed xorshift, then each line points at the next in that order: one cycle.
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..lines).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    for (k, &line) in order.iter().enumerate() {
+        chain[line][0] = order[(k + 1) % lines] as u64;
+    }
+    let chase = |at: usize, loads: usize| (0..loads).fold(at, |at, _| chain[at][0] as usize);
+    let warm = chase(order[0], lines);
+    assert_eq!(warm, order[0], "the chase is one cycle through every line");
+    const LOADS: usize = 2_000_000;
+    let start = thread_cpu_time();
+    black_box(chase(warm, LOADS));
+    (thread_cpu_time() - start).as_nanos() as f64 / LOADS as f64
 }
 
 struct Bench {
@@ -165,16 +202,22 @@ impl Bench {
 }
 
 fn live_connections(c: &mut Criterion) {
+    // The machine's cache levels as this bench meets them (the last level is shared with other tenants).
+    let sizes_mb = [1usize, 4, 8, 16, 64];
+    let loads: Vec<String> = sizes_mb.iter().map(|&mb| format!("{:.1}", chased_load_ns(mb << 20))).collect();
+    eprintln!("snoop_table: a load anywhere in {:?} MB: {} ns", sizes_mb, loads.join(" / "));
     let mut g = c.benchmark_group("snoop_table");
     // One step is a data packet and its ACK: report per packet.
     g.throughput(Throughput::Elements(2));
     for conns in [1usize, 64, 10_000, 100_000] {
         let mut b = Bench::new(conns);
         eprintln!(
-            "snoop_table/{conns}: table {} bytes, {:.0} bytes per connection; inline state {} bytes",
+            "snoop_table/{conns}: table {} bytes, {:.0} bytes per connection; inline state {} bytes; \
+             a load anywhere in as many bytes: {:.1} ns",
             b.snoop.table_bytes(),
             b.snoop.table_bytes() as f64 / conns as f64,
-            Snoop::connection_state_size()
+            Snoop::connection_state_size(),
+            chased_load_ns(b.snoop.table_bytes())
         );
         g.bench_function(format!("data_and_ack/{conns}conn"), |bch| bch.iter_custom(|iters| b.run(iters, false)));
         g.bench_function(format!("data_and_ack_batched/{conns}conn"), |bch| {
