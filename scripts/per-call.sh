@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Where the speed benchmark's Snoop run (seed 000's 10 MB transfer at BER 1.6e-5, as scripts/instructions.sh
+# runs it) spends its instructions, per call of the steps a packet goes through: each step's instructions
+# with everything it calls, its number of calls and the quotient. Counted by valgrind's callgrind on one
+# whole `lasthop run` process, so, as with instructions.sh, the figures are the same on every run whatever
+# else the machine does, and two builds can be set against each other (README, "Speed", ninth round).
+#
+#   scripts/per-call.sh [LASTHOP_BINARY] [AGENT]
+#
+# Without arguments it counts the release build ($CARGO_TARGET_DIR or ./target) with Snoop at the base
+# station; AGENT `none` counts the plain Reno run instead. Needs valgrind (callgrind_annotate comes with it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v valgrind >/dev/null || { echo "per-call.sh: valgrind is not installed" >&2; exit 1; }
+bin=${1:-${CARGO_TARGET_DIR:-target}/release/lasthop}
+agent=${2:-snoop}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+valgrind --tool=callgrind --callgrind-out-file="$out/cg" --log-file="$out/log" \
+  "$bin" run examples/snoop.toml --out "$out/run" --set links.wavelan.error.ber=1.6e-5 \
+  --set "nodes.bs.agent=$agent" >/dev/null
+callgrind_annotate --inclusive=yes --tree=caller --threshold=100 --auto=no "$out/cg" >"$out/tree" 2>"$out/annotate-log"
+python3 - "$out/tree" "$out/run/metrics.json" <<'EOF'
+import json, re, sys
+
+# (what a call is, the function as callgrind names it): the steps of a packet's way through the run.
+STEPS = [
+    ("event popped and handled (the whole loop)", "lasthop_sim::world::World::play"),
+    ("event queued", "lasthop_sim::engine::Scheduler<E>::schedule_reserved"),
+    ("frame started on a link (kick)", "lasthop_sim::world::World::kick"),
+    ("  of which: on the air (launch)", "lasthop_sim::world::World::launch"),
+    ("  of which: the link's start", "lasthop_sim::link::Link::start"),
+    ("next hop found", "lasthop_sim::world::World::next_hop"),
+    ("data segment built", "lasthop_tcp::sender::Sender::finish_emit"),
+    ("  of which: its bytes", "lasthop_wire::buffer::build"),
+    ("ACK (or any copied segment) built", "lasthop_wire::tcp::TcpRepr::emit_ipv4"),
+    ("segment received and checked", "lasthop_tcp::segment::parse_counted"),
+    ("  of which: the checksum verified", "lasthop_wire::tcp::TcpPacket<T>::verify_checksum"),
+    ("Internet checksum (any length)", "lasthop_wire::checksum::sum"),
+    ("Snoop, a packet through the base station", "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_packet"),
+    ("Snoop, a transmission reported", "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_transmit"),
+]
+
+tree, metrics = sys.argv[1], sys.argv[2]
+total = None
+blocks = {}  # function -> (inclusive, calls), from the block whose '*' line names the function itself
+callers = []
+for line in open(tree):
+    # A caller line names a caller, the instructions of its calls (with everything they call) and their
+    # number. A function has one block per source file its code came from (its own, and each file whose code
+    # was inlined into it, under absolute and relative paths alike), and its callers are spread over them:
+    # the function's cost and calls are the sums over the caller lines of all its blocks.
+    m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(<|\*)\s+\S*?:(.*?)(?: \((\d[\d,]*)x\))?(?: \[.*\])?$", line.rstrip())
+    if "PROGRAM TOTALS" in line and total is None:
+        total = int(line.split()[0].replace(",", ""))
+    if not m:
+        if not line.strip():
+            callers = []
+        continue
+    ir, kind, fn, calls = int(m[1].replace(",", "")), m[2], m[3], m[4]
+    if kind == "<":
+        callers.append((ir, int(calls.replace(",", "")) if calls else 0))
+    else:
+        had = blocks.get(fn, (0, 0))
+        blocks[fn] = (had[0] + sum(c[0] for c in callers), had[1] + sum(c[1] for c in callers))
+        callers = []
+events = json.load(open(metrics))["events"]
+print(f"{total:,} instructions, {events:,} events: {total // events:,} per event")
+print(f"{'step':<46} {'instructions':>14} {'calls':>9} {'per call':>9}")
+for label, fn in STEPS:
+    ir, calls = blocks.get(fn, (0, 0))
+    if fn == "lasthop_sim::world::World::play":
+        ir, calls = blocks.get(fn, (0, 0))[0], events
+    per = f"{ir // calls:,}" if calls else "-"
+    print(f"{label:<46} {ir:>14,} {calls:>9,} {per:>9}")
+EOF
