@@ -27,13 +27,13 @@ import json, re, sys
 STEPS = [
     ("event popped and handled (the whole loop)", "lasthop_sim::world::World::play"),
     ("event queued", "lasthop_sim::engine::Scheduler<E>::schedule_reserved"),
-    ("frame started on a link (kick)", "lasthop_sim::world::World::kick"),
-    ("  of which: on the air (launch)", "lasthop_sim::world::World::launch"),
+    ("link asked to start a frame (kick)", "lasthop_sim::world::World::kick"),
+    ("  of which: a frame put on the air (launch)", "lasthop_sim::world::World::launch"),
     ("  of which: the link's start", "lasthop_sim::link::Link::start"),
     ("next hop found", "lasthop_sim::world::World::next_hop"),
     ("data segment built", "lasthop_tcp::sender::Sender::finish_emit"),
-    ("  of which: its bytes", "lasthop_wire::buffer::build"),
-    ("ACK (or any copied segment) built", "lasthop_wire::tcp::TcpRepr::emit_ipv4"),
+    ("ACK built", "lasthop_wire::tcp::TcpRepr::emit_ipv4"),
+    ("a packet's bytes written (data and ACKs)", "lasthop_wire::buffer::build"),
     ("segment received and checked", "lasthop_tcp::segment::parse_counted"),
     ("  of which: the checksum verified", "lasthop_wire::tcp::TcpPacket<T>::verify_checksum"),
     ("Internet checksum (any length)", "lasthop_wire::checksum::sum"),
@@ -43,7 +43,7 @@ STEPS = [
 
 tree, metrics = sys.argv[1], sys.argv[2]
 total = None
-blocks = {}  # function -> (inclusive, calls), from the block whose '*' line names the function itself
+blocks = {}  # function -> (instructions with everything it calls, calls), summed over its blocks
 callers = []
 for line in open(tree):
     # A caller line names a caller, the instructions of its calls (with everything they call) and their
@@ -66,11 +66,11 @@ for line in open(tree):
         callers = []
 events = json.load(open(metrics))["events"]
 print(f"{total:,} instructions, {events:,} events: {total // events:,} per event")
-print(f"{'step':<46} {'instructions':>14} {'calls':>9} {'per call':>9}")
+print(f"{'step':<48} {'instructions':>14} {'calls':>9} {'per call':>9}")
 for label, fn in STEPS:
     ir, calls = blocks.get(fn, (0, 0))
     if fn == "lasthop_sim::world::World::play":
-        ir, calls = blocks.get(fn, (0, 0))[0], events
+        calls = events
     per = f"{ir // calls:,}" if calls else "-"
-    print(f"{label:<46} {ir:>14,} {calls:>9,} {per:>9}")
+    print(f"{label:<48} {ir:>14,} {calls:>9,} {per:>9}")
 EOF
