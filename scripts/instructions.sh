@@ -7,27 +7,49 @@
 # many bytes it moves, and a cache miss is one instruction however long it waits.
 #
 #   scripts/instructions.sh [LASTHOP_BINARY ...]
+#   scripts/instructions.sh --calls AGENT [LASTHOP_BINARY]
 #
-# Without arguments it counts the release build ($CARGO_TARGET_DIR or ./target). With several binaries it
-# counts each, so a build before a change can be set against one after it. Needs valgrind.
+# Without binaries it counts the release build ($CARGO_TARGET_DIR or ./target). With several it counts each,
+# so a build before a change can be set against one after it. `--calls AGENT` (`snoop` or `none`) counts one
+# 10 MB run under callgrind instead and prints each step of a packet's way with everything it calls, its calls
+# and the instructions per call (scripts/per_call.py). Needs valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not installed" >&2; exit 1; }
+calls=
+if [ "${1:-}" = --calls ]; then
+  calls=${2:?"--calls needs an agent: snoop or none"}
+  shift 2
+fi
 bins=("$@")
 if [ ${#bins[@]} -eq 0 ]; then
   bins=("${CARGO_TARGET_DIR:-target}/release/lasthop")
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+
+# The arguments of one of the benchmark's runs: `snoop`, `none` (plain Reno) or `fixed` (1,000 bytes).
+run_args() {
+  local agent=$1 bytes=()
+  if [ "$agent" = fixed ]; then
+    agent=snoop bytes=(--set flows.bulk.bytes=1000)
+  fi
+  echo run examples/snoop.toml --out "$out/run" --set links.wavelan.error.ber=1.6e-5 --set "nodes.bs.agent=$agent" "${bytes[@]}"
+}
+
+if [ -n "$calls" ]; then
+  # shellcheck disable=SC2046 # run_args's words carry no spaces
+  valgrind --tool=callgrind --callgrind-out-file="$out/cg" --log-file="$out/log" "${bins[0]}" $(run_args "$calls") >/dev/null
+  callgrind_annotate --inclusive=yes --tree=caller --threshold=100 --auto=no "$out/cg" >"$out/tree" 2>"$out/annotate-log"
+  python3 scripts/per_call.py "$out/tree" "$out/run/metrics.json"
+  exit
+fi
+
 printf '%-28s %-8s %14s %8s %14s\n' binary run instructions events per_event
 for bin in "${bins[@]}"; do
   for run in snoop none fixed; do
-    case $run in
-      fixed) set_args=(--set nodes.bs.agent=snoop --set flows.bulk.bytes=1000) ;;
-      *) set_args=(--set "nodes.bs.agent=$run") ;;
-    esac
-    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null --log-file="$out/log" \
-      "$bin" run examples/snoop.toml --out "$out/run" --set links.wavelan.error.ber=1.6e-5 "${set_args[@]}" >/dev/null
+    # shellcheck disable=SC2046 # run_args's words carry no spaces
+    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null --log-file="$out/log" "$bin" $(run_args "$run") >/dev/null
     refs=$(sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' "$out/log" | tr -d ,)
     events=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['events'])" "$out/run/metrics.json")
     printf '%-28s %-8s %14s %8s %14s\n' "$(basename "$bin")" "$run" "$refs" "$events" "$((refs / events))"

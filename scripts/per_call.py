@@ -1,26 +1,9 @@
-#!/usr/bin/env bash
-# Where the speed benchmark's Snoop run (seed 000's 10 MB transfer at BER 1.6e-5, as scripts/instructions.sh
-# runs it) spends its instructions, per call of the steps a packet goes through: each step's instructions
-# with everything it calls, its number of calls and the quotient. Counted by valgrind's callgrind on one
-# whole `lasthop run` process, so, as with instructions.sh, the figures are the same on every run whatever
-# else the machine does, and two builds can be set against each other (README, "Speed", ninth round).
-#
-#   scripts/per-call.sh [LASTHOP_BINARY] [AGENT]
-#
-# Without arguments it counts the release build ($CARGO_TARGET_DIR or ./target) with Snoop at the base
-# station; AGENT `none` counts the plain Reno run instead. Needs valgrind (callgrind_annotate comes with it).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-command -v valgrind >/dev/null || { echo "per-call.sh: valgrind is not installed" >&2; exit 1; }
-bin=${1:-${CARGO_TARGET_DIR:-target}/release/lasthop}
-agent=${2:-snoop}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-valgrind --tool=callgrind --callgrind-out-file="$out/cg" --log-file="$out/log" \
-  "$bin" run examples/snoop.toml --out "$out/run" --set links.wavelan.error.ber=1.6e-5 \
-  --set "nodes.bs.agent=$agent" >/dev/null
-callgrind_annotate --inclusive=yes --tree=caller --threshold=100 --auto=no "$out/cg" >"$out/tree" 2>"$out/annotate-log"
-python3 - "$out/tree" "$out/run/metrics.json" <<'EOF'
+"""The speed benchmark's run, per step of a packet's way: each step's instructions with everything it calls,
+its calls and the quotient, from `callgrind_annotate --inclusive=yes --tree=caller --threshold=100` of one
+whole `lasthop run` (run by `scripts/instructions.sh --calls`; README, "Speed", ninth round).
+
+    per_call.py TREE METRICS_JSON
+"""
 import json, re, sys
 
 # (what a call is, the function as callgrind names it): the steps of a packet's way through the run.
@@ -73,4 +56,3 @@ for label, fn in STEPS:
         calls = events
     per = f"{ir // calls:,}" if calls else "-"
     print(f"{label:<48} {ir:>14,} {calls:>9,} {per:>9}")
-EOF
