@@ -526,11 +526,10 @@ impl TcpRepr {
         append_payload: impl FnOnce(&mut BytesMut) -> Option<u64>,
     ) -> Bytes {
         const IP: usize = crate::ipv4::HEADER_LEN;
-        let tcp_len = self.header_len() + payload_len;
-        let ip = Ipv4Repr { src, dst, protocol: PROTO_TCP, ident, ttl, payload_len: tcp_len };
         let mut headers = [0u8; IP + MAX_HEADER_LEN];
-        ip.emit(&mut headers[..IP]);
         let hl = self.write_header(&mut headers[IP..]);
+        let ip = Ipv4Repr { src, dst, protocol: PROTO_TCP, ident, ttl, payload_len: hl + payload_len };
+        ip.emit(&mut headers[..IP]);
         let mut payload_sum = None;
         let mut buf = crate::buffer::build(ip.buffer_len(), |out| {
             out.extend_from_slice(&headers[..IP + hl]);
