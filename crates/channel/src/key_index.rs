@@ -12,8 +12,14 @@ use std::collections::HashMap;
 /// Above this many runs, the keys are scattered: a map is used instead.
 const MAX_RUNS: usize = 64;
 
+/// Up to this many keys are scanned in place: a handful of compares costs less than finding a run (a
+/// topology of a few nodes, where the node by address is asked for on every packet routed).
+const SCAN_UP_TO: usize = 8;
+
 #[derive(Debug, Clone)]
 pub enum KeyIndex {
+    /// At most [`SCAN_UP_TO`] keys, each at its own index.
+    Few(Vec<u64>),
     /// Runs of consecutive keys, sorted: (first key, where the run starts in `positions`), and the
     /// positions of every run in key order. A run ends where the next one starts.
     Runs {
@@ -32,6 +38,9 @@ impl Default for KeyIndex {
 impl KeyIndex {
     /// `keys[i]` is at position `i`; no two keys are equal (a repeated key is found at one of its positions).
     pub fn new(keys: &[u64]) -> KeyIndex {
+        if keys.len() <= SCAN_UP_TO {
+            return KeyIndex::Few(keys.to_vec());
+        }
         let mut sorted: Vec<(u64, u32)> = keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect();
         sorted.sort_unstable();
         let mut runs: Vec<(u64, u32)> = Vec::new();
@@ -50,6 +59,7 @@ impl KeyIndex {
     #[inline]
     pub fn get(&self, key: u64) -> Option<usize> {
         match self {
+            KeyIndex::Few(keys) => keys.iter().position(|&k| k == key),
             KeyIndex::Runs { runs, positions } => {
                 let r = runs.partition_point(|&(first, _)| first <= key).checked_sub(1)?;
                 let (first, start) = runs[r];
@@ -68,8 +78,8 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Every key is found at its position and nothing else is found, in both forms: keys drawn from a
-        /// few clusters (runs) and scattered ones (many runs: the map), positions not in key order (nodes
+        /// Every key is found at its position and nothing else is found, in every form: keys drawn from a
+        /// few clusters (runs) and scattered ones (many runs: the map), a handful (scanned), positions not in key order (nodes
         /// are ordered by name).
         #[test]
         fn finds_what_a_map_finds(
