@@ -916,12 +916,15 @@ impl World {
         };
         let node = self.endpoints[ep].node;
         let dst = *self.endpoints[ep].remote.ip();
-        let out_link = self.next_hop(node, dst);
+        // The interface whose queue length an ELN sender piggybacks (seed 002 §3); no other sender reads it.
+        let queue_link = match &self.endpoints[ep].role {
+            Role::Sender(s) if s.wants_output_queue() => self.next_hop(node, dst),
+            _ => None,
+        };
         loop {
             let packet = match &mut self.endpoints[ep].role {
                 Role::Sender(s) => {
-                    // The mobile's output-queue length that an ELN sender piggybacks (seed 002 §3).
-                    if let Some((link, dir)) = out_link {
+                    if let Some((link, dir)) = queue_link {
                         s.set_output_queue(self.links[link].occupancy(dir));
                     }
                     let p = s.poll_transmit(now);

@@ -825,6 +825,12 @@ impl Sender {
         self.out_queue = Some(QueueOccupancy::from_fraction(fraction));
     }
 
+    /// Whether [`set_output_queue`](Self::set_output_queue) has any effect: only with [`TcpConfig::eln`] on.
+    /// A host may skip measuring its queue otherwise.
+    pub fn wants_output_queue(&self) -> bool {
+        self.cfg.eln
+    }
+
     /// Smoothed RTT in nanoseconds, once measured.
     pub fn srtt(&self) -> Option<u64> {
         self.rto.srtt()
