@@ -83,7 +83,12 @@ impl<T> HeadInline<T> {
             self.head = Some(x);
         } else {
             self.spill();
-            self.rest.insert(i, x);
+            if i == self.rest.len() {
+                // In-order data, nearly every insert: `VecDeque::insert` would take its general path.
+                self.rest.push_back(x);
+            } else {
+                self.rest.insert(i, x);
+            }
         }
     }
 
