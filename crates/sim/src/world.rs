@@ -690,7 +690,7 @@ impl World {
             let agent = self.nodes[node].agent.as_mut().expect("checked");
             agent.on_queue_occupancy(side, occupancy);
             agent.on_packet(now, side, packet, &mut self.actions);
-            self.apply_actions(now, node);
+            self.apply_actions_routed(now, node, Some((dst, out)));
         } else {
             self.send(now, out, packet, false);
         }
@@ -726,6 +726,12 @@ impl World {
 
     /// Carries out what the node's agent asked for, then re-arms its timer.
     fn apply_actions(&mut self, now: Time, node: usize) {
+        self.apply_actions_routed(now, node, None);
+    }
+
+    /// [`World::apply_actions`], with the next hop toward one destination already found (the packet the
+    /// agent was handed, which it usually passes on): sending changes no route, so it is not looked up again.
+    fn apply_actions_routed(&mut self, now: Time, node: usize, known: Option<(Ipv4Addr, (usize, usize))>) {
         let mut actions = std::mem::take(&mut self.actions);
         for action in actions.drain(..) {
             let (packet, priority) = match action {
@@ -743,7 +749,11 @@ impl World {
             if self.hooks.agent_output && self.offer_agent_output(now, node, &packet) {
                 continue;
             }
-            self.route(now, node, dst, packet, priority);
+            match known {
+                // A feature that saw the packet above may have moved a route: then it is looked up.
+                Some((to, out)) if to == dst && !self.hooks.agent_output => self.send(now, out, packet, priority),
+                _ => self.route(now, node, dst, packet, priority),
+            }
         }
         self.actions = actions;
         let want = self.nodes[node].agent.as_ref().and_then(|a| a.poll_timeout());

@@ -65,9 +65,9 @@ static BLOCK_SUMS: [u32; PERIOD / BLOCK + 1] = {
 #[inline]
 fn word_sum_to(i: usize) -> u32 {
     let start = i / BLOCK * BLOCK;
-    let tail = match PATTERN.get(start..start + BLOCK) {
-        Some(block) => {
-            let words = u128::from_be_bytes(block.try_into().expect("one block"));
+    let tail = match PATTERN[start..].first_chunk::<BLOCK>() {
+        Some(&block) => {
+            let words = u128::from_be_bytes(block);
             let kept = words & u128::MAX.checked_shl(8 * (BLOCK + start - i) as u32).unwrap_or(0);
             let pairs = |w: u64| (w & 0x0000_ffff_0000_ffff) + ((w >> 16) & 0x0000_ffff_0000_ffff);
             let lanes = pairs((kept >> 64) as u64) + pairs(kept as u64);
