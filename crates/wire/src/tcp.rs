@@ -455,16 +455,19 @@ impl TcpRepr {
     fn write_header(&self, buf: &mut [u8]) -> usize {
         let hl = self.header_len();
         assert!(hl <= MAX_HEADER_LEN, "TCP options exceed 40 bytes");
-        buf[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
-        buf[field::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
-        buf[field::SEQ_NUM].copy_from_slice(&self.seq.0.to_be_bytes());
-        buf[field::ACK_NUM].copy_from_slice(&self.ack.unwrap_or_default().0.to_be_bytes());
-        buf[field::OFF_RES] = ((hl / 4) as u8) << 4 | if self.eln { ELN_MASK } else { 0 };
+        // Bounds checked once here, so the fixed fields below are written without a check each.
+        let buf = &mut buf[..hl];
+        let fixed: &mut [u8; HEADER_LEN] = buf.first_chunk_mut().expect("a header is at least 20 bytes");
+        fixed[field::SRC_PORT].copy_from_slice(&self.src_port.to_be_bytes());
+        fixed[field::DST_PORT].copy_from_slice(&self.dst_port.to_be_bytes());
+        fixed[field::SEQ_NUM].copy_from_slice(&self.seq.0.to_be_bytes());
+        fixed[field::ACK_NUM].copy_from_slice(&self.ack.unwrap_or_default().0.to_be_bytes());
+        fixed[field::OFF_RES] = ((hl / 4) as u8) << 4 | if self.eln { ELN_MASK } else { 0 };
         let flags = if self.ack.is_some() { self.flags | TcpFlags::ACK } else { self.flags };
-        buf[field::FLAGS] = flags.0;
-        buf[field::WIN_SIZE].copy_from_slice(&self.window.to_be_bytes());
-        buf[field::CHECKSUM].copy_from_slice(&[0, 0]);
-        buf[field::URGENT].copy_from_slice(&[0, 0]);
+        fixed[field::FLAGS] = flags.0;
+        fixed[field::WIN_SIZE].copy_from_slice(&self.window.to_be_bytes());
+        fixed[field::CHECKSUM].copy_from_slice(&[0, 0]);
+        fixed[field::URGENT].copy_from_slice(&[0, 0]);
         let mut o = HEADER_LEN;
         if let Some(mss) = self.mss {
             buf[o..o + 4].copy_from_slice(&[option_kind::MSS, 4, (mss >> 8) as u8, mss as u8]);
@@ -499,7 +502,7 @@ impl TcpRepr {
             buf[o..o + 4].copy_from_slice(&crate::handoff_option::to_bytes());
             o += 4;
         }
-        buf[o..hl].fill(option_kind::NOP);
+        buf[o..].fill(option_kind::NOP);
         hl
     }
 
