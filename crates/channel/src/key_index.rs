@@ -5,7 +5,8 @@
 //! N links consecutive numbers), so the index keeps the positions in key order and finds a key's run by
 //! binary search over a handful of runs: a few reads of one small array and one of the positions, where a
 //! hash map read a bucket scattered over its whole table (4–6 % of a 10,000-mobile cell's event loop each,
-//! README "Scale"). Keys that make many runs keep a map (foldhash's fixed seed: nothing random).
+//! README "Scale"). Keys that make many runs keep a map (foldhash's fixed seed: nothing random); a handful
+//! of keys (a topology of a few nodes) are scanned.
 
 use std::collections::HashMap;
 
@@ -78,9 +79,9 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Every key is found at its position and nothing else is found, in every form: keys drawn from a
-        /// few clusters (runs) and scattered ones (many runs: the map), a handful (scanned), positions not in key order (nodes
-        /// are ordered by name).
+        /// Every key is found at its position and nothing else is found, in every form: a handful of keys
+        /// (scanned), keys drawn from a few clusters (runs) and scattered ones (many runs: the map),
+        /// positions not in key order (nodes are ordered by name).
         #[test]
         fn finds_what_a_map_finds(
             raw in proptest::collection::btree_set(prop_oneof![0u32..40, 1000u32..1030, (u32::MAX - 20)..=u32::MAX, any::<u32>()], 1..200),
@@ -104,11 +105,12 @@ mod tests {
     }
 
     #[test]
-    fn a_scale_cell_is_two_runs_and_scattered_keys_a_map() {
+    fn a_scale_cell_is_two_runs_a_handful_scanned_and_scattered_keys_a_map() {
         let mut addrs = vec![u32::from_be_bytes([10, 0, 0, 1]), u32::from_be_bytes([10, 0, 0, 2])];
         addrs.extend((0..10_000u32).map(|i| u32::from_be_bytes([10, 1, 0, 1]) + i));
         let keys: Vec<u64> = addrs.into_iter().map(u64::from).collect();
         assert!(matches!(KeyIndex::new(&keys), KeyIndex::Runs { ref runs, .. } if runs.len() == 2));
+        assert!(matches!(KeyIndex::new(&keys[..SCAN_UP_TO]), KeyIndex::Few(_)), "a handful is scanned");
         let scattered: Vec<u64> = (0..100u64).map(|i| i * 1000).collect();
         let index = KeyIndex::new(&scattered);
         assert!(matches!(index, KeyIndex::Map(_)));
