@@ -82,7 +82,14 @@ fn scheme_none_is_the_static_topology() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
     /// Across many handoffs at arbitrary times, with either scheme and layout, errors and Snoop or not,
-    /// the application receives every byte once, in order.
+    /// the application receives every byte once, in order: what it received is the stream's start, never
+    /// a byte twice or out of place (the flow compares each delivered byte with the pattern at its offset).
+    /// It receives all of it within the time limit whenever the cells overlap. When they do not, the mobile
+    /// is out of reach for `rendezvous` in every handoff and a plain handoff loses what was in flight, so
+    /// Reno's backed-off timers may leave the transfer unfinished at 600 s (a handoff every 0.97 s with
+    /// 0.45 s out of reach delivered 212 of 400 KB), or never let it start: with handoffs every 0.5 s from
+    /// t = 0, every SYN (sent at 0, 3, 9, 21 s, ...) leaves at a handoff and is lost. That is the protocols'
+    /// behaviour, not a fault; the fixed cases above check completion there.
     #[test]
     fn every_byte_once_in_order(
         multicast in any::<bool>(),
@@ -105,9 +112,12 @@ proptest! {
         );
         let r = run(&s, &RunOptions::default()).unwrap();
         let f = &r.flows[0];
-        prop_assert!(f.completed, "{:?}", f);
-        prop_assert_eq!(f.bytes_delivered, f.bytes_total);
         prop_assert_eq!(f.corrupt_bytes, 0);
+        prop_assert!(f.bytes_delivered <= f.bytes_total, "{:?}", f);
+        prop_assert_eq!(f.completed, f.bytes_delivered == f.bytes_total, "{:?}", f);
+        if !non_overlapping {
+            prop_assert!(f.completed, "{:?}", f);
+        }
     }
 }
 
