@@ -31,7 +31,9 @@ def test_trace_gives_dataframes(small):
 def test_the_gil_is_released_while_simulating(small):
     """Two threads run two scenarios while this thread keeps executing Python: with the GIL held through a
     run, this thread could not take a single step until the runs ended."""
-    big = small.set("flows.bulk.bytes", 60_000_000)
+    # Long enough to tell: 0.06 s (Reno, to the time limit) and 0.12 s (Snoop) each on the project's machine.
+    # 60 MB in 600 s became too short once the simulator got faster.
+    big = small.set("flows.bulk.bytes", 150_000_000).set("time_limit_s", 1800)
     scenarios = [big, big.set("nodes.bs.agent", "none")]
     alone = [lasthop.run(s).metrics for s in scenarios]
     results = [None, None]
