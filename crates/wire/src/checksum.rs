@@ -5,8 +5,9 @@
 /// [`add`] adds any two with end-around carry.
 ///
 /// Every simulated segment is summed when it is built and again by each checker (IP, TCP, agents), so this
-/// is on the per-packet path. The data is read as native-endian 32-bit words into eight independent `u64`
-/// lanes: no byte swap per word, no carry chain (a lane cannot carry out before 2^32 words), and the loop
+/// is on the per-packet path. The data is read as native-endian 32-bit words into sixteen independent `u64`
+/// lanes (a 64-byte block per step, so that the loop's own overhead is paid half as often as with 32-byte
+/// blocks): no byte swap per word, no carry chain (a lane cannot carry out before 2^32 words), and the loop
 /// vectorises. This gives the same 16-bit sum as word-by-word addition: any grouping of 16-bit words gives
 /// the same one's-complement sum since 2^16 ≡ 1 (mod 2^16 − 1) (RFC 1071 §2(B), "deferred carries"), and a
 /// sum taken in the other byte order is the byte-swapped sum (RFC 1071 §2(B), "byte order independence");
@@ -66,7 +67,7 @@ fn sum_short(data: &[u8]) -> u64 {
 /// [`sum`]'s loop, inlined into each of its compilations.
 #[inline(always)]
 fn sum_lanes(data: &[u8]) -> u64 {
-    const LANES: usize = 8;
+    const LANES: usize = 16;
     let mut blocks = data.chunks_exact(4 * LANES);
     // Headers (20 to 60 bytes) are most of the calls: below one block the lanes and their folds are skipped.
     let mut acc = 0;
@@ -208,7 +209,7 @@ mod tests {
     /// value in every position of a word: the short path and the block path agree with the plain sum.
     #[test]
     fn every_length_up_to_three_blocks_sums_as_rfc1071() {
-        let data: Vec<u8> = (0..96u32).map(|i| (i.wrapping_mul(0x9e37_79b9) >> 24) as u8 | 0x81).collect();
+        let data: Vec<u8> = (0..192u32).map(|i| (i.wrapping_mul(0x9e37_79b9) >> 24) as u8 | 0x81).collect();
         for len in 0..=data.len() {
             let d = &data[..len];
             assert_eq!(fold(sum(d)) % 0xffff, reference(d) % 0xffff, "{len} bytes");
