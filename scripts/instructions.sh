@@ -12,7 +12,8 @@
 # Without binaries it counts the release build ($CARGO_TARGET_DIR or ./target). With several it counts each,
 # so a build before a change can be set against one after it. `--calls AGENT` (`snoop` or `none`) counts one
 # 10 MB run under callgrind instead and prints each step of a packet's way with everything it calls, its calls
-# and the instructions per call (scripts/per_call.py). Needs valgrind.
+# and the instructions per call, then the event loop split into the protocols' own work and the simulator's
+# carrying of packets between them (scripts/per_call.py). Needs valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not installed" >&2; exit 1; }

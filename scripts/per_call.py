@@ -1,6 +1,7 @@
 """The speed benchmark's run, per step of a packet's way: each step's instructions with everything it calls,
-its calls and the quotient, from `callgrind_annotate --inclusive=yes --tree=caller --threshold=100` of one
-whole `lasthop run` (run by `scripts/instructions.sh --calls`; README, "Speed", ninth round).
+its calls and the quotient; then the event loop split into the protocols' own work and the rest. From
+`callgrind_annotate --inclusive=yes --tree=caller --threshold=100` of one whole `lasthop run` (run by
+`scripts/instructions.sh --calls`; README, "Speed").
 
     per_call.py TREE METRICS_JSON
 """
@@ -56,3 +57,29 @@ for label, fn in STEPS:
         calls = events
     per = f"{ir // calls:,}" if calls else "-"
     print(f"{label:<48} {ir:>14,} {calls:>9,} {per:>9}")
+
+# The event loop split in two: the protocols' own work, each entry point with everything it calls, and the
+# rest, which is what the simulator spends carrying packets between them (README, "Speed": where it stands).
+PROTOCOL_WORK = [
+    "lasthop_tcp::sender::Sender::poll_transmit",
+    "lasthop_tcp::sender::Sender::handle_packet",
+    "lasthop_tcp::sender::Sender::handle_timeout",
+    "lasthop_tcp::receiver::Receiver::handle_packet",
+    "lasthop_tcp::receiver::Receiver::poll_transmit",
+    "lasthop_tcp::receiver::Receiver::handle_timeout",
+    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_packet",
+    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_transmit",
+    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_timeout",
+    "<lasthop_channel::error_model::BerModel as lasthop_channel::error_model::ErrorModel>::corrupts",
+    "__memcmp_avx2_movbe",  # the flow's byte-for-byte check of what was delivered
+]
+loop = blocks.get("lasthop_sim::world::World::play", (0, 0))[0]
+work = sum(blocks.get(fn, (0, 0))[0] for fn in PROTOCOL_WORK)
+absent = [fn for fn in PROTOCOL_WORK if fn not in blocks]
+print()
+print(f"{'the event loop':<48} {loop:>14,} {events:>9,} {loop // events:>9,}")
+print(f"{'  protocol work (TCP, Snoop, error draws, check)':<48} {work:>14,} {events:>9,} {work // events:>9,}")
+print(f"{'  the simulator carrying packets (the rest)':<48} {loop - work:>14,} {events:>9,} {(loop - work) // events:>9,}")
+if absent:
+    # Inlined into a caller, or not run: its instructions count as the simulator's.
+    print("not found as functions: " + ", ".join(absent))
