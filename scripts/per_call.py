@@ -50,13 +50,19 @@ for line in open(tree):
         callers = []
 events = json.load(open(metrics))["events"]
 print(f"{total:,} instructions, {events:,} events: {total // events:,} per event")
+
+
+def row(label, ir, calls):
+    per = f"{ir // calls:,}" if calls else "-"
+    print(f"{label:<48} {ir:>14,} {calls:>9,} {per:>9}")
+
+
 print(f"{'step':<48} {'instructions':>14} {'calls':>9} {'per call':>9}")
 for label, fn in STEPS:
     ir, calls = blocks.get(fn, (0, 0))
     if fn == "lasthop_sim::world::World::play":
         calls = events
-    per = f"{ir // calls:,}" if calls else "-"
-    print(f"{label:<48} {ir:>14,} {calls:>9,} {per:>9}")
+    row(label, ir, calls)
 
 # The event loop split in two: the protocols' own work, each entry point with everything it calls, and the
 # rest, which is what the simulator spends carrying packets between them (README, "Speed": where it stands).
@@ -79,9 +85,9 @@ loop = blocks.get("lasthop_sim::world::World::play", (0, 0))[0]
 work = sum(blocks.get(fn, (0, 0))[0] for fn in PROTOCOL_WORK + MEMCMP)
 absent = [fn for fn in PROTOCOL_WORK if fn not in blocks] + ([] if MEMCMP else ["memcmp"])
 print()
-print(f"{'the event loop':<48} {loop:>14,} {events:>9,} {loop // events:>9,}")
-print(f"{'  protocol work (TCP, Snoop, error draws, check)':<48} {work:>14,} {events:>9,} {work // events:>9,}")
-print(f"{'  the simulator carrying packets (the rest)':<48} {loop - work:>14,} {events:>9,} {(loop - work) // events:>9,}")
+row("the event loop", loop, events)
+row("  protocol work (TCP, Snoop, error draws, check)", work, events)
+row("  the simulator carrying packets (the rest)", loop - work, events)
 if absent:
     # Inlined into a caller, or not run: its instructions count as the simulator's.
     print("not found as functions: " + ", ".join(absent))
