@@ -28,6 +28,7 @@ STEPS = [
 tree, metrics = sys.argv[1], sys.argv[2]
 total = None
 blocks = {}  # function -> (instructions with everything it calls, calls), summed over its blocks
+by_caller = {}  # (function, caller) -> instructions of the caller's calls to it, with everything they call
 callers = []
 for line in open(tree):
     # A caller line names a caller, the instructions of its calls (with everything they call) and their
@@ -43,10 +44,12 @@ for line in open(tree):
         continue
     ir, kind, fn, calls = int(m[1].replace(",", "")), m[2], m[3], m[4]
     if kind == "<":
-        callers.append((ir, int(calls.replace(",", "")) if calls else 0))
+        callers.append((fn, ir, int(calls.replace(",", "")) if calls else 0))
     else:
         had = blocks.get(fn, (0, 0))
-        blocks[fn] = (had[0] + sum(c[0] for c in callers), had[1] + sum(c[1] for c in callers))
+        blocks[fn] = (had[0] + sum(c[1] for c in callers), had[1] + sum(c[2] for c in callers))
+        for caller, ir, _ in callers:
+            by_caller[(fn, caller)] = by_caller.get((fn, caller), 0) + ir
         callers = []
 events = json.load(open(metrics))["events"]
 print(f"{total:,} instructions, {events:,} events: {total // events:,} per event")
@@ -78,11 +81,15 @@ PROTOCOL_WORK = [
     "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_timeout",
     "<lasthop_channel::error_model::BerModel as lasthop_channel::error_model::ErrorModel>::corrupts",
 ]
-# The flow's byte-for-byte check of what was delivered is libc's memcmp, named by the variant libc picked for
-# the processor (`__memcmp_avx2_movbe`, `__memcmp_evex_movbe`, ...).
+# The flow's byte-for-byte check of what was delivered is libc's memcmp called from the endpoint's follow-up
+# (startup's string comparisons call it too), named by the variant libc picked for the processor
+# (`__memcmp_avx2_movbe`, `__memcmp_evex_movbe`, ...).
+FLOW_CHECK = "lasthop_sim::world::World::after_endpoint"
 MEMCMP = [fn for fn in blocks if fn.startswith("__memcmp")]
 loop = blocks.get("lasthop_sim::world::World::play", (0, 0))[0]
-work = sum(blocks.get(fn, (0, 0))[0] for fn in PROTOCOL_WORK + MEMCMP)
+work = sum(blocks.get(fn, (0, 0))[0] for fn in PROTOCOL_WORK) + sum(
+    by_caller.get((fn, FLOW_CHECK), 0) for fn in MEMCMP
+)
 absent = [fn for fn in PROTOCOL_WORK if fn not in blocks] + ([] if MEMCMP else ["memcmp"])
 print()
 row("the event loop", loop, events)
