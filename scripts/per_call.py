@@ -27,8 +27,7 @@ STEPS = [
 
 tree, metrics = sys.argv[1], sys.argv[2]
 total = None
-blocks = {}  # function -> (instructions with everything it calls, calls), summed over its blocks
-by_caller = {}  # (function, caller) -> instructions of the caller's calls to it, with everything they call
+by_caller = {}  # (function, caller) -> (instructions of the caller's calls to it with everything they call, calls)
 callers = []
 for line in open(tree):
     # A caller line names a caller, the instructions of its calls (with everything they call) and their
@@ -46,11 +45,14 @@ for line in open(tree):
     if kind == "<":
         callers.append((fn, ir, int(calls.replace(",", "")) if calls else 0))
     else:
-        had = blocks.get(fn, (0, 0))
-        blocks[fn] = (had[0] + sum(c[1] for c in callers), had[1] + sum(c[2] for c in callers))
-        for caller, ir, _ in callers:
-            by_caller[(fn, caller)] = by_caller.get((fn, caller), 0) + ir
+        for caller, caller_ir, caller_calls in callers:
+            had = by_caller.get((fn, caller), (0, 0))
+            by_caller[(fn, caller)] = (had[0] + caller_ir, had[1] + caller_calls)
         callers = []
+blocks = {}  # function -> (instructions with everything it calls, calls), summed over its callers
+for (fn, _), (ir, calls) in by_caller.items():
+    had = blocks.get(fn, (0, 0))
+    blocks[fn] = (had[0] + ir, had[1] + calls)
 events = json.load(open(metrics))["events"]
 print(f"{total:,} instructions, {events:,} events: {total // events:,} per event")
 
@@ -88,7 +90,7 @@ FLOW_CHECK = "lasthop_sim::world::World::after_endpoint"
 MEMCMP = [fn for fn in blocks if fn.startswith("__memcmp")]
 loop = blocks.get("lasthop_sim::world::World::play", (0, 0))[0]
 work = sum(blocks.get(fn, (0, 0))[0] for fn in PROTOCOL_WORK) + sum(
-    by_caller.get((fn, FLOW_CHECK), 0) for fn in MEMCMP
+    by_caller.get((fn, FLOW_CHECK), (0, 0))[0] for fn in MEMCMP
 )
 absent = [fn for fn in PROTOCOL_WORK if fn not in blocks] + ([] if MEMCMP else ["memcmp"])
 print()
