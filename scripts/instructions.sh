@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Counts the instructions of the speed benchmark's two runs (seed 000's 10 MB transfer at BER 1.6e-5, with
+# Counts the instructions of the speed benchmark's two runs (Balakrishnan 1995's 10 MB transfer at BER 1.6e-5, with
 # Snoop at the base station and without), and of the fixed cost (the same scenario moving 1,000 bytes), as
 # whole `lasthop run` processes under valgrind's cachegrind. Unlike a time, the count is the same on every
 # run and does not move with other processes' load, so on a shared machine it separates two builds whose

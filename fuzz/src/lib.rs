@@ -5,7 +5,7 @@
 //! Invariants (each a panic, which libFuzzer reports as a crash):
 //! - an agent hands back exactly one disposition per packet (the `Agent` contract);
 //! - no TCP segment leaves with an acknowledgment number its sender did not send: no ACK toward the fixed
-//!   host beyond what the mobile acknowledged (Snoop, seed 000 §3.1.2), no NACK beyond the fixed host's ACK;
+//!   host beyond what the mobile acknowledged (Snoop, Balakrishnan 1995 §3.1.2), no NACK beyond the fixed host's ACK;
 //! - a checksum is never repaired and never broken: a segment that leaves with the sequence number and
 //!   payload of one that came in has the same verdict, and a segment an agent builds itself verifies;
 //! - memory stays within the configured bounds (connections, cache bytes, timer entries, handoff table);

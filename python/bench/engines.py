@@ -1,4 +1,4 @@
-"""Benchmark: one sweep of 1,000 quick runs (seed 000 Fig. 7's grid at `--quick` size: 5 MB, Reno with and
+"""Benchmark: one sweep of 1,000 quick runs (Balakrishnan 1995 Fig. 7's grid at `--quick` size: 5 MB, Reno with and
 without Snoop, 10 bit-error rates, 50 seeds) on the local engine, on a Dask LocalCluster of two worker
 processes, and through the CLI's `lasthop reproduce` (an experiment file with the same grid); wall times
 side by side (median of --repeat), Dask's overhead per run, and whether every route gives the same table.
@@ -31,7 +31,7 @@ def experiment_file(d: Path) -> Path:
     (d / "bench.toml").write_text(f"""
 id = "bench"
 title = "1,000 quick runs"
-paper = "seed 000 Fig. 7"
+paper = "Balakrishnan 1995 Fig. 7"
 scenario = "{REPO / 'examples' / 'snoop.toml'}"
 seeds = {SEEDS}
 flow = "bulk"

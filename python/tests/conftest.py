@@ -23,7 +23,7 @@ def repo():
 
 @pytest.fixture(scope="session")
 def small():
-    """Seed 000's Fig. 6 topology with a 100 KB transfer: a run takes milliseconds."""
+    """Balakrishnan 1995's Fig. 6 topology with a 100 KB transfer: a run takes milliseconds."""
     return lasthop.Scenario.from_toml(EXAMPLE).set("flows.bulk.bytes", 100_000)
 
 

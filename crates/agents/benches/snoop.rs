@@ -1,5 +1,5 @@
 //! Steady-state per-packet cost of Snoop: one data packet toward the mobile, then its ACK, over and over
-//! on one connection (the common case of seed 000 §6: "an incoming packet is added to the cache without
+//! on one connection (the common case of Balakrishnan 1995 §6: "an incoming packet is added to the cache without
 //! copying it, and it is forwarded"; "when a new acknowledgment arrives ... we forward it ... and clean the
 //! snoop cache").
 //!

@@ -1,10 +1,10 @@
 //! Network-layer agents that sit at a base station (or a mobile host) and watch, cache, suppress and
-//! re-send packets: Snoop (seed 000 §3.1, §6), ELN marking and transit-link filtering (seed 002 §3), NACKs
-//! via SACK (seed 000 §3.2), the handoff agents with their buffers (seed 000 §4, seed 004), and the entities
-//! of Mobile IP with seed 001's base-station buffering ([`mip`]).
+//! re-send packets: Snoop (Balakrishnan 1995 §3.1, §6), ELN marking and transit-link filtering (Balakrishnan 1998 §3), NACKs
+//! via SACK (Balakrishnan 1995 §3.2), the handoff agents with their buffers (Balakrishnan 1995 §4, Caceres 1995), and the entities
+//! of Mobile IP with Eom 2002's base-station buffering ([`mip`]).
 //!
-//! Every agent is a sans-IO state machine (`../shared/DESIGN.md`, "The agent contract"): it never reads a
-//! clock, owns a socket or draws a random number. The simulator and the real base station hand it packets
+//! Every agent is a sans-IO state machine (`docs/src/dev/architecture.md`, "The agent contract"): it never
+//! reads a clock, owns a socket or draws a random number. The simulator and the real base station hand it packets
 //! and the current [`Time`], and carry out the [`Action`]s it emits. Its state is soft: losing it costs
 //! performance, never data, and it never acknowledges data the receiver has not acknowledged.
 
@@ -54,7 +54,7 @@ pub enum DropReason {
     /// The packet was for the agent itself: a tunnelled copy kept in a handoff buffer or re-sent by the
     /// agent in another form, or a control message.
     Consumed,
-    /// No way on to its destination: a mobile the node has no binding or table entry for (seed 001 §2.1:
+    /// No way on to its destination: a mobile the node has no binding or table entry for (Eom 2002 §2.1:
     /// under base Mobile IP, what reaches a FA the mobile has left is lost there).
     NotDeliverable,
 }
@@ -64,7 +64,7 @@ pub enum DropReason {
 pub enum Action {
     /// Send the packet on toward `side` at normal priority.
     Forward(Side, Bytes),
-    /// Send toward `side` ahead of normal traffic (Snoop's local retransmissions: seed 000 §3.1.2).
+    /// Send toward `side` ahead of normal traffic (Snoop's local retransmissions: Balakrishnan 1995 §3.1.2).
     ForwardPriority(Side, Bytes),
     /// The packet handed in is not forwarded.
     Drop(DropReason),
@@ -104,7 +104,7 @@ pub trait Agent {
     fn on_transmit(&mut self, _now: Time, _side: Side, _packet: &Bytes) {}
 
     /// How full (0.0 empty – 1.0 full) the host's transmit queue toward `side` is now. Hosts call it before
-    /// `on_packet` whenever it may have changed (ELN classifies losses by it: seed 002 §3).
+    /// `on_packet` whenever it may have changed (ELN classifies losses by it: Balakrishnan 1998 §3).
     fn on_queue_occupancy(&mut self, _side: Side, _fraction: f64) {}
 
     /// The host's radio lost (`reachable` false: the mobile left the cell, a handoff gap) or regained the

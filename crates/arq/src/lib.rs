@@ -1,12 +1,12 @@
 //! Link-level ARQ on the wireless hop, the alternative to Snoop that the source papers argue against:
 //! frames carry a link header with a sequence number, the receiver answers every data frame with a link
 //! ACK (a real frame on the shared medium), and the sender retransmits on its own timer, up to a retry
-//! limit (seed 000 §2, "Link-level Retransmissions": "independent retransmission protocols such as these
+//! limit (Balakrishnan 1995 §2, "Link-level Retransmissions": "independent retransmission protocols such as these
 //! can lead to degraded performance ... a tight coupling of transport- and link-level retransmission
 //! timeouts and policies is necessary to avoid redundant retransmissions").
 //!
 //! The variants compared by Balakrishnan, Padmanabhan, Seshan and Katz (IEEE/ACM ToN, December 1997,
-//! reference [12] of seed 001), all built from the same two state machines:
+//! reference [12] of Eom 2002), all built from the same two state machines:
 //!
 //! - **LL** (TCP-unaware): [`ArqSender`] and [`ArqReceiver`] with [`ArqConfig::window`] 1 (stop-and-wait)
 //!   or more (selective repeat), delivering in order or out of order ([`Delivery`]).
@@ -16,7 +16,7 @@
 //!   does for TCP.
 //! - **LL-TCP-AWARE** (either of the above): [`tcp_aware::DupAckFilter`] at the base station drops the
 //!   mobile's duplicate TCP ACKs for a segment its link sender still holds, so the fixed sender does not
-//!   fast-retransmit what the link is already recovering (Snoop's idea, seed 000 §3.1, at the link layer).
+//!   fast-retransmit what the link is already recovering (Snoop's idea, Balakrishnan 1995 §3.1, at the link layer).
 //!
 //! Everything is sans-IO: time is handed in, frames come out of `poll_transmit`, and `poll_timeout` says
 //! when `handle_timeout` is due. The host polls the sender when the medium can take a frame, so the

@@ -1,8 +1,8 @@
 //! LL-TCP-AWARE: the base station's link layer drops the mobile's duplicate TCP ACKs for a segment its
 //! ARQ sender still holds, so the fixed sender does not fast-retransmit what the link is recovering.
 //!
-//! This is Snoop's DUPACK suppression (seed 000 §3.1.1: "duplicate acknowledgments ... are suppressed")
-//! moved into the link layer, as the ToN'97 comparison (reference [12] of seed 001) built it: the link
+//! This is Snoop's DUPACK suppression (Balakrishnan 1995 §3.1.1: "duplicate acknowledgments ... are suppressed")
+//! moved into the link layer, as the ToN'97 comparison (reference [12] of Eom 2002) built it: the link
 //! layer looks into the TCP header of the packets it carries but keeps no TCP state besides the last
 //! ACK number of each connection.
 

@@ -1,8 +1,8 @@
 //! Error models of a wireless hop: what the channel does to each frame (corrupted or not), one model per
-//! link direction. The bit-error model is seed 000 §7's "Poisson-distributed bit error model", its two-state
+//! link direction. The bit-error model is Balakrishnan 1995 §7's "Poisson-distributed bit error model", its two-state
 //! Markov (good/bad) variant is the one §7 also tried; new models plug in through [`ErrorModel`].
 //!
-//! The empirical two-state model of seed 002 §4 ("Modeling Wireless Errors") is [`EmpiricalModel`]: error-free
+//! The empirical two-state model of Balakrishnan 1998 §4 ("Modeling Wireless Errors") is [`EmpiricalModel`]: error-free
 //! and error periods whose durations are drawn from two CDFs read from a file (format: [`Cdfs`], "CDF files"
 //! below). The tools that make and fit loss traces for it are in [`crate::fit`].
 //!
@@ -35,7 +35,7 @@ pub enum ErrorModelConfig {
     #[default]
     None,
     /// Independent bit errors at rate `ber`: exponentially distributed distance between errored bits
-    /// (geometric, the exact discrete form), mean `1/ber` bits — seed 000 §7's "Poisson" model.
+    /// (geometric, the exact discrete form), mean `1/ber` bits — Balakrishnan 1995 §7's "Poisson" model.
     Ber { ber: f64 },
     /// Each frame lost independently with probability `loss`, whatever its length.
     Packet { loss: f64 },
@@ -47,7 +47,7 @@ pub enum ErrorModelConfig {
     /// seconds, bit errors at `good_ber` or `bad_ber` depending on the state. A mean of 0 means the channel
     /// is never in that state.
     Markov { good_ber: f64, bad_ber: f64, mean_good_s: f64, mean_bad_s: f64 },
-    /// Seed 002 §4's empirical two-state channel ([`EmpiricalModel`]): error-free and error periods with
+    /// Balakrishnan 1998 §4's empirical two-state channel ([`EmpiricalModel`]): error-free and error periods with
     /// durations drawn from the two CDFs of a CDF file; every frame sent during an error period is lost, none
     /// sent during an error-free one. Exactly one of `cdfs` (a file, see [`Cdfs`]; a relative path is
     /// resolved against the scenario file's directory by [`ErrorModelConfig::resolve_paths`]) and `builtin`
@@ -353,7 +353,7 @@ impl BitErrors {
     }
 }
 
-/// Independent bit errors at a fixed rate (seed 000 §7's "Poisson" model): a frame is corrupted when at
+/// Independent bit errors at a fixed rate (Balakrishnan 1995 §7's "Poisson" model): a frame is corrupted when at
 /// least one of its bits is. Exact for the process, O(1) per frame plus one draw per errored bit.
 #[derive(Debug, Clone)]
 pub struct BerModel {
@@ -407,7 +407,7 @@ impl ErrorModel for PacketModel {
 }
 
 /// Bursts of a fixed number of lost frames, for the ToN'97 comparison's burst experiment (reference [12] of
-/// seed 001: losses in bursts of 2, 4 and 6 frames). Burst starts follow the bit-error process of
+/// Eom 2002: losses in bursts of 2, 4 and 6 frames). Burst starts follow the bit-error process of
 /// [`BerModel`] over the frames sent outside bursts: a frame with an errored bit is lost and opens a burst,
 /// and the next `frames − 1` frames in this direction are lost whatever their length (the bit process
 /// pauses during a burst). So a burst is exactly `frames` frames long, two bursts never overlap, and with
@@ -569,10 +569,10 @@ impl ErrorModel for MarkovModel {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The empirical two-state model of seed 002 §4, and its CDF files.
+// The empirical two-state model of Balakrishnan 1998 §4, and its CDF files.
 // ---------------------------------------------------------------------------------------------------------
 
-/// Seed 002 §4's empirical channel: "two linked states, corresponding to the error-free and error durations
+/// Balakrishnan 1998 §4's empirical channel: "two linked states, corresponding to the error-free and error durations
 /// … It starts in the error-free state where no errors occur, and stays there for an amount of time
 /// determined by a lookup into the corresponding CDF. After this time has elapsed, there is an automatic
 /// transition to the error state, where all incoming packets are corrupted", and back after a time drawn
@@ -791,7 +791,7 @@ impl std::fmt::Display for CdfFault {
     }
 }
 
-/// The two CDFs of seed 002 §4's empirical model, with where they came from.
+/// The two CDFs of Balakrishnan 1998 §4's empirical model, with where they came from.
 ///
 /// # CDF files
 ///
@@ -844,7 +844,7 @@ pub const BUILTIN_CDFS: &[&str] = &["reinas"];
 /// The shipped CDF set `name` (one of [`BUILTIN_CDFS`]), parsed; None if there is no such set.
 ///
 /// `reinas` is `channels/reinas.toml` of the source tree (compiled in): a synthetic stand-in with the
-/// character seed 002 §4 reports for its Reinas trace; its header says exactly how it was made.
+/// character Balakrishnan 1998 §4 reports for its Reinas trace; its header says exactly how it was made.
 ///
 /// The compiled-in text never changes, so it is parsed once per process and shared: every scenario that
 /// names a builtin validates its channel, and parsing the CDFs cost more than the rest of the validation.
@@ -996,7 +996,7 @@ pub fn parse_cdfs(text: &str, origin: &str) -> Result<Cdfs, FileError> {
 pub fn write_cdfs(cdfs: &Cdfs) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    out.push_str("# lasthop channel CDFs: the empirical two-state error model of seed 002 §4. Format: the docs of\n");
+    out.push_str("# lasthop channel CDFs: the empirical two-state error model of Balakrishnan 1998 §4. Format: the docs of\n");
     out.push_str("# lasthop_sim::error_model::Cdfs. Each table is the CDF of one state's duration, in seconds:\n");
     out.push_str("# cdf[i] = P(duration <= values_s[i]).\n");
     let source = cdfs.source.trim_end();
@@ -1342,7 +1342,7 @@ mod tests {
         send(MARKOV.build(rng("send")));
     }
 
-    // ----- Empirical model (seed 002 §4) -----
+    // ----- Empirical model (Balakrishnan 1998 §4) -----
 
     fn data(name: &str) -> String {
         format!("{}/tests/data/channel/{name}", env!("CARGO_MANIFEST_DIR"))

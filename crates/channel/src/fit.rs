@@ -1,6 +1,6 @@
-//! Loss traces and the fitting of seed 002 §4's empirical channel to them.
+//! Loss traces and the fitting of Balakrishnan 1998 §4's empirical channel to them.
 //!
-//! Seed 002 §4 ("Modeling Wireless Errors") builds its error model from measurements: send a constant-rate
+//! Balakrishnan 1998 §4 ("Modeling Wireless Errors") builds its error model from measurements: send a constant-rate
 //! UDP stream (rate R, packets of S bits, N packets with sequence numbers), note at the receiver which
 //! packets arrived, histogram the lengths of the runs of received packets (error-free runs) and of lost
 //! packets (error runs), and turn packets into time by multiplying by the packet transmission time S/R.
@@ -262,7 +262,7 @@ pub fn write_trace(trace: &Trace) -> String {
     out
 }
 
-/// Fits seed 002 §4's empirical model to `trace`: the histograms of the lengths of the runs of received
+/// Fits Balakrishnan 1998 §4's empirical model to `trace`: the histograms of the lengths of the runs of received
 /// packets (error-free) and of lost packets (error), in packets × S/R seconds, as step CDFs.
 ///
 /// Step, not linear: the measured durations are whole multiples of S/R, and interpolating between adjacent
@@ -320,7 +320,7 @@ pub fn fit(trace: &Trace) -> Result<Cdfs, String> {
     })
 }
 
-/// Seed 002 §4's measurement run, simulated: a constant-rate UDP stream of `packets` packets of
+/// Balakrishnan 1998 §4's measurement run, simulated: a constant-rate UDP stream of `packets` packets of
 /// `packet_bytes` bytes at `rate_mbps` over the error model `model`, recording which arrived.
 ///
 /// Packet `i` occupies the channel over `[i·S/R, (i+1)·S/R)` (times rounded to ns; S = 8·`packet_bytes`,
@@ -368,7 +368,7 @@ pub const REINAS_MODEL: ErrorModelConfig =
 
 /// The `source` text of `channels/reinas.toml`.
 pub const REINAS_SOURCE: &str = "\
-SYNTHETIC stand-in for the Reinas channel of seed 002 §4, NOT a measurement: the paper's traces and CDF
+SYNTHETIC stand-in for the Reinas channel of Balakrishnan 1998 §4, NOT a measurement: the paper's traces and CDF
 figure are not available. Made to have the character the paper reports for the trace it used: a constant-rate
 UDP stream at R = 1 Mb/s with 1000-byte packets (S/R = 8 ms), one experiment of N = 100 000 packets,
 gross loss about 10.6 %, losses in bursts.
@@ -542,7 +542,7 @@ mod tests {
             .starts_with("cdfs: "));
     }
 
-    /// The shipped channel: seed 002 §4's gross loss of 10.6 % (±1.5 % absolute), in bursts.
+    /// The shipped channel: Balakrishnan 1998 §4's gross loss of 10.6 % (±1.5 % absolute), in bursts.
     #[test]
     fn shipped_reinas_channel_has_the_papers_character() {
         let cfg = ErrorModelConfig::empirical_builtin("reinas");

@@ -3,9 +3,9 @@
 //! emulator (`lasthop-net::hop`).
 //!
 //! Each end of a wireless link is a station with two drop-tail transmit queues, high priority for local
-//! retransmissions and normal (seed 000 §3.1.2: "two queues at the link layer"); [`Stations`] holds the two
+//! retransmissions and normal (Balakrishnan 1995 §3.1.2: "two queues at the link layer"); [`Stations`] holds the two
 //! stations of one link and says which of them sends next under the link's [`Access`]. Several links can
-//! share one [`Medium`] (cells on one channel, seed 000 §6): one frame at a time over all of them, local
+//! share one [`Medium`] (cells on one channel, Balakrishnan 1995 §6): one frame at a time over all of them, local
 //! retransmissions on any link first, the links otherwise taking turns frame by frame.
 //!
 //! Nothing here reads a clock or draws a random number: the caller asks who goes next when the medium is
@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 pub enum Access {
     /// The station that did not send the latest frame goes next if it has a frame waiting; a station alone
     /// sends back to back; each station sends its own local retransmissions first. This is what CSMA/CA
-    /// (seed 000's WaveLAN, 802.11) gives two saturated stations that contend for every frame with equal
+    /// (Balakrishnan 1995's WaveLAN, 802.11) gives two saturated stations that contend for every frame with equal
     /// chances: a mobile's ACK waits for about one data frame, not for the base station's whole queue.
     #[default]
     Turns,

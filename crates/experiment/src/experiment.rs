@@ -16,7 +16,7 @@ use toml::Spanned;
 /// ```toml
 /// id = "snoop-ber"                  # must equal the file name without .toml
 /// title = "Goodput against bit-error rate, Reno with and without Snoop"
-/// paper = "seed 000 Fig. 7"         # which figure or table of which paper this reproduces
+/// paper = "Balakrishnan 1995 Fig. 7"         # which figure or table of which paper this reproduces
 /// description = "..."               # optional, shown in the report
 /// default = true                    # run by `lasthop reproduce` without ids (default false)
 /// runner = "sim"                    # "sim" (default) | "testbed": the base "scenario" is then a TOML of
@@ -55,7 +55,7 @@ use toml::Spanned;
 ///                                   # over every handoff of every run (one curve per `series` value); the
 ///                                   # handoffs are also written to handoffs.csv
 /// mark_erroneous_fast_retransmits = true   # sequence: mark the sender's erroneous fast retransmits
-///                                   # (seed 001 §3.2) as crosses; traces get `erroneous_fast_retransmit` rows
+///                                   # (Eom 2002 §3.2) as crosses; traces get `erroneous_fast_retransmit` rows
 /// x = "ber"                         # line: a grid column; cdf: a per-handoff time in ms, one of
 ///                                   # [`HANDOFF_TIMES`] (`completion_ms`, `latency_ms`, `accepted_ms`, …)
 /// y = "goodput_mbps"                # line: a metric (see below)
@@ -229,7 +229,7 @@ pub enum FigureKind {
         x_ticks: Ticks,
     },
     Sequence {
-        /// Mark the sender's erroneous fast retransmits (seed 001 §3.2, Fig. 7 and 10) on the plot.
+        /// Mark the sender's erroneous fast retransmits (Eom 2002 §3.2, Fig. 7 and 10) on the plot.
         erroneous_fast_retransmits: bool,
     },
     /// The empirical distribution of a per-handoff time (one of [`HANDOFF_TIMES`]).
@@ -1597,7 +1597,7 @@ variant = "reno"
     const GOOD: &str = r#"
 id = "exp"
 title = "T"
-paper = "seed 000 Fig. 7"
+paper = "Balakrishnan 1995 Fig. 7"
 default = true
 scenario = "base.toml"
 seeds = 3
@@ -2089,7 +2089,7 @@ value = 0.9
         for c in ["goodput_mbps", "seed", "downloads", "flow"] {
             assert!(sim.iter().any(|r| r == c), "{c}: {sim:?}");
         }
-        // `tcp` reports the variant a grid sets (seed 001's column contract); so do Mobile IP's experiments
+        // `tcp` reports the variant a grid sets (Eom 2002's column contract); so do Mobile IP's experiments
         for mobile_ip in [false, true] {
             assert!(!reserved_columns(RunnerKind::Sim, false, mobile_ip).iter().any(|r| r == "tcp"));
         }

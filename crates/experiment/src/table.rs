@@ -167,13 +167,13 @@ pub const FLOW_COLUMNS: &[&str] = &[
 /// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
 /// `handoff_resent`, `handoff_duplicates`, `handoff_purged` (frames the old BS discarded from its queue,
 /// `mobility.old_bs_drains = false`) (sums over the run's handoffs), `handoff_pause_mean_s`,
-/// `handoff_pause_max_s` (seed 004's pause: from leaving the old cell until the flows through the mobile
+/// `handoff_pause_max_s` (Caceres 1995's pause: from leaving the old cell until the flows through the mobile
 /// move past what was sent before it, [`lasthop_sim::HandoffMetrics::pause_s`]) and
 /// `handoff_resume_mean_ms` (the same pause less the rendezvous delay: from hearing the new BS),
 /// `handoff_completion_min_ms`, `handoff_completion_median_ms`, `handoff_completion_max_ms` (decision to the
-/// first word from the new BS, data or acceptance: defined idle too, seed 000 Fig. 10); `handoff_latency_ms`
+/// first word from the new BS, data or acceptance: defined idle too, Balakrishnan 1995 Fig. 10); `handoff_latency_ms`
 /// and `pause_s`, the medians over the run's handoffs of the latency and the pause (the handoff comparison's
-/// names, issue 13's column contract).
+/// names: the columns' contract).
 pub const RUN_COLUMNS: &[&str] = &[
     "ideal_ratio",
     "sim_time_s",
@@ -229,11 +229,11 @@ pub fn scale_columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
-/// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (seed 001), summed over the
+/// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (Eom 2002), summed over the
 /// run's handoffs ([`lasthop_sim::MipHandoffMetrics`]): `packets_dropped` (frames lost in the air),
 /// `t_loss_ms` (mean over the handoffs that lost a segment's first copy), `erroneous_fast_retransmits`,
 /// `duplicates_delivered`, `sent_from_buffer`, `mip_handoffs` (how many; `handoffs` counts `[mobility]`'s);
-/// then seed 001 §2.2's Eq. (1)–(3) beside them (`predicted_packets_dropped`, `predicted_t_loss_ms`, summed and
+/// then Eom 2002 §2.2's Eq. (1)–(3) beside them (`predicted_packets_dropped`, `predicted_t_loss_ms`, summed and
 /// averaged alike) and the measured over the predicted (`drop_ratio`, `t_loss_ratio`).
 pub const MIP_COLUMNS: &[&str] = &[
     "packets_dropped",
@@ -250,7 +250,7 @@ pub const MIP_COLUMNS: &[&str] = &[
 
 /// Flow and web columns a grid axis may take the name of, because they report what the axis sets (`tcp`: the
 /// TCP variant, `tcp.variant`): the row then carries the grid value once, in the grid's place, and the run's
-/// own value must equal it (seed 001's column contract names the variant `tcp`, as the flow does).
+/// own value must equal it (Eom 2002's column contract names the variant `tcp`, as the flow does).
 pub const CONFIG_COLUMNS: &[&str] = &["tcp"];
 
 /// `names` less those that are grid columns.
@@ -274,7 +274,7 @@ pub fn columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
-/// The columns of a web workload's row (seed 002 §5), as `results.csv` names them; `downloads` is the
+/// The columns of a web workload's row (Balakrishnan 1998 §5), as `results.csv` names them; `downloads` is the
 /// workload's `downloads_completed`, `pages` its `pages_completed`, `workload` its name.
 pub const WEB_COLUMNS: &[&str] = &[
     "workload",

@@ -1,5 +1,5 @@
 //! `lasthop channel`: make a per-packet loss trace from any error model, and fit the empirical two-state
-//! channel of seed 002 §4 (error-free and error durations as CDFs) to a trace.
+//! channel of Balakrishnan 1998 §4 (error-free and error durations as CDFs) to a trace.
 
 use anyhow::{anyhow, Context, Result};
 use clap::Subcommand;

@@ -38,7 +38,7 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(crate::net::BenchCommand),
-    /// Loss traces and the empirical two-state channel (seed 002 §4).
+    /// Loss traces and the empirical two-state channel (Balakrishnan 1998 §4).
     #[command(subcommand)]
     Channel(crate::channel::ChannelCommand),
     /// List the experiments: id, default flag, paper, title.

@@ -43,7 +43,7 @@ pub enum Plot {
         y_label: String,
     },
     /// (label, (time s, offset MB) points); `marks`: times (s) drawn as vertical dashed lines (handoffs);
-    /// `events`: (label, (time s, offset MB) points) drawn as large crosses over the curves (e.g. seed 001's
+    /// `events`: (label, (time s, offset MB) points) drawn as large crosses over the curves (e.g. Eom 2002's
     /// erroneous fast retransmits), one colour per label.
     Sequence {
         curves: Vec<(String, Vec<(f64, f64)>)>,

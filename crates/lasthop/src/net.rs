@@ -172,7 +172,7 @@ pub struct TestbedArgs {
     #[arg(long, value_name = "S")]
     pub timeout_s: Option<f64>,
     /// --agent split: the socket buffer at the base station, bytes (SO_RCVBUF toward the fixed host,
-    /// SO_SNDBUF toward the mobile) [default: 65536, I-TCP's, seed 000 §2]
+    /// SO_SNDBUF toward the mobile) [default: 65536, I-TCP's, Balakrishnan 1995 §2]
     #[arg(long, value_name = "BYTES")]
     pub split_buffer_bytes: Option<u32>,
     /// The TCP port the mobile listens on for the transfer [default: 5001]
@@ -212,7 +212,7 @@ pub enum BenchCommand {
         /// Repetitions (each measures plain, then Snoop); medians are reported
         #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
         repetitions: u64,
-        /// Most bytes the generator keeps beyond the highest cumulative ACK (64 KB: seed 000's window)
+        /// Most bytes the generator keeps beyond the highest cumulative ACK (64 KB: Balakrishnan 1995's window)
         #[arg(long, value_name = "BYTES", default_value_t = 65_536)]
         window: u32,
         /// The generator goes back to the ACK point when the ACK has not advanced for this long

@@ -559,7 +559,7 @@ fn handoff_rows_csv<'a>(
 }
 
 /// File-name part for a grid point's trace: the values joined by `-` (e.g. `snoop`, `snoop-3.81e-6`).
-/// Seed 001's erroneous fast retransmits (§3.2) in a traced flow: (time s, stream offset), by
+/// Eom 2002's erroneous fast retransmits (§3.2) in a traced flow: (time s, stream offset), by
 /// `lasthop_sim::mobile_ip::erroneous` from what the sender sent, the ACKs it got and what the receiver got.
 fn erroneous_fast_retransmits_of(s: &lasthop_sim::FlowSeries) -> Vec<(f64, u64)> {
     use lasthop_sim::mobile_ip::erroneous;

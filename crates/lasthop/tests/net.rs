@@ -120,7 +120,7 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
         assert!(!c.sack);
         assert_eq!(c.seed, 7);
         assert_eq!(c.rate_mbps, 2.0);
-        assert_eq!(c.max_window, 65535, "seed 000 §7's 64 KB window");
+        assert_eq!(c.max_window, 65535, "Balakrishnan 1995 §7's 64 KB window");
         assert!(c.report_transmissions);
         assert!(c.bytes < 1_048_576, "quick transfers are shorter");
     }

@@ -18,7 +18,7 @@ fn get<'a>(v: &'a toml::Value, path: &str) -> Option<&'a toml::Value> {
     path.split('.').try_fold(v, |v, k| v.get(k))
 }
 
-/// A made-up model of seed 000 Fig. 7: Snoop at 95 % of the ideal goodput, Reno falling off as BER².
+/// A made-up model of Balakrishnan 1995 Fig. 7: Snoop at 95 % of the ideal goodput, Reno falling off as BER².
 fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
     let owned;
     let doc = match req.scenario {
@@ -103,7 +103,7 @@ fn repository_experiments_quick_with_a_fake_simulator() {
     if let Ok(keep) = std::env::var("LASTHOP_TEST_OUT") {
         reproduce(&opts(&repo_experiments(), Path::new(&keep), &["snoop-ber", "snoop-seq"], 4), &fake).unwrap();
     }
-    // The fake knows seed 000's scenario only: the Snoop experiments.
+    // The fake knows Balakrishnan 1995's scenario only: the Snoop experiments.
     let summary = reproduce(&opts(&repo_experiments(), out.path(), &["snoop-ber", "snoop-seq"], 4), &fake).unwrap();
     let ids: Vec<&str> = summary.experiments.iter().map(|e| e.id.as_str()).collect();
     assert!(ids.contains(&"snoop-ber") && ids.contains(&"snoop-seq"), "{ids:?}");
@@ -142,7 +142,7 @@ fn repository_experiments_quick_with_a_fake_simulator() {
     }
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     assert!(
-        report.contains("seed 000 Fig. 7")
+        report.contains("Balakrishnan 1995 Fig. 7")
             && report.contains("✅ holds")
             && report.contains("![")
             && report.contains("±")
@@ -365,7 +365,7 @@ fn run_writes_metrics_series_and_applies_overrides() {
     assert!(format!("{err:#}").contains("no field `agnet`"), "{err:#}");
 }
 
-/// A made-up Web model (seed 002 §5): Snoop 4× the downloads of the others.
+/// A made-up Web model (Balakrishnan 1998 §5): Snoop 4× the downloads of the others.
 fn fake_web(req: &RunRequest<'_>) -> Result<RunResult> {
     let ScenarioSource::Value { value: doc, .. } = req.scenario else { return Err(anyhow!("expected a value")) };
     let agent = get(doc, "nodes.bs.agent").and_then(|v| v.as_str()).ok_or_else(|| anyhow!("no agent"))?;
@@ -419,7 +419,7 @@ fn web_experiment_rows_come_from_the_web_workload() {
 fn mip_seq_marks_every_erroneous_fast_retransmit_the_results_count() {
     // The real simulator (four 1 MB runs): the crosses of the sequence figure (found in the sender's trace)
     // and the results column (found by the Mobile IP feature from what passes the correspondent's first hop)
-    // are the same fast retransmits; seed 001's column contract names the TCP variant `tcp`, once.
+    // are the same fast retransmits; Eom 2002's column contract names the TCP variant `tcp`, once.
     let out = tempfile::tempdir().unwrap();
     let summary =
         reproduce(&opts(&repo_experiments(), out.path(), &["mip-seq"], 1), &lasthop::runner::SimRunner).unwrap();

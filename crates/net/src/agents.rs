@@ -15,9 +15,9 @@ pub enum AgentKind {
     /// Plain forwarding: no agent at all.
     #[default]
     None,
-    /// Berkeley Snoop (seed 000).
+    /// Berkeley Snoop (Balakrishnan 1995).
     Snoop,
-    /// I-TCP's split connection (seed 000 §2): not a per-packet agent but a transparent proxy in the base
+    /// I-TCP's split connection (Balakrishnan 1995 §2): not a per-packet agent but a transparent proxy in the base
     /// station's kernel ([`crate::split`]); the namespace testbed sets it up. Its forwarding loop carries
     /// the emulated hop with no agent.
     Split,

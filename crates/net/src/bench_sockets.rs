@@ -10,7 +10,7 @@
 //!
 //! - the **generator** (on FH's veth; its sender is `SendWindow`, sans-IO) sends one bulk flow of
 //!   full-size data frames, keeping at most `window` bytes beyond the highest cumulative ACK it has read
-//!   back (default 64 KB, the window of seed 000 §7), and goes back to the ACK point when the ACK has not
+//!   back (default 64 KB, the window of Balakrishnan 1995 §7), and goes back to the ACK point when the ACK has not
 //!   advanced for `rto_ms` (at an unlimited rate a full socket buffer may drop a frame; every frame sent
 //!   again is counted);
 //! - the **reflector** (on MH's veth; its receiver is `AckPolicy`, sans-IO) answers like a delayed-ACK
@@ -72,7 +72,7 @@ const TCP_CSUM_AT: usize = TCP_AT + 16;
 pub struct SocketBenchConfig {
     /// Data segments (of [`MSS`] bytes) per measurement.
     pub segments: u64,
-    /// Most bytes the generator keeps beyond the highest cumulative ACK. Default 65536: seed 000 §7, "the
+    /// Most bytes the generator keeps beyond the highest cumulative ACK. Default 65536: Balakrishnan 1995 §7, "the
     /// maximum possible window size for the connection was 64 KBytes".
     pub window: u32,
     /// The generator goes back to the ACK point when the ACK has not advanced for this long, ms. Not from
@@ -196,7 +196,7 @@ impl SocketRun {
     /// Checks that the measurement measured what it claims: every segment reached the reflector once in
     /// order, the base station forwarded at least that many frames toward the mobile, and (Snoop) the
     /// agent opened exactly one connection and handled every segment. Within Snoop's high-water mark
-    /// (64 KiB, seed 000 §6; the default window) it caches every segment; beyond it, new segments pass
+    /// (64 KiB, Balakrishnan 1995 §6; the default window) it caches every segment; beyond it, new segments pass
     /// uncached by design (`packets_uncached_high_water`), so then cached and uncached together must
     /// cover them.
     pub fn verify(&self) -> Result<(), String> {

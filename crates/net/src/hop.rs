@@ -1,7 +1,7 @@
 //! The wireless-hop emulator for real packets: a sans-IO scheduler of (time, frame).
 //!
 //! The kernel on the testbed machines has no netem, and even where it has, netem cannot give Snoop its
-//! second, high-priority transmit queue (seed 000 §3.1.2). So the base station emulates the hop between
+//! second, high-priority transmit queue (Balakrishnan 1995 §3.1.2). So the base station emulates the hop between
 //! itself and the mobile host in userspace, with the same discipline as the simulator's wireless link
 //! (`lasthop-sim::link`): per direction two drop-tail queues (high priority for local retransmissions,
 //! then normal), a transmitter that sends one frame at a time at `rate_mbps` plus a per-frame MAC
@@ -82,7 +82,7 @@ pub struct HopConfig {
     pub report_transmissions: bool,
     /// One-way delay added on the base station's *wired* side, ms, each way: frames from the wired
     /// interface reach the agents this much later, and frames to it leave this much later. It emulates a
-    /// wide-area path between the fixed host and the base station where the kernel has no netem (seed 000
+    /// wide-area path between the fixed host and the base station where the kernel has no netem (Balakrishnan 1995
     /// §1: end-to-end recovery over a long wired path is what local recovery saves). Not part of the
     /// wireless hop's scheduler; [`crate::forward::Forwarder`] applies it. Default 0.
     pub wired_delay_ms: f64,

@@ -1,4 +1,4 @@
-//! I-TCP's split connection on real kernel TCP (seed 000 §2, "The Split Connection Approach"; seed 003,
+//! I-TCP's split connection on real kernel TCP (Balakrishnan 1995 §2, "The Split Connection Approach"; Sriramulu (undated),
 //! "Indirect-TCP"): a transparent proxy in the base station's namespace terminates the fixed host's
 //! connection and opens the base station's own to the mobile, splicing the two.
 //!
@@ -30,10 +30,10 @@
 //! hide bytes in a pipe (64 KB by default) where the proxy cannot count them; counting them is the point
 //! of [`Held`]. The socket buffers are I-TCP's buffering: `SO_RCVBUF` of the fixed-side socket and
 //! `SO_SNDBUF` of the mobile-side one are set to [`SplitConfig::buffer_bytes`] (64 KB default, I-TCP's
-//! socket buffers as seed 000 §2 describes them; Linux doubles the value for its bookkeeping and reports
+//! socket buffers as Balakrishnan 1995 §2 describes them; Linux doubles the value for its bookkeeping and reports
 //! the doubled one, [`SplitCounters::rcvbuf_bytes`]), which also switches the kernel's autotuning off.
 //!
-//! The base station acknowledges to the fixed host what it has, not what the mobile has (seed 000 §2,
+//! The base station acknowledges to the fixed host what it has, not what the mobile has (Balakrishnan 1995 §2,
 //! "Loss of Semantics"): [`SplitProxy::kill`] takes the proxy down abruptly (every socket closed with a
 //! zero linger, which discards what the kernel still held) and reports the bytes it held at that moment.
 
@@ -60,7 +60,7 @@ pub struct SplitConfig {
     /// 1 to [`MAX_PORTS`] distinct ports, none 0. Default: the testbed's transfer port, 5001.
     pub ports: Vec<u16>,
     /// I-TCP's socket buffer at the base station, bytes: `SO_RCVBUF` of the fixed-side socket and
-    /// `SO_SNDBUF` of the mobile-side one. Default 65536 (64 KB, seed 000 §2's I-TCP socket buffers).
+    /// `SO_SNDBUF` of the mobile-side one. Default 65536 (64 KB, Balakrishnan 1995 §2's I-TCP socket buffers).
     pub buffer_bytes: u32,
     /// `TCP_WINDOW_CLAMP` of the fixed-side socket: the largest window the base station offers the fixed
     /// host (0: the kernel's own).

@@ -111,11 +111,11 @@ pub struct TestbedConfig {
     pub access: Access,
     /// One-way delay of the wired path between the fixed host and the base station, ms, emulated by the
     /// base station on its wired side (no netem here). 0: the testbed's LAN (well under a millisecond).
-    /// Seed 000 names wide-area connections (tens of ms) as the case where end-to-end recovery is slow
+    /// Balakrishnan 1995 names wide-area connections (tens of ms) as the case where end-to-end recovery is slow
     /// and local recovery matters most (§1, §7 "wide-area connections").
     pub wired_delay_ms: f64,
     /// Largest window the receiver offers, bytes (`TCP_WINDOW_CLAMP` on the receiving socket). Default
-    /// 65535: seed 000 §7, "the maximum possible window size for the connection was 64 KBytes" (BSD/OS
+    /// 65535: Balakrishnan 1995 §7, "the maximum possible window size for the connection was 64 KBytes" (BSD/OS
     /// without window scaling). 0: the kernel's own (autotuned, window-scaled, megabytes).
     pub max_window: u32,
     /// Tell Snoop when each of its frames goes on the air (`HopConfig::report_transmissions`).
@@ -125,7 +125,7 @@ pub struct TestbedConfig {
     /// Where to write `wired.pcap` and `wireless.pcap` of the base station's interfaces (none: no capture).
     pub pcap_dir: Option<PathBuf>,
     /// `agent = "split"`: I-TCP's socket buffer at the base station, bytes ([`SplitConfig::buffer_bytes`];
-    /// default 65536, seed 000 §2). Ignored by the other agents.
+    /// default 65536, Balakrishnan 1995 §2). Ignored by the other agents.
     pub split_buffer_bytes: u32,
     /// The TCP port the mobile listens on for the transfer. Default [`TRANSFER_PORT`] (5001).
     pub port: u16,
@@ -191,7 +191,7 @@ impl TestbedConfig {
     }
 
     /// The best goodput any base-station scheme could reach on this hop, Mb/s: C·(1 − PER), as the
-    /// simulator's `ideal_goodput_mbps` (seed 000 §5.1 compares Snoop with this bound). C counts the air time of
+    /// simulator's `ideal_goodput_mbps` (Balakrishnan 1995 §5.1 compares Snoop with this bound). C counts the air time of
     /// a full data frame and, on a half-duplex hop, of one ACK per [`IDEAL_ACK_EVERY`] data frames; PER is the
     /// analytic loss probability of a full data frame in the data direction. Lost ACKs and the transfer's
     /// start (slow start, the handshake) are not counted, so measured goodput stays (slightly) below it.
@@ -557,7 +557,7 @@ impl Testbed {
         Ok(Station::Split { wired, wireless, proxy })
     }
 
-    /// Turns the base station's namespace into a split-connection base station (seed 000 §2, I-TCP),
+    /// Turns the base station's namespace into a split-connection base station (Balakrishnan 1995 §2, I-TCP),
     /// transparently, as PEPsal does (see [`crate::split`]):
     ///
     /// ```text

@@ -69,7 +69,7 @@ fn plain_and_snoop_forward_every_segment_of_the_raw_flow() {
     }
 }
 
-/// Past Snoop's 64 KiB high-water mark new segments pass uncached, by design (seed 000 §6); the run is
+/// Past Snoop's 64 KiB high-water mark new segments pass uncached, by design (Balakrishnan 1995 §6); the run is
 /// still valid and every segment still arrives.
 #[test]
 fn a_window_past_snoops_high_water_mark_passes_segments_uncached() {

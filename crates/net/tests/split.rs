@@ -1,4 +1,4 @@
-//! The split connection (I-TCP, seed 000 §2) on the namespace testbed: kernel TCP from the fixed host
+//! The split connection (I-TCP, Balakrishnan 1995 §2) on the namespace testbed: kernel TCP from the fixed host
 //! terminated by a transparent proxy in the base station's namespace, whose own connection to the mobile
 //! crosses the emulated hop; and what a base-station failure costs under split and under Snoop.
 //! They need root and network namespaces; where those are missing they print why and pass without
@@ -149,7 +149,7 @@ fn kill_mid_transfer(agent: AgentKind) -> Option<Failure> {
 
 #[test]
 fn a_base_station_failure_loses_acknowledged_bytes_under_split_and_none_under_snoop() {
-    // seed 000 §2: under I-TCP "acknowledgments of TCP packets can arrive at the sender even before the
+    // Balakrishnan 1995 §2: under I-TCP "acknowledgments of TCP packets can arrive at the sender even before the
     // packet actually reaches the intended recipient"; Snoop "maintains the end-to-end semantics" (§6).
     let Some(split) = kill_mid_transfer(AgentKind::Split) else { return };
     let held = split.held.expect("the proxy reports what it held");

@@ -1,4 +1,4 @@
-//! Wall time and events per second of the simulator on seed 000's 10 MB transfer at BER 1.6e-5, with Snoop
+//! Wall time and events per second of the simulator on Balakrishnan 1995's 10 MB transfer at BER 1.6e-5, with Snoop
 //! at the base station and with plain Reno (target: ≤ 5 ms per run each on one core, release build; the
 //! README's "Speed" section has the medians measured and where the time goes).
 

@@ -1,4 +1,4 @@
-//! One seed 000 run from the command line, for tuning agents: `probe AGENT BER [BYTES] [SEED]` prints goodput,
+//! One Balakrishnan 1995 run from the command line, for tuning agents: `probe AGENT BER [BYTES] [SEED]` prints goodput,
 //! its ratio to the ideal C·(1 − PER), timeouts, local retransmissions and wall time.
 //! Run from the repository root: `cargo run --release -p lasthop-sim --example probe -- snoop 6.1e-5`.
 

@@ -17,7 +17,7 @@ pub struct SnoopSettings {
     pub max_connections: Option<usize>,
     pub high_water_bytes: Option<usize>,
     /// Hard per-connection cache memory limit, bytes the cache holds: packets whole (headers included)
-    /// plus their cache entries (seed 002 "Scaling behavior").
+    /// plus their cache entries (Balakrishnan 1998 "Scaling behavior").
     pub max_cache_bytes: Option<usize>,
     pub max_local_rexmit: Option<u8>,
     pub min_rtx_timeout_ms: Option<f64>,
@@ -70,7 +70,7 @@ impl SnoopSettings {
     }
 }
 
-/// The scenario's `[eln]` table (seed 002 §3). Absent fields keep `ElnConfig::default()`.
+/// The scenario's `[eln]` table (Balakrishnan 1998 §3). Absent fields keep `ElnConfig::default()`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ElnSettings {
@@ -80,7 +80,7 @@ pub struct ElnSettings {
     pub max_blocks: Option<usize>,
 }
 
-/// The scenario's `[nack]` table (seed 000 §3.2). Absent fields keep `NackConfig::default()`.
+/// The scenario's `[nack]` table (Balakrishnan 1995 §3.2). Absent fields keep `NackConfig::default()`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NackSettings {

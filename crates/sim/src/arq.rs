@@ -1,7 +1,7 @@
 //! Link-level ARQ on a wireless link in a run (`[links.NAME.arq]`): the `lasthop-arq` state machines
 //! carry every packet from the link's first end (`ends[0]`, the base station in every example) to its second
 //! (the mobile) in numbered frames, and the second end answers each with a link ACK that is a real frame on
-//! the shared medium, contending with data. The four schemes of the ToN'97 comparison (seed 001 ref. [12]):
+//! the shared medium, contending with data. The four schemes of the ToN'97 comparison (Eom 2002 ref. [12]):
 //! LL (`selective_acks = false`), LL-SMART (`true`), each TCP-unaware or, with `tcp_aware = true`,
 //! LL-TCP-AWARE: the base station drops the mobile's duplicate TCP ACKs for segments its link still holds.
 //!

@@ -1,7 +1,7 @@
 //! A node that fails during a run (`[failure]`): at `at_s` it loses everything it held (its agents' state,
 //! the frames waiting in its transmit queues, the split relays of [`crate::split`]) and drops every packet
 //! that reaches it; after `restart_after_s` (if given) it comes back with fresh agents. This is the base
-//! station failure of the end-to-end-semantics argument (seed 000 §2, "Loss of Semantics"; §8: "the snoop
+//! station failure of the end-to-end-semantics argument (Balakrishnan 1995 §2, "Loss of Semantics"; §8: "the snoop
 //! protocol maintains the end-to-end semantics"): an agent whose state is soft loses performance, never
 //! acknowledged data, while a split connection loses the bytes it had already acknowledged. Each flow's
 //! `bytes_acked_not_delivered` counts what its sender saw acknowledged and its receiver never got.

@@ -27,7 +27,7 @@
 //!      mobile host that reads control messages);
 //!    - sending: [`Feature::on_host_send`] sees every packet a host's own TCP endpoint sends (a bulk flow's
 //!      or a feature's), before the core routes it, and may take it, to send it itself (a mobile host's
-//!      agent that keeps its own last data packets, seed 001 §4.2). A packet that reaches a node over a link
+//!      agent that keeps its own last data packets, Eom 2002 §4.2). A packet that reaches a node over a link
 //!      passes `on_arrive` instead; one a feature sends with [`World::route`] or [`World::send`] passes
 //!      neither (the link layer at a mobile host takes its own packets here too, `arq.rs`);
 //!    - forwarding: a node's agent (`lasthop_agents::Agent`) sees what the node forwards; a feature hands a

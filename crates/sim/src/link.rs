@@ -1,10 +1,10 @@
 //! Links: a wired point-to-point link (full duplex, one drop-tail queue each way) and the wireless hop
 //! (rate, propagation delay, per-frame MAC overhead, a shared half-duplex medium by default, and two transmit
-//! queues per station so that local retransmissions go first: seed 000 §3.1.2, "two queues at the link layer").
+//! queues per station so that local retransmissions go first: Balakrishnan 1995 §3.1.2, "two queues at the link layer").
 //!
 //! A half-duplex link sends one frame at a time on a [`Medium`]. By default every half-duplex link is its own
 //! medium; links given the same `medium` name (or the cells of overlapping base stations, see
-//! [`crate::mobility`]) share one, as seed 000's two WaveLAN cells in one room share one channel (§6): a frame
+//! [`crate::mobility`]) share one, as Balakrishnan 1995's two WaveLAN cells in one room share one channel (§6): a frame
 //! on one link then keeps every other link of the medium waiting. Who sends next is decided by the
 //! half-duplex scheduler shared with the real base station's hop emulator, [`lasthop_channel::medium`]:
 //! within a link as the link's `access` says (`turns` or `fifo`, see [`Access`]); across links the medium

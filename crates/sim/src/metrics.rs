@@ -32,14 +32,14 @@ pub struct RunResult {
     pub mobile_ip: Option<MobileIpMetrics>,
 }
 
-/// What Mobile IP did in a run (seed 001).
+/// What Mobile IP did in a run (Eom 2002).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct MobileIpMetrics {
     /// One entry per handoff, in order.
     pub handoffs: Vec<MipHandoffMetrics>,
     /// Data segments the mobile received more than once (same connection and sequence number).
     pub duplicates_delivered: u64,
-    /// Fast retransmits, by the correspondent, of a segment the mobile already had (seed 001 §3.2).
+    /// Fast retransmits, by the correspondent, of a segment the mobile already had (Eom 2002 §3.2).
     pub erroneous_fast_retransmits: u64,
     /// Per node: the counters of the Mobile IP entity it runs.
     pub agents: BTreeMap<String, BTreeMap<String, u64>>,
@@ -70,11 +70,11 @@ pub struct MipHandoffMetrics {
     pub duplicates_delivered: u64,
     /// Erroneous fast retransmits from this handoff to the next.
     pub erroneous_fast_retransmits: u64,
-    /// The loss period t_loss (seed 001 §2.2, Fig. 3), ms: from T1, the mobile leaving less the delay from
+    /// The loss period t_loss (Eom 2002 §2.2, Fig. 3), ms: from T1, the mobile leaving less the delay from
     /// the forwarding point (HA under base Mobile IP, old FA under route optimisation) to the old FA, to T2,
     /// when the forwarding point learns the new care-of address; `None` when it never did.
     pub t_loss_ms: Option<f64>,
-    /// Eq. (2) (base Mobile IP) or Eq. (3) (route optimisation) of seed 001 §2.2, ms, from this handoff's own
+    /// Eq. (2) (base Mobile IP) or Eq. (3) (route optimisation) of Eom 2002 §2.2, ms, from this handoff's own
     /// timeline: t_beacon (entering the cell to the handoff request), t_new_fa (to the registration request
     /// leaving the mobile, plus the BS–FA hop to the new FA), and the delay stations' one-way delays for
     /// t_delay and t_ha (HA–FA) or t_old_fa (FA–FA); `None` when the registration never went out.
@@ -87,7 +87,7 @@ pub struct MipHandoffMetrics {
     pub predicted_packets_dropped: Option<f64>,
 }
 
-/// One handoff: when the mobile decided, the event timeline after it (seed 000 Fig. 10), and its cost.
+/// One handoff: when the mobile decided, the event timeline after it (Balakrishnan 1995 Fig. 10), and its cost.
 /// Times after `decided_s` are offsets from it, in seconds; `None` when the event did not happen.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct HandoffMetrics {
@@ -108,7 +108,7 @@ pub struct HandoffMetrics {
     /// Handoff latency: the first data packet from the new BS reached the mobile.
     pub latency_s: Option<f64>,
     /// The mobile first heard from the new BS after deciding: its first data packet or its acceptance
-    /// (Ack / GreetingAck), whichever came first. Defined idle and during a transfer (seed 000 Fig. 10).
+    /// (Ack / GreetingAck), whichever came first. Defined idle and during a transfer (Balakrishnan 1995 Fig. 10).
     pub completion_s: Option<f64>,
     /// Frames lost on detached links (either way) from this handoff to the next.
     pub packets_lost: u64,
@@ -119,7 +119,7 @@ pub struct HandoffMetrics {
     /// Frames for the mobile the old BS discarded from its wireless queue when told to stop forwarding
     /// (`mobility.old_bs_drains = false`; else 0).
     pub purged_at_old_bs: u64,
-    /// Seed 004's pause: seconds from leaving the old cell (from the decision, in overlapping cells) until
+    /// Caceres 1995's pause: seconds from leaving the old cell (from the decision, in overlapping cells) until
     /// every flow to or from the mobile has delivered to its receiving application a byte its sender had not
     /// yet sent at that moment (or its last byte): until what the crossing lost, data or ACKs, is repaired
     /// and the transfer moves on. `None` when the run, or the next crossing, came first, or no flow runs
@@ -147,7 +147,7 @@ pub struct FlowMetrics {
     pub fast_retransmits: u64,
     pub segments_sent: u64,
     pub segments_retransmitted: u64,
-    /// Retransmissions an ELN-aware sender made on ELN ACKs, without congestion response (seed 002 §3).
+    /// Retransmissions an ELN-aware sender made on ELN ACKs, without congestion response (Balakrishnan 1998 §3).
     pub eln_retransmits: u64,
     /// Local retransmissions by agents on this flow's path (Snoop).
     pub local_retransmissions: u64,
@@ -158,7 +158,7 @@ pub struct FlowMetrics {
     /// The longest time the receiving application got no new byte, from the flow's start to its end, s.
     pub longest_pause_s: f64,
     /// Bytes the sender saw acknowledged that the receiving application never got: 0 whenever the path
-    /// keeps end-to-end semantics; a split connection that loses its buffer leaves them (seed 000 §2).
+    /// keeps end-to-end semantics; a split connection that loses its buffer leaves them (Balakrishnan 1995 §2).
     pub bytes_acked_not_delivered: u64,
     /// Useful bytes over the bytes sent on the path's first wireless hop in the data's direction (IP
     /// bytes, local and link-level retransmissions included): the ToN'97 comparison's wireless goodput.
@@ -166,11 +166,11 @@ pub struct FlowMetrics {
     /// Useful bytes over the application bytes the sender sent, retransmissions included: its wired goodput.
     pub wired_goodput: f64,
     /// Data segments that reached the receiver carrying no new byte: redundant retransmissions (the
-    /// sender's, a base station's or a link's) whose first copy had arrived (seed 000 §8).
+    /// sender's, a base station's or a link's) whose first copy had arrived (Balakrishnan 1995 §8).
     #[serde(default)]
     pub duplicate_segments: u64,
     /// Fast retransmissions of which two copies reached the receiver: the segment was not lost, or was
-    /// still being delivered (a link layer recovering it, reordering), when TCP resent it (seed 000 §2). A
+    /// still being delivered (a link layer recovering it, reordering), when TCP resent it (Balakrishnan 1995 §2). A
     /// later timeout retransmission of the same segment, arriving as a duplicate, would count too.
     #[serde(default)]
     pub spurious_fast_retransmits: u64,
@@ -189,7 +189,7 @@ pub struct LinkMetrics {
     pub utilisation: f64,
 }
 
-/// Time series of one flow, for sequence plots (seed 000 Fig. 8).
+/// Time series of one flow, for sequence plots (Balakrishnan 1995 Fig. 8).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct FlowSeries {
     pub name: String,
@@ -205,7 +205,7 @@ pub struct FlowSeries {
     pub handoffs: Vec<f64>,
 }
 
-/// What one web workload achieved (seed 002 §5: "successfully completed individual downloads in 1000 s").
+/// What one web workload achieved (Balakrishnan 1998 §5: "successfully completed individual downloads in 1000 s").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct WebMetrics {
     pub name: String,
@@ -214,7 +214,7 @@ pub struct WebMetrics {
     pub persistent: bool,
     pub think_time: bool,
     /// Objects (replies) read completely by the client within the browsing time, every byte verified:
-    /// seed 002's "downloads".
+    /// Balakrishnan 1998's "downloads".
     pub downloads_completed: u64,
     /// Pages whose primary and every embedded object were read within the browsing time.
     pub pages_completed: u64,

@@ -1,4 +1,4 @@
-//! Mobile IP with seed 001's base-station buffering, as a feature of the simulator (`[mobile_ip]`).
+//! Mobile IP with Eom 2002's base-station buffering, as a feature of the simulator (`[mobile_ip]`).
 //!
 //! What exists: the protocol entities (`lasthop_agents::mip`: home agent, foreign agent, base station with
 //! the per-mobile buffer, correspondent, mobile) and their messages (`lasthop_wire::mip`); their placement on

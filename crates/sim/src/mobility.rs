@@ -1,27 +1,27 @@
-//! Cells and mobility (seed 000 §4–§7, seed 004): the scenario's `[mobility]` table, the motion schedule,
+//! Cells and mobility (Balakrishnan 1995 §4–§7, Caceres 1995): the scenario's `[mobility]` table, the motion schedule,
 //! and per-handoff measurement.
 //!
 //! Each base station is a cell; the medium of a cell is the wireless link joining its BS and the mobile host.
 //! Motion toggles which of those links are *attached*: a frame sent on a detached link, or in flight when it
-//! detaches, is lost (the mobile is out of range). Two cell layouts, as in seed 004's four motion cases:
+//! detaches, is lost (the mobile is out of range). Two cell layouts, as in Caceres 1995's four motion cases:
 //!
-//! - `overlapping`: the mobile stays in range of every BS (seed 000's testbed, seed 004 case 2); a handoff
+//! - `overlapping`: the mobile stays in range of every BS (Balakrishnan 1995's testbed, Caceres 1995 case 2); a handoff
 //!   is the mobile's decision alone, every `interval_s` seconds, and it is make-before-break.
 //! - `non-overlapping`: at each crossing the mobile leaves the old cell (its link detaches) and hears the
-//!   new BS only `rendezvous_s` later (seed 004's rendezvous delay), when the new link attaches and it
+//!   new BS only `rendezvous_s` later (Caceres 1995's rendezvous delay), when the new link attaches and it
 //!   decides to hand off.
 //!
 //! The mobile visits the listed base stations in order, cyclically (two BSs: back and forth). Handoff
 //! control is the sans-IO `lasthop_agents::handoff` machinery, its messages real packets.
 //!
-//! Overlapping cells share one half-duplex medium by default (`shared_medium`): seed 000's two WaveLAN cells
+//! Overlapping cells share one half-duplex medium by default (`shared_medium`): Balakrishnan 1995's two WaveLAN cells
 //! are in one room on one channel (§6), so frames still queued at the old BS after a handoff go out, but take
 //! air time from the new cell. Non-overlapping cells are separate media.
 //!
-//! # Beacon-driven motion (`motion = "beacons"`, seed 000 §4, §6)
+//! # Beacon-driven motion (`motion = "beacons"`, Balakrishnan 1995 §4, §6)
 //!
 //! The base stations stand on a line (`positions_m`) and the mobile walks along it through `waypoints_m` at
-//! `speed_mps`, back and forth (or once). Every BS beacons each `beacon_period_s` (seed 000 §6: 1 s) as a real
+//! `speed_mps`, back and forth (or once). Every BS beacons each `beacon_period_s` (Balakrishnan 1995 §6: 1 s) as a real
 //! frame on its cell; the mobile samples each beacon it hears from a log-distance path-loss model with seeded
 //! log-normal shadowing ([`Radio`]) and hands its samples to `lasthop_agents::handoff::BeaconMonitor`, which
 //! decides with hysteresis when to hand off and which BSs are likely targets (asked to buffer). A BS is out of
@@ -36,7 +36,7 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MobilityConfig {
-    /// "multicast" (seed 000, buffering BSs), "plain" (seed 004 break-before-make), or "none" (the table is
+    /// "multicast" (Balakrishnan 1995, buffering BSs), "plain" (Caceres 1995 break-before-make), or "none" (the table is
     /// ignored: static routes, no home agent).
     #[serde(default)]
     pub scheme: SchemeKind,
@@ -57,44 +57,44 @@ pub struct MobilityConfig {
     #[serde(default)]
     pub cells: Cells,
     /// Each crossing happens a uniform random 0 to `jitter_s` seconds after its scheduled time, drawn from
-    /// the run's seed (default 0: exactly on schedule). Seed 004's crossings fall at arbitrary moments of
+    /// the run's seed (default 0: exactly on schedule). Caceres 1995's crossings fall at arbitrary moments of
     /// the TCP's 500 ms timer ticks; a jitter of at least one tick lets seeds sample that phase.
     #[serde(default)]
     pub jitter_s: f64,
     /// Non-overlapping cells: seconds from leaving a cell to hearing the next BS's beacon (default 0).
     #[serde(default)]
     pub rendezvous_s: f64,
-    /// Seed 004's motion cases in one field (overrides `cells`, `rendezvous_s`, and for "still" the
+    /// Caceres 1995's motion cases in one field (overrides `cells`, `rendezvous_s`, and for "still" the
     /// interval): "still" | "overlapping" | "rendezvous-0s" | "rendezvous-1s".
     #[serde(default)]
     pub case: Option<String>,
-    /// On handoff completion the mobile's TCP sends three DUPACKs / retransmits at once (seed 004).
+    /// On handoff completion the mobile's TCP sends three DUPACKs / retransmits at once (Caceres 1995).
     #[serde(default)]
     pub fast_retransmit: bool,
-    /// With `fast_retransmit`, the signal a mobile *receiver* sends its stationary sender (seed 004,
+    /// With `fast_retransmit`, the signal a mobile *receiver* sends its stationary sender (Caceres 1995,
     /// Fig. 9 (b): "This special signal can be specially marked TCP ACK or three ordinary TCP ACKs"):
     /// "dupacks" (default; any sender's fast retransmit answers) or "marked-ack" (one ACK with the handoff
     /// option, answered by a sender with `tcp.handoff_aware`; others see one ordinary ACK).
     #[serde(default)]
     pub receiver_signal: ReceiverSignal,
-    /// Packets a buffering BS keeps for the new primary to send (seed 000 §6: 12).
+    /// Packets a buffering BS keeps for the new primary to send (Balakrishnan 1995 §6: 12).
     #[serde(default = "twelve")]
     pub buffer_packets: usize,
     /// Snoop at the base stations gets the link's transmission reports (lasthop's transmit-timed recovery;
-    /// default true) or not (seed 000 §6's queue-timed Snoop). A Snoop that takes over at a handoff never
+    /// default true) or not (Balakrishnan 1995 §6's queue-timed Snoop). A Snoop that takes over at a handoff never
     /// gets them (`lasthop_agents::handoff::BsConfig::transmit_reports` says why).
     #[serde(default = "yes")]
     pub snoop_transmit_reports: bool,
     /// A base station told to stop forwarding to the mobile (Buffer, Stop, or the plain scheme's Notify) still
     /// sends the frames it had already queued for it (default true: what a real driver does with its
-    /// interface queue; seed 000 does not say). false discards them from the BS's wireless queue when the
+    /// interface queue; Balakrishnan 1995 does not say). false discards them from the BS's wireless queue when the
     /// request arrives, a deviation for measuring what those frames cost: in overlapping cells on one
     /// channel they are the duplicates of what the new primary re-sends from its buffer (handoff-rate).
     #[serde(default = "yes")]
     pub old_bs_drains: bool,
     /// Milliseconds a host spends on a handoff control message before acting on it: the mobile between its
     /// decision and sending its request, a base station between a request's arrival and its answer (default
-    /// 0: not modelled). Seed 000 §6 runs the beacon analyser and routing daemons at user level on i486 base
+    /// 0: not modelled). Balakrishnan 1995 §6 runs the beacon analyser and routing daemons at user level on i486 base
     /// stations and ThinkPads and measures 5-10 ms idle handoffs (§7, Fig. 10), but gives no per-message
     /// time; Seshan's Daedalus measurements give whole handoffs (5-15 ms), not their parts. So no default can
     /// be sourced: the field is there to ask what a given processing time does (`handoff-latency` shows it).
@@ -103,7 +103,7 @@ pub struct MobilityConfig {
     /// Packets a buffering BS's Snoop mirror keeps, freed FIFO (default 48, about one 64 KB window).
     #[serde(default = "forty_eight")]
     pub mirror_packets: usize,
-    /// Seconds between beacons of each BS, real frames on its wireless link (seed 000 §6: 1 s; 0 = none).
+    /// Seconds between beacons of each BS, real frames on its wireless link (Balakrishnan 1995 §6: 1 s; 0 = none).
     #[serde(default = "one")]
     pub beacon_period_s: f64,
     /// The base stations' cells share one half-duplex medium (one channel). Default: true, except for
@@ -181,7 +181,7 @@ pub enum SchemeKind {
     None,
 }
 
-/// How a mobile receiver's TCP tells the stationary sender that a handoff is over (seed 004, "Fast
+/// How a mobile receiver's TCP tells the stationary sender that a handoff is over (Caceres 1995, "Fast
 /// Retransmissions", Fig. 9 (b) "Transmitter on the SH").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -26,7 +26,7 @@ pub struct Scenario {
     /// Transfers by name.
     #[serde(default)]
     pub flows: BTreeMap<String, FlowConfig>,
-    /// Web workloads by name (seed 002 §5, [`crate::web`]).
+    /// Web workloads by name (Balakrishnan 1998 §5, [`crate::web`]).
     #[serde(default)]
     pub web: BTreeMap<String, WebConfig>,
     /// TCP defaults for every flow (see `lasthop_tcp::TcpConfig`); a flow's own `tcp` table overrides them.
@@ -38,7 +38,7 @@ pub struct Scenario {
     /// Cells, motion and handoff (see `crate::mobility`); absent: a static topology.
     #[serde(default)]
     pub mobility: Option<crate::mobility::MobilityConfig>,
-    /// Mobile IP with seed 001's BS buffering (see `crate::mobile_ip`); absent: none.
+    /// Mobile IP with Eom 2002's BS buffering (see `crate::mobile_ip`); absent: none.
     #[serde(default)]
     pub mobile_ip: Option<crate::mobile_ip::MobileIpConfig>,
     /// Settings of the ELN agents.
@@ -74,21 +74,21 @@ pub struct NodeConfig {
 /// One agent a node can run on the packets it forwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentKind {
-    /// Snoop (seed 000 §3.1): caches data toward the mobile, retransmits locally, hides DUPACKs.
+    /// Snoop (Balakrishnan 1995 §3.1): caches data toward the mobile, retransmits locally, hides DUPACKs.
     Snoop,
-    /// ELN marking (seed 002 §3): records corruption holes in data from the mobile, marks ACKs.
+    /// ELN marking (Balakrishnan 1998 §3): records corruption holes in data from the mobile, marks ACKs.
     Eln,
-    /// ELN filtering at A of a wireless transit link (seed 002 "Cellular Wireless Transit Links").
+    /// ELN filtering at A of a wireless transit link (Balakrishnan 1998 "Cellular Wireless Transit Links").
     ElnFilter,
     /// ELN for a fixed sender (E2E-ELN of the ToN'97 comparison): the last-hop BS marks the mobile's
     /// DUPACKs for segments it forwarded ([`lasthop_agents::eln::ElnRole::MarkForwarded`]).
     ElnFixed,
-    /// SACK-based NACKs to a mobile sender (seed 000 §3.2).
+    /// SACK-based NACKs to a mobile sender (Balakrishnan 1995 §3.2).
     Nack,
     /// M-TCP's supervisor (Brown and Singh 1997): withholds the ACK of the last byte, freezes the sender
     /// with a zero window while the mobile is unreachable ([`lasthop_agents::mtcp`]).
     Mtcp,
-    /// I-TCP's split connection (seed 000 §2): the node terminates connections toward the mobile and
+    /// I-TCP's split connection (Balakrishnan 1995 §2): the node terminates connections toward the mobile and
     /// relays them over its own TCP ([`crate::split`]); not an agent in a chain.
     Split,
     /// The split connection with SACK over the wireless hop (SPLIT-SACK of the ToN'97 comparison).
@@ -248,7 +248,7 @@ pub struct FlowConfig {
     pub tcp: toml::Table,
 }
 
-/// A browsing client (seed 002 §5's Web workload after Mah 1997; the model is documented in [`crate::web`]).
+/// A browsing client (Balakrishnan 1998 §5's Web workload after Mah 1997; the model is documented in [`crate::web`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebConfig {
@@ -262,11 +262,11 @@ pub struct WebConfig {
     /// Persistent HTTP: connections stay open across objects (default false: one connection per object).
     #[serde(default)]
     pub persistent: bool,
-    /// User think time between pages (default true; seed 002's P-HTTP runs have none).
+    /// User think time between pages (default true; Balakrishnan 1998's P-HTTP runs have none).
     #[serde(default = "default_true")]
     pub think_time: bool,
     /// Open each connection with a handshake over the air (default true: the server's SYN, the client's
-    /// SYN-ACK). false: ns's one-way agents, which seed 002's Web runs used (§4: "We use ns as our
+    /// SYN-ACK). false: ns's one-way agents, which Balakrishnan 1998's Web runs used (§4: "We use ns as our
     /// simulator"; ns's `Agent/TCP` had no SYN until 2001): the connection exists at once, the request goes
     /// out immediately and the reply's first packet is data (`examples/web-ns.toml`, [`crate::web`]).
     #[serde(default = "default_true")]
@@ -274,14 +274,14 @@ pub struct WebConfig {
     /// Send each request as a frame over every hop, the lossy hop included, resent on the client's timer
     /// until it arrives (default true). false: the request reaches the server after its modelled one-way
     /// latency (transmission and propagation on every hop) and is never lost, as in a simulation that
-    /// models only the replies (seed 002 does not say how its ns runs carried requests; see
+    /// models only the replies (Balakrishnan 1998 does not say how its ns runs carried requests; see
     /// `experiments/web.toml`).
     #[serde(default = "default_true")]
     pub request_over_air: bool,
     /// When browsing starts, seconds (default 0).
     #[serde(default)]
     pub start_s: f64,
-    /// How long the user browses, seconds (default 1000, seed 002's run length); no page starts after it and
+    /// How long the user browses, seconds (default 1000, Balakrishnan 1998's run length); no page starts after it and
     /// downloads are counted up to it. Must end within `time_limit_s`.
     #[serde(default = "default_web_duration")]
     pub duration_s: f64,
@@ -552,7 +552,7 @@ impl Scenario {
                 return Err((p("server"), "expected a node other than `client`".into()));
             }
             if !(1..=4).contains(&w.connections) {
-                return Err((p("connections"), "expected 1 to 4 parallel connections (seed 002)".into()));
+                return Err((p("connections"), "expected 1 to 4 parallel connections (Balakrishnan 1998)".into()));
             }
             if !non_negative(w.start_s) {
                 return Err((

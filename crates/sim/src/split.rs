@@ -1,13 +1,13 @@
-//! I-TCP's split connection in a run (seed 000 §2, "The Split Connection Approach"): at every node whose
+//! I-TCP's split connection in a run (Balakrishnan 1995 §2, "The Split Connection Approach"): at every node whose
 //! agent is `"split"` or `"split-sack"`, every TCP connection between a host behind the node's wireless
 //! link (the mobile) and a host on its wired side is terminated by a [`SplitRelay`] (`lasthop_tcp::split`),
 //! whichever end opens it ("splitting a TCP connection between a fixed and mobile host into two separate
-//! connections at the base station", seed 000 §2):
+//! connections at the base station", Balakrishnan 1995 §2):
 //!
 //! - opened from the wired side ([`Direction::ToMobile`]): the relay receives the fixed host's data, opens
 //!   its own connection to the mobile (with SACK for `"split-sack"`, the ToN'97 SPLIT-SACK) and relays the
 //!   bytes through a `[split] buffer_bytes` socket buffer;
-//! - opened by the mobile ([`Direction::FromMobile`], the mobile is the sender, as in seed 002 §3's
+//! - opened by the mobile ([`Direction::FromMobile`], the mobile is the sender, as in Balakrishnan 1998 §3's
 //!   transfers from a mobile host): the relay acknowledges the mobile's data over the wireless hop (offering
 //!   SACK for `"split-sack"`), opens its own connection to the fixed host and sends the bytes on through the
 //!   same buffer, whose free space is the window the mobile sees.
@@ -29,20 +29,20 @@
 //! flows' own count is smaller by what was still in the network: acknowledgments on their way to the sender,
 //! bytes on their way to the receiver.
 //!
-//! # At mobility base stations: handoff by state transfer (seed 000 §2)
+//! # At mobility base stations: handoff by state transfer (Balakrishnan 1995 §2)
 //!
 //! With `[mobility]` (`scheme = "plain"`, every base station splitting), the home agent tunnels the fixed
 //! host's packets to the base station serving the mobile, whose relay takes them out of the tunnel (this
 //! feature runs before mobility's, so the handoff agent never forwards them). I-TCP hands off by moving the
 //! relay: "the I-TCP connections must be moved from the base station currently forwarding data to another
 //! one. This is done by transferring the state associated with the two connections to the new base station"
-//! (seed 000 §2). The mobile greets the new base station, which notifies the old one (seed 004's messages,
+//! (Balakrishnan 1995 §2). The mobile greets the new base station, which notifies the old one (Caceres 1995's messages,
 //! real packets); when the old base station learns of the handoff its relays leave it and reach the new one
 //! after a **modelled** transfer:
 //!
 //! - `[split.handoff]`'s cost, `fixed_ms` + `per_kb_ms` per KB of socket buffer
 //!   ([`lasthop_tcp::split::StateTransferCost`]: 265 ms + 36.4 ms/KB from I-TCP's "265 ms for empty socket
-//!   buffers to 1430 ms for 32KByte socket buffers", seed 000 §2, measured on 1995 hardware), plus
+//!   buffers to 1430 ms for 32KByte socket buffers", Balakrishnan 1995 §2, measured on 1995 hardware), plus
 //! - the bytes' own time on the wired route between the two base stations: the buffered bytes at the
 //!   route's slowest link plus its propagation delays (at 10 Mb/s, 26 ms for 32 KB: the measured per-KB cost
 //!   already includes I-TCP's own transfer over its Ethernet, so this share is counted twice, about 2 %).
@@ -281,7 +281,7 @@ impl Split {
     }
 
     /// A handoff control message reached mobility base station `node`: a Greeting tells the new base station
-    /// to expect the mobile's relays, a Notify tells the old one to send them (seed 004's messages; the
+    /// to expect the mobile's relays, a Notify tells the old one to send them (Caceres 1995's messages; the
     /// handoff agent checks and applies them too, after this).
     fn on_control(&mut self, world: &mut World, now: Time, node: usize, src: Ipv4Addr, c: &Control) {
         let Some(cells) = &self.cells else { return };

@@ -1,14 +1,14 @@
-//! The Web workload of seed 002 §5 ("Web Workload"): a client (the mobile host) browsing pages served by a
+//! The Web workload of Balakrishnan 1998 §5 ("Web Workload"): a client (the mobile host) browsing pages served by a
 //! fixed host, following B. A. Mah's empirical model of HTTP traffic ("An Empirical Model of HTTP Network
-//! Traffic", INFOCOM '97, ref. [16] of seed 002). Seed 002 does not print Mah's distributions; this module
+//! Traffic", INFOCOM '97, ref. [16] of Balakrishnan 1998). Balakrishnan 1998 does not print Mah's distributions; this module
 //! samples Mah's own measured CDFs (see *Distributions*).
 //!
 //! ## The model
 //!
 //! A *page* is a primary document followed by its embedded objects (Mah's "files per Web page"). The
 //! primary is fetched alone; once it is complete the embedded objects are fetched over up to
-//! `connections` parallel TCP connections (1–4, as in seed 002's figure): with HTTP/1.0 each object is its
-//! own connection (handshake included), with persistent HTTP (P-HTTP, RFC 2068, ref. [12] of seed 002) each
+//! `connections` parallel TCP connections (1–4, as in Balakrishnan 1998's figure): with HTTP/1.0 each object is its
+//! own connection (handshake included), with persistent HTTP (P-HTTP, RFC 2068, ref. [12] of Balakrishnan 1998) each
 //! of the `connections` connections stays open and carries object after object. When every object of the
 //! page is in, the user thinks (when `think_time` is on) and asks for the next page. After a visit of
 //! "consecutive document retrievals" pages the user moves on to another server: persistent connections are
@@ -43,7 +43,7 @@
 //!
 //! ## Connections and requests
 //!
-//! The connection and the reply are real TCP through the base station, where Snoop sees the reply (seed 002
+//! The connection and the reply are real TCP through the base station, where Snoop sees the reply (Balakrishnan 1998
 //! §5 studies transfers *to* the mobile host); the request is a real frame the other way. The TCP models
 //! are one-way (a data sender and a receiver), so the handshake is mirrored: the client's SYN is a modelled
 //! one-way latency (transmission and propagation of a 40-byte frame on every hop), after which the server
@@ -55,7 +55,7 @@
 //! its FIN). On an open persistent connection the request goes out at once. An HTTP/1.0 object's first
 //! byte therefore reaches the client about two round trips after it is asked for.
 //!
-//! Two switches of the workload change this for seed 002's own simulator (`examples/web-ns.toml`, seed 002
+//! Two switches of the workload change this for Balakrishnan 1998's own simulator (`examples/web-ns.toml`, Balakrishnan 1998
 //! §4: "We use ns as our simulator"). `handshake = false`: ns's one-way agents had no SYN (ns-2
 //! `Agent/TCP` `syn_` was false until 2001), so the connection exists at once, the request goes out
 //! immediately and the reply's first packet is data; the request is still a frame over the lossy hop, resent
@@ -63,7 +63,7 @@
 //! webtraf.cc, carries each request on a one-way TCP agent of its own), whose first RTO is the initial one
 //! (6 s with ns's defaults) and later the reply connection's estimate. `request_over_air = false`: the
 //! request reaches the server after its modelled one-way latency and is never lost, as in a simulation of
-//! the replies alone. Seed 002 does not say which its runs did; `experiments/web.toml` runs both.
+//! the replies alone. Balakrishnan 1998 does not say which its runs did; `experiments/web.toml` runs both.
 //!
 //! Every draw comes from a named [`crate::rng`] stream, one per quantity, so the workload is deterministic
 //! and changing one distribution does not shift the others' draws.
@@ -383,7 +383,7 @@ impl Samplers {
     }
 }
 
-/// How the client fetches (the knobs of seed 002's figure).
+/// How the client fetches (the knobs of Balakrishnan 1998's figure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WebParams {
     /// Parallel connections per client, ≥ 1.

@@ -156,7 +156,7 @@ pub(crate) struct Flow {
     /// When the receiving application last got new bytes, and the longest wait so far (ns).
     last_progress: Time,
     longest_pause_ns: u64,
-    /// Redundant and spurious retransmissions (seed 000 §2, §8): the stream offsets of the sender's fast
+    /// Redundant and spurious retransmissions (Balakrishnan 1995 §2, §8): the stream offsets of the sender's fast
     /// retransmissions not yet seen twice at the receiver, the sender's fast-retransmit count when the last
     /// was taken, data segments that reached the receiver as duplicates, and fast retransmissions of which
     /// two copies reached the receiver (the original was not lost, or was still on its way).
@@ -926,7 +926,7 @@ impl World {
         };
         let node = self.endpoints[ep].node;
         let dst = *self.endpoints[ep].remote.ip();
-        // The interface whose queue length an ELN sender piggybacks (seed 002 §3); no other sender reads it.
+        // The interface whose queue length an ELN sender piggybacks (Balakrishnan 1998 §3); no other sender reads it.
         let queue_link = match &self.endpoints[ep].role {
             Role::Sender(s) if s.wants_output_queue() => self.next_hop(node, dst),
             _ => None,

@@ -1,4 +1,4 @@
-//! End-to-end runs of the alternatives Snoop is measured against (seed 000 §2): I-TCP's split connection
+//! End-to-end runs of the alternatives Snoop is measured against (Balakrishnan 1995 §2): I-TCP's split connection
 //! (plain and SACK over the wireless hop) and M-TCP's supervisor, on `examples/snoop.toml`'s topology with
 //! bit errors; every byte verified at the mobile, and a base-station failure mid-transfer showing which
 //! schemes keep end-to-end semantics.

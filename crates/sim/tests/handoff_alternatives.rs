@@ -1,4 +1,4 @@
-//! The alternatives at mobility base stations (seed 000 §2): I-TCP's split relays handed off by moving their
+//! The alternatives at mobility base stations (Balakrishnan 1995 §2): I-TCP's split relays handed off by moving their
 //! state to the new base station, and M-TCP's supervisor freezing the sender through the handoff gap with its
 //! state handed over, across both cell layouts; every byte delivered once and in order (the simulator checks
 //! payload bytes), the handoff's latency following the bytes the relay held, and the combinations still
@@ -88,7 +88,7 @@ fn the_handoff_takes_longer_the_more_the_relay_holds() {
     let (large, large_held) = latency(32768);
     // A full buffer moves at a handoff during a transfer (the wired side outruns the 2 Mb/s cell).
     assert!(small_held <= 4096 + 1 && large_held > 24 * 1024, "{small_held} {large_held}");
-    // 36.4 ms per KB more (seed 000 §2): 28 KB more held is about a second more.
+    // 36.4 ms per KB more (Balakrishnan 1995 §2): 28 KB more held is about a second more.
     let per_kb = (large - small) * 1e3 / ((large_held - small_held) as f64 / 1024.0);
     assert!((30.0..45.0).contains(&per_kb), "{small} s, {large} s: {per_kb} ms/KB");
 }

@@ -1,7 +1,7 @@
 //! End-to-end integrity for every scheme of `compare-ber` (`experiments/compare-ber.toml`), without and
 //! with handoffs: every byte of the transfer reaches the mobile, verified against the sender's pattern by the
 //! simulator's receiver (`corrupt_bytes`), and nothing the sender saw acknowledged is missing. Handoffs are
-//! the three schemes of `[mobility]` (seed 000's multicast, seed 004's plain break-before-make, and plain with
+//! the three schemes of `[mobility]` (Balakrishnan 1995's multicast, Caceres 1995's plain break-before-make, and plain with
 //! fast retransmit after handoff) in overlapping cells and in non-overlapping cells with a 0 s and a 1 s
 //! rendezvous, with bit errors on every cell. No scheme may lose data at a handoff; only a base-station
 //! failure loses the split connection's data (`alternatives.rs` counts those bytes).

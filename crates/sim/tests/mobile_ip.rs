@@ -1,4 +1,4 @@
-//! Mobile IP end to end (seed 001): every byte reaches the application once and in order (the simulator
+//! Mobile IP end to end (Eom 2002): every byte reaches the application once and in order (the simulator
 //! checks payload bytes) in every scheme, at property-chosen handoff times, HA–FA delays and handoff rates;
 //! the handoff's messages all happen; losses and the buffer behave as §2–§4 describe; determinism; and bad
 //! `[mobile_ip]` tables are refused with the field named.
@@ -119,7 +119,7 @@ fn same_seed_same_result_with_mobile_ip() {
     }
 }
 
-/// Seed 001 §4.2, the reverse direction: the mobile sends the file. Under base Mobile IP the handoff loses
+/// Eom 2002 §4.2, the reverse direction: the mobile sends the file. Under base Mobile IP the handoff loses
 /// what the mobile had queued for its old cell; with its own two-packet buffer the mobile re-sends its
 /// last two data packets once registered in the new cell, every byte still arrives once and in order, the
 /// packets pass the mobile's agent only when it keeps them, and the run is deterministic.
@@ -237,7 +237,7 @@ fn bad_combinations_are_refused_with_the_field_named() {
 
 #[test]
 fn periodic_handoffs_bounce_between_the_cells_and_each_one_registers() {
-    // seed 001 Fig. 16's case: one handoff a second (the first at 1.3 s), a 3 MB file, route optimisation with
+    // Eom 2002 Fig. 16's case: one handoff a second (the first at 1.3 s), a 3 MB file, route optimisation with
     // the buffer holding each handoff's drops (link-layer ACK cleanup, Fig. 17's order).
     let s = scenario("buffer-link-ack", "reno", 50.0, 1.3, 1.0, 3_000_000, 1);
     let r = check_intact(&s);

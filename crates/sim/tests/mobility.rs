@@ -234,7 +234,7 @@ fn snoop_keeps_its_goodput_across_frequent_handoffs() {
 #[test]
 fn an_old_bs_that_discards_its_queue_sends_no_duplicates_of_the_buffer() {
     // Overlapping cells on one channel: a draining old BS still delivers every frame it queued for the mobile,
-    // including the ones the new primary re-sends from its buffer (seed 000 §6), so the mobile gets them twice.
+    // including the ones the new primary re-sends from its buffer (Balakrishnan 1995 §6), so the mobile gets them twice.
     // `old_bs_drains = false` discards them at the request instead; every byte still arrives once, in order.
     let run_with = |drains: bool| {
         let mut s = scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 2_000_000, false);

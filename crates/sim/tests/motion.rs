@@ -1,4 +1,4 @@
-//! Seed 004's motion study end to end (examples/motion.toml: a mobile Tahoe sender, plain break-before-make
+//! Caceres 1995's motion study end to end (examples/motion.toml: a mobile Tahoe sender, plain break-before-make
 //! handoff): what happens while the mobile is between cells, the coarse timer's pauses, and fast retransmit
 //! after handoff firing on the greeting ACK.
 
@@ -98,7 +98,7 @@ fn one_second_rendezvous_costs_two_timeouts_with_backoff() {
             // The backed-off timer (2 s = 4 ticks) fires after the rendezvous: 1.5-2 s after the first.
             let (t2, _) = first_resend_after(&s, t1 + 1e-6);
             assert!(on_tick(t2) && t2 - t1 > 1.5 - 1e-9 && t2 - t1 <= 2.0 + 1e-9, "{t1} {t2} {h:?}");
-            // Seed 004 Fig. 3: pauses of about 3 s.
+            // Caceres 1995 Fig. 3: pauses of about 3 s.
             let pause = h.pause_s.unwrap();
             assert!((2.0..3.5).contains(&pause), "{h:?}");
         }
@@ -111,7 +111,7 @@ fn fast_retransmit_fires_on_the_greeting_ack_and_cuts_the_pause() {
     for case in ["rendezvous-0s", "rendezvous-1s"] {
         let (slow, _) = traced(case, false, 1);
         let (r, s) = traced(case, true, 1);
-        // With 1 s rendezvous the first timeout still fires while the mobile hears no MSS (seed 004 Fig. 8:
+        // With 1 s rendezvous the first timeout still fires while the mobile hears no MSS (Caceres 1995 Fig. 8:
         // fast retransmit replaces the second, backed-off one).
         let in_gap = if case == "rendezvous-1s" { r.handoffs.len() as u64 } else { 0 };
         assert_eq!(r.flows[0].sender_timeouts, in_gap, "{case}");
@@ -120,7 +120,7 @@ fn fast_retransmit_fires_on_the_greeting_ack_and_cuts_the_pause() {
             let accepted = h.decided_s + h.accepted_s.unwrap();
             let (t, _) = first_resend_after(&s, h.decided_s);
             assert!((t - accepted).abs() < 1e-9, "{case}: resent at {t}, greeting ACK at {accepted}");
-            // Seed 004 Fig. 9: 200-300 ms beyond the rendezvous in the paper; here well under 300 ms.
+            // Caceres 1995 Fig. 9: 200-300 ms beyond the rendezvous in the paper; here well under 300 ms.
             let beyond = h.pause_s.unwrap() - (h.decided_s - h.left_s);
             assert!(beyond < 0.3, "{case}: {h:?}");
         }
@@ -159,7 +159,7 @@ fn crossing_jitter_is_seeded_and_validated() {
     }
 }
 
-/// examples/motion.toml with the stationary host sending (seed 004 Fig. 9 (b), "Transmitter on the SH"):
+/// examples/motion.toml with the stationary host sending (Caceres 1995 Fig. 9 (b), "Transmitter on the SH"):
 /// `signal` is "timeout" (no fast retransmit), "dupacks" or "marked-ack"; the SH is handoff-aware only for
 /// the marked ACK.
 fn sh_sending(case: &str, signal: &str, seed: u64) -> Scenario {

@@ -1,4 +1,4 @@
-//! Many flows (issue 16): the `[scale]` scenarios of `examples/` run to completion with every byte delivered
+//! Many flows: the `[scale]` scenarios of `examples/` run to completion with every byte delivered
 //! once and in order, the same seed gives the same run, and a large cell (past the sizes where routing tables
 //! turn compact and the shared medium keeps its index) runs as its small version does per flow.
 

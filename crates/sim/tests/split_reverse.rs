@@ -1,5 +1,5 @@
-//! I-TCP's relay for connections the mobile opens (seed 000 §2: the split is "between a fixed and mobile
-//! host", whichever sends): seed 002's transfer from a mobile host through a split base station, every byte
+//! I-TCP's relay for connections the mobile opens (Balakrishnan 1995 §2: the split is "between a fixed and mobile
+//! host", whichever sends): Balakrishnan 1998's transfer from a mobile host through a split base station, every byte
 //! verified at the fixed host; handed off by moving the relay between mobility base stations; and a base
 //! station failure that loses exactly what the relay had acknowledged to the mobile.
 
@@ -12,7 +12,7 @@ fn run_toml(v: toml::Value, origin: &str) -> RunResult {
     run(&s, &RunOptions::default()).unwrap()
 }
 
-/// examples/eln.toml (seed 002 §3: the mobile sends over WaveLAN and a wide-area path) with `agent` at the
+/// examples/eln.toml (Balakrishnan 1998 §3: the mobile sends over WaveLAN and a wide-area path) with `agent` at the
 /// base station, a 1 MB upload and bit error rate `ber`.
 fn upload(agent: &str, ber: f64, edit: impl FnOnce(&mut toml::Value)) -> RunResult {
     let mut v = example("eln.toml");

@@ -1,4 +1,4 @@
-//! The `[tcp]` behaviours real stacks differ on, end to end on seed 000's Fig. 7 setup
+//! The `[tcp]` behaviours real stacks differ on, end to end on Balakrishnan 1995's Fig. 7 setup
 //! (`examples/snoop.toml`): writing every default explicitly changes nothing, and each profile completes
 //! the transfer and moves the result.
 

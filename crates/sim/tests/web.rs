@@ -1,4 +1,4 @@
-//! End-to-end runs of the Web workload (seed 002 §5, `examples/web.toml`): every byte of every object is
+//! End-to-end runs of the Web workload (Balakrishnan 1998 §5, `examples/web.toml`): every byte of every object is
 //! verified, downloads happen, persistent and parallel connections behave, and runs are deterministic.
 
 mod support;
@@ -93,7 +93,7 @@ fn a_browsing_time_beyond_the_time_limit_is_rejected() {
 
 #[test]
 fn requests_cross_the_lossy_hop_and_are_resent_when_lost() {
-    // Seed 002 §4's channel loses frames both ways: some requests from the mobile are lost and resent, and
+    // Balakrishnan 1998 §4's channel loses frames both ways: some requests from the mobile are lost and resent, and
     // every object still arrives intact.
     let (r, lossy) = web_run(|v| {
         set(v, "web.browse.think_time", false);
@@ -118,7 +118,7 @@ fn requests_cross_the_lossy_hop_and_are_resent_when_lost() {
 
 #[test]
 fn snoop_completes_more_persistent_downloads_than_reno_on_the_empirical_channel() {
-    // seed 002 §5's comparison, short: P-HTTP without think times, 300 s. Snoop recovers the replies' losses
+    // Balakrishnan 1998 §5's comparison, short: P-HTTP without think times, 300 s. Snoop recovers the replies' losses
     // locally; Reno's short replies wait for timeouts.
     let edit = |agent: &'static str| {
         move |v: &mut toml::Value| {
@@ -189,7 +189,7 @@ fn one_way_connections_send_no_handshake_and_deliver_every_byte() {
 
 #[test]
 fn snoop_beats_reno_with_ns_agents_on_the_empirical_channel() {
-    // Seed 002 §5 as ns ran it, short: HTTP/1.0 without think times, 300 s, seed 002 §4's channel.
+    // Balakrishnan 1998 §5 as ns ran it, short: HTTP/1.0 without think times, 300 s, Balakrishnan 1998 §4's channel.
     let edit = |agent: &'static str| {
         move |v: &mut toml::Value| {
             set(v, "nodes.bs.agent", agent);

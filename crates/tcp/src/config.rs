@@ -1,4 +1,4 @@
-//! Configuration and counters of the TCP endpoints. Defaults follow the 4.4BSD stack of seed 000
+//! Configuration and counters of the TCP endpoints. Defaults follow the 4.4BSD stack of Balakrishnan 1995
 //! (MSS 1460, 64 KB window, 500 ms slow timer, 200 ms delayed ACK, Reno).
 
 use serde::{Deserialize, Serialize};
@@ -56,7 +56,7 @@ pub enum TimerStyle {
     /// timer (expiring on a tick boundary), backoff reset by any new ACK.
     #[default]
     Bsd,
-    /// ns-2's one-way `Agent/TCP` of seed 002's time (`tcp/tcp.cc`, `TcpAgent::rtt_update`, `rtt_timeout`,
+    /// ns-2's one-way `Agent/TCP` of Balakrishnan 1998's time (`tcp/tcp.cc`, `TcpAgent::rtt_update`, `rtt_timeout`,
     /// `rtt_backoff`): the RTT is counted in whole `tick_ms` ticks (`tcpTick_`, at least 1) and smoothed in
     /// ns's fixed point (srtt in 1/8, rttvar in 1/4 tick); RTO = (srtt + 4·rttvar) ticks × backoff, capped
     /// at `max_rto_ms`, at least `min_rto_ms` and at least 2 ticks; the timer is exact (no tick alignment);
@@ -102,16 +102,16 @@ pub struct TcpConfig {
     /// Offer RFC 7323 timestamps (carried and echoed, so they take option space; RTT is still measured
     /// by timing one segment at a time, as BSD did).
     pub timestamps: bool,
-    /// ELN-aware sender (seed 002 §3, "ELN Implementation"): an ACK with the ELN bit set reports a loss
+    /// ELN-aware sender (Balakrishnan 1998 §3, "ELN Implementation"): an ACK with the ELN bit set reports a loss
     /// to wireless corruption; the sender retransmits the missing segment without any congestion response.
     /// The sender also piggybacks its output-queue occupancy (see `Sender::set_output_queue`) on every
     /// packet for the base station's loss classification. Default false: the ELN bit is ignored, as by
     /// an unmodified stack.
     pub eln: bool,
     /// ELN-marked ACKs with one acknowledgment number after which the missing segment is retransmitted
-    /// (seed 002: `eln_rexmt_thresh`, "we set its value to 2"). Default 2; 0 is read as 1.
+    /// (Balakrishnan 1998: `eln_rexmt_thresh`, "we set its value to 2"). Default 2; 0 is read as 1.
     pub eln_rexmt_thresh: u32,
-    /// Handoff-aware sender (seed 004, "Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH": the
+    /// Handoff-aware sender (Caceres 1995, "Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH": the
     /// mobile receiver's "specially marked TCP ACK"): an ACK carrying the handoff mark
     /// ([`lasthop_wire::handoff_option`]) makes the sender go back to SND.UNA at once in slow start, as
     /// [`Sender::retransmit_now`](crate::Sender::retransmit_now) does for a mobile sender, or, when its
@@ -119,7 +119,7 @@ pub struct TcpConfig {
     /// (`Sender::on_handoff_mark` says why). Default false:
     /// the mark is ignored and the ACK processed as an ordinary one, as by an unmodified stack.
     pub handoff_aware: bool,
-    /// The retransmission timer's algorithm (default `bsd`; `ns` for ns-2's one-way agents, seed 002 §4:
+    /// The retransmission timer's algorithm (default `bsd`; `ns` for ns-2's one-way agents, Balakrishnan 1998 §4:
     /// "We use ns as our simulator").
     pub timer: TimerStyle,
     /// A preset of the behaviours below, as one real stack has them ([`Profile`]); a behaviour set
@@ -152,7 +152,7 @@ pub struct TcpConfig {
     pub persist_min_ms: f64,
     pub persist_max_ms: f64,
     /// Tahoe's fast retransmit also goes back to SND.UNA: after the retransmission, slow start resends
-    /// the segments that followed it, "although [they] are already transmitted before" (seed 001 §3.2,
+    /// the segments that followed it, "although [they] are already transmitted before" (Eom 2002 §3.2,
     /// Fig. 11: the Tahoe whose erroneous fast retransmits recur every round trip), as ns-2's
     /// `TcpAgent::dupack_action` does (`reset_rtx_timer(0, 0)`: "mild is 0 for timeouts and Tahoe dup
     /// acks", so `t_seqno_ = highest_ack_ + 1`). Default false: SND.NXT is kept, as BSD's fast retransmit

@@ -1,6 +1,6 @@
 //! Sans-IO TCP endpoints for the lasthop simulator: a bulk [`Sender`] (Tahoe, Reno, NewReno or SACK loss
-//! recovery, optionally ELN-aware as in seed 002 §3: `TcpConfig::eln`) and a BSD-like [`Receiver`],
-//! modelled on the 4.4BSD stack the source papers measured (seed 000). The sender honours the peer's
+//! recovery, optionally ELN-aware as in Balakrishnan 1998 §3: `TcpConfig::eln`) and a BSD-like [`Receiver`],
+//! modelled on the 4.4BSD stack the source papers measured (Balakrishnan 1995). The sender honours the peer's
 //! advertised window and persists through a zero one with probes (RFC 9293 §3.8.6.1). The behaviours
 //! real stacks differ on (limited transmit, the ssthresh measure, NewReno's guard, quick ACKs, the
 //! retransmit timer's backoff and restart rules) are [`TcpConfig`] fields, set together by a [`Profile`].

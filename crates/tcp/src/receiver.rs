@@ -131,7 +131,7 @@ impl Receiver {
     }
 
     /// Sends `n` ACKs of the next expected byte at once, so that the sender sees duplicate ACKs and fast
-    /// retransmits: the mobile host's network layer calls this when a handoff completes (seed 004, "Fast
+    /// retransmits: the mobile host's network layer calls this when a handoff completes (Caceres 1995, "Fast
     /// Retransmissions": "three ordinary TCP ACKs" signal the fixed sender). When an ACK of new data is
     /// still owed (a delayed ACK pending), it goes first, so that all `n` are true duplicates. Nothing
     /// before the connection is set up.
@@ -146,7 +146,7 @@ impl Receiver {
 
     /// Sends one ACK of the next expected byte carrying the handoff mark ([`lasthop_wire::handoff_option`]):
     /// the mobile host's network layer calls this when a handoff completes, the "specially marked TCP ACK"
-    /// of seed 004 ("Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH"). A handoff-aware sender
+    /// of Caceres 1995 ("Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH"). A handoff-aware sender
     /// ([`TcpConfig::handoff_aware`](crate::TcpConfig)) goes back to its oldest unacknowledged byte at once;
     /// an unmodified one skips the option and sees an ordinary (duplicate) ACK. When an ACK of new data is
     /// owed, that ACK carries the mark. Nothing before the connection is set up.

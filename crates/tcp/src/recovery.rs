@@ -1,15 +1,15 @@
 //! Congestion control and loss recovery of the sender, for every variant, in one place: what happens on
 //! a new cumulative ACK, a duplicate ACK and a retransmit timeout, and which segment SACK recovery sends
-//! next, and the ELN-aware retransmission (seed 002), which touches neither `cwnd` nor `ssthresh`.
+//! next, and the ELN-aware retransmission (Balakrishnan 1998), which touches neither `cwnd` nor `ssthresh`.
 //!
 //! - Tahoe: fast retransmit on the `dupack_threshold`-th dupack, then slow start from one segment, from the
-//!   highest segment sent (BSD) or, with `tahoe_go_back`, from SND.UNA (ns-2; seed 001 Fig. 11).
+//!   highest segment sent (BSD) or, with `tahoe_go_back`, from SND.UNA (ns-2; Eom 2002 Fig. 11).
 //! - Reno (RFC 5681 §3.2): fast retransmit and fast recovery with window inflation; the first new ACK
 //!   deflates to `ssthresh` and ends recovery, so several losses in one window usually end in a timeout.
 //! - NewReno (RFC 6582): partial ACKs retransmit the next hole and keep recovery until `recover`.
 //! - SACK (RFC 6675): scoreboard, `pipe`, NextSeg; falls back to NewReno if the peer refused SACK.
 //!
-//! - ELN (`TcpConfig::eln`, seed 002 §3 "ELN Implementation"): an ACK whose ELN bit is set reports a
+//! - ELN (`TcpConfig::eln`, Balakrishnan 1998 §3 "ELN Implementation"): an ACK whose ELN bit is set reports a
 //!   wireless corruption loss of the segment it asks for. After `eln_rexmt_thresh` ELN ACKs with one
 //!   acknowledgment number (a new ACK counts as the first) that segment is retransmitted at once, with no
 //!   change to `cwnd`, `ssthresh` or the recovery state, and ELN DUPACKs never feed the dupack counter
@@ -17,14 +17,14 @@
 //!   not ELN-retransmitted again until one smoothed RTT (the current RTO before any sample) has passed
 //!   since the last time, so that the DUPACKs every later segment of the window triggers do not each
 //!   resend it; once new data is acknowledged the next segment is a different one and may go at once.
-//!   (ns-2's `tcp_eln` never resends the same segment by ELN; seed 002's "at most once during the
+//!   (ns-2's `tcp_eln` never resends the same segment by ELN; Balakrishnan 1998's "at most once during the
 //!   course of a single round-trip" also recovers a lost ELN retransmission without a timeout.) The
 //!   retransmit timer is left running, as ns-2 does, so several losses in one window still end in the
 //!   coarse timeout the paper reports. ACKs without ELN keep the ordinary algorithm of the variant.
 //!
 //! A timeout always does the same (BSD `tcp_timers`): ssthresh = max(flight/2, 2·MSS), cwnd = 1 MSS,
 //! go-back-N from SND.UNA, back off the RTO, forget SACK information (RFC 2018 §5.1). Fast retransmit
-//! after a handoff (seed 004, `Sender::retransmit_now`) does the same at once, without the backoff; a
+//! after a handoff (Caceres 1995, `Sender::retransmit_now`) does the same at once, without the backoff; a
 //! receiver's handoff mark that finds the sender still resending the window of its last go-back only
 //! resends from SND.UNA, with no second cut (`Sender::resume_go_back`).
 
@@ -174,7 +174,7 @@ impl Sender {
                 self.cwnd = self.mss;
                 self.recover = self.max;
                 if self.cfg.tahoe_go_back {
-                    // ns-2's Tahoe (seed 001 Fig. 11): slow start from SND.UNA, resending what followed.
+                    // ns-2's Tahoe (Eom 2002 Fig. 11): slow start from SND.UNA, resending what followed.
                     self.nxt = self.una;
                     self.go_back_max = self.max;
                 }
@@ -224,7 +224,7 @@ impl Sender {
         self.rtx_deadline = Some(self.rto.deadline(now));
     }
 
-    /// Seed 004's fast retransmit after handoff for a sending host ([`Sender::retransmit_now`]): what the
+    /// Caceres 1995's fast retransmit after handoff for a sending host ([`Sender::retransmit_now`]): what the
     /// timeout does, at once and without backing off the timer.
     pub(crate) fn on_handoff_retransmit(&mut self, now: Time) {
         self.stats.fast_retransmits += 1;
@@ -255,7 +255,7 @@ impl Sender {
         self.timing = None;
     }
 
-    /// Seed 004's handoff signal reaching a sender that has already gone back to SND.UNA for the window
+    /// Caceres 1995's handoff signal reaching a sender that has already gone back to SND.UNA for the window
     /// it concerns (its timeout fired during the rendezvous, `una < go_back_max`): resend from SND.UNA at
     /// once what was sent since the go-back (into the gap), keeping cwnd and ssthresh, and restart the
     /// timer (its backoff stays until new data is acknowledged). When the sender is at SND.UNA already

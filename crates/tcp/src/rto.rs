@@ -1,13 +1,13 @@
 //! The retransmission timeout (RFC 6298) on a coarse clock: SRTT/RTTVAR smoothing with the standard
 //! gains (1/8 and 1/4: the newest sample weighs 1/8, not 7/8 as in one old ns-2 module), RTO clamped to
 //! `[min_rto, max_rto]`, doubled per timeout, and counted in ticks of BSD's 500 ms slow timer, which is
-//! what made 1990s timeouts so long (seed 000 §1) and so irregular: a timer of n ticks expires at the n-th
+//! what made 1990s timeouts so long (Balakrishnan 1995 §1) and so irregular: a timer of n ticks expires at the n-th
 //! tick after it was set, so between (n − 1) and n ticks later, and BSD's 1 s minimum RTO (2 ticks)
-//! freezes a connection for 0.5–1 s (seed 004, "More Accurate Retransmission Timers": pauses "from
+//! freezes a connection for 0.5–1 s (Caceres 1995, "More Accurate Retransmission Timers": pauses "from
 //! 650 ms" after a handoff).
 
 //!
-//! With [`TimerStyle::Ns`] the timer is instead ns-2's of seed 002's time (seed 002 §4: "We use ns as our
+//! With [`TimerStyle::Ns`] the timer is instead ns-2's of Balakrishnan 1998's time (Balakrishnan 1998 §4: "We use ns as our
 //! simulator"): `TcpAgent::rtt_update`, `rtt_timeout`, `rtt_backoff` and `rtt_init` of ns-2's `tcp/tcp.cc`
 //! (the version with `rfc2988_` off, as in the `ns2/NS2` repository's history), with the defaults of
 //! `tcl/lib/ns-default.tcl` revision 1.82 of 1997-12-20 (`tcpTick_ 0.1`, `rtxcur_init_ 6.0`,

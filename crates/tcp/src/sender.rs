@@ -1,6 +1,6 @@
 //! The bulk-transfer sender: handshake, segmentation, the window, ACK bookkeeping and the retransmit
 //! timer. *How* the sender reacts to loss (duplicate ACKs, partial ACKs, timeouts) lives in
-//! `recovery.rs` (the ELN-aware retransmission of seed 002 included); this file only routes ELN-marked
+//! `recovery.rs` (the ELN-aware retransmission of Balakrishnan 1998 included); this file only routes ELN-marked
 //! ACKs there and piggybacks the output-queue option ([`Sender::set_output_queue`]). Persist mode (a
 //! zero window from the peer, RFC 9293 §3.8.6.1) runs on its own timer through the same
 //! `poll_timeout`/`handle_timeout` contract as the retransmit timer.
@@ -30,7 +30,7 @@ enum State {
 ///
 /// A sender made by [`new_open`](Self::new_open) instead keeps its stream open: the application hands it
 /// more bytes with [`push`](Self::push) at any time (a persistent-HTTP server answering request after
-/// request on one connection, seed 002 §5) and the FIN goes only after [`close`](Self::close). The stream
+/// request on one connection, Balakrishnan 1998 §5) and the FIN goes only after [`close`](Self::close). The stream
 /// stays one [`payload`] stream, so the receiver's integrity check holds across everything pushed.
 ///
 /// Call [`poll_transmit`](Self::poll_transmit) until it returns `None` after [`connect`](Self::connect)
@@ -85,10 +85,10 @@ pub struct Sender {
     /// The host's interface output-queue occupancy, piggybacked on every packet when ELN is on; `None`
     /// until the host first reports it (then no option is sent: the sender does not claim to know).
     out_queue: Option<QueueOccupancy>,
-    /// ELN (seed 002): the acknowledgment offset whose ELN ACKs `eln_count` counts.
+    /// ELN (Balakrishnan 1998): the acknowledgment offset whose ELN ACKs `eln_count` counts.
     pub(crate) eln_ack: u64,
     pub(crate) eln_count: u32,
-    /// Seed 002's `eln_last_rxmit`: the offset and time of the last ELN-triggered retransmission.
+    /// Balakrishnan 1998's `eln_last_rxmit`: the offset and time of the last ELN-triggered retransmission.
     pub(crate) eln_last_rxmit: Option<(u64, Time)>,
     /// The behaviours real stacks differ on, resolved from `cfg` once.
     pub(crate) beh: Behaviours,
@@ -168,8 +168,8 @@ impl Sender {
 
     /// An open-stream sender already synchronized with a [`Receiver::new_established`](crate::Receiver)
     /// of the same configuration whose initial sequence number is `irs`: no SYN is ever sent and the first
-    /// packet is data. This is ns's one-way `Agent/TCP` of seed 002's time (`syn_` false until 2001: "in
-    /// 1-way TCP, syn_ indicates we are modeling a SYN exchange", ns-2 `tcp/tcp.cc`), which seed 002's Web
+    /// packet is data. This is ns's one-way `Agent/TCP` of Balakrishnan 1998's time (`syn_` false until 2001: "in
+    /// 1-way TCP, syn_ indicates we are modeling a SYN exchange", ns-2 `tcp/tcp.cc`), which Balakrishnan 1998's Web
     /// runs used (§4: "We use ns as our simulator"). Both ends take the configured MSS, SACK when
     /// [`TcpConfig::sack`] is on (and, here, offered by the variant) and timestamps when configured; the
     /// peer's window is `max_window`; the RTO is the initial one until the first RTT sample.
@@ -317,7 +317,7 @@ impl Sender {
             return;
         }
         let eln = self.cfg.eln && r.eln;
-        // Seed 004, Fig. 9 (b): the mobile receiver's "specially marked TCP ACK" says its handoff is over.
+        // Caceres 1995, Fig. 9 (b): the mobile receiver's "specially marked TCP ACK" says its handoff is over.
         let marked = self.cfg.handoff_aware && r.handoff_mark;
         if a == self.una {
             // RFC 5681's duplicate ACK: nothing new, no data, same window, while data is outstanding.
@@ -327,7 +327,7 @@ impl Sender {
             if pure && !window_changed && self.una < self.max && !self.is_persisting() {
                 self.stats.dupacks_received += 1;
                 if eln {
-                    // Seed 002: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
+                    // Balakrishnan 1998: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
                     // inflation altogether; they lead only to the ELN retransmission.
                     self.on_eln_ack(now, a);
                 } else if marked {
@@ -336,7 +336,7 @@ impl Sender {
                 } else if self.cfg.eln && self.eln_ack == a && self.eln_count > 0 {
                     // A plain DUPACK for a segment the base station already reported as corrupted: the
                     // receiver's DUPACKs that were on their way back when the base station saw the
-                    // retransmission fill the hole are no longer marked (seed 002: the hole list is
+                    // retransmission fill the hole are no longer marked (Balakrishnan 1998: the hole list is
                     // cleaned), yet they report the same corruption loss. Counting them would trigger the
                     // spurious fast retransmit and window halving that ELN exists to avoid.
                 } else if self.sack_ok && !r.sack.is_empty() && !newly_sacked {
@@ -374,7 +374,7 @@ impl Sender {
         }
         self.on_new_ack(now, acked);
         if eln {
-            // A new ACK can carry ELN too (seed 002: marking "can (and does) also happen for new ones"):
+            // A new ACK can carry ELN too (Balakrishnan 1998: marking "can (and does) also happen for new ones"):
             // it is the first ELN ACK for the new acknowledgment number.
             self.on_eln_ack(now, a);
         }
@@ -384,7 +384,7 @@ impl Sender {
         self.update_persist(now);
     }
 
-    /// A marked ACK from a mobile receiver whose handoff has completed (seed 004, "Fast Retransmissions",
+    /// A marked ACK from a mobile receiver whose handoff has completed (Caceres 1995, "Fast Retransmissions",
     /// Fig. 9 (b) "Transmitter on the SH": "This special signal can be specially marked TCP ACK"). The
     /// signal stands in for the timeout the handoff would otherwise cost ("Rather than wait for a timeout
     /// due to a handoff, modify the handoff procedure to trigger fast retransmit"), so:
@@ -548,7 +548,7 @@ impl Sender {
             Some(payload::content_sum(stream_offset, payload_len))
         });
         if let (true, Some(q)) = (self.cfg.eln, self.out_queue) {
-            // Seed 002: "Piggybacked on each packet from the MH is its instantaneous output queue length."
+            // Balakrishnan 1998: "Piggybacked on each packet from the MH is its instantaneous output queue length."
             // A header with no 4 bytes of option space left goes without (the BS then reads "empty").
             if let Ok(p) = queue_option::insert_ipv4(&pkt, q) {
                 pkt = p;
@@ -672,7 +672,7 @@ impl Sender {
         }
     }
 
-    /// Fast retransmit after a handoff for a sending host (seed 004, "Fast Retransmissions"): the mobile
+    /// Fast retransmit after a handoff for a sending host (Caceres 1995, "Fast Retransmissions"): the mobile
     /// host's network layer calls this when the new MSS acknowledges its greeting, so that TCP retransmits
     /// at once instead of waiting for its coarse timer. A break-before-make handoff typically loses the
     /// whole window (data sent into the old cell, the ACKs the old MSS sent after the mobile left), so a

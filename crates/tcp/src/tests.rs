@@ -230,7 +230,7 @@ fn tahoe_fast_retransmit_then_one_segment() {
     assert_eq!(out[0].off, una + 8 * u64::from(MSS));
 }
 
-/// Seed 001 Fig. 11's Tahoe (`tahoe_go_back`): after the fast retransmit, slow start resends from SND.UNA
+/// Eom 2002 Fig. 11's Tahoe (`tahoe_go_back`): after the fast retransmit, slow start resends from SND.UNA
 /// what followed the retransmitted segment, although it was sent before.
 #[test]
 fn tahoe_go_back_resends_from_una_after_the_fast_retransmit() {
@@ -861,7 +861,7 @@ mod prop {
     }
 }
 
-// ---- ELN-aware sender (seed 002 §3, "ELN Implementation") -------------------------------------------
+// ---- ELN-aware sender (Balakrishnan 1998 §3, "ELN Implementation") -------------------------------------------
 
 /// A cumulative ACK up to sender offset `off` with the ELN bit set.
 fn eln_ack(off: u64, sack: &[(u64, u64)]) -> Bytes {
@@ -1090,7 +1090,7 @@ fn eln_transfer_over_a_lossy_path_completes_without_halving() {
     assert_eq!(st.fast_retransmits, 0, "every loss was flagged as corruption: no congestion response");
 }
 
-// ---- open streams: Sender::push (persistent HTTP, seed 002 §5) --------------------------------------
+// ---- open streams: Sender::push (persistent HTTP, Balakrishnan 1998 §5) --------------------------------------
 
 /// An open sender sends nothing but the handshake until bytes are pushed, then exactly those bytes, no FIN.
 #[test]
@@ -1157,7 +1157,7 @@ fn pushed_objects_arrive_intact_across_losses() {
     }
 }
 
-// ---- fast retransmit after handoff (seed 004) ------------------------------------------------------
+// ---- fast retransmit after handoff (Caceres 1995) ------------------------------------------------------
 
 #[test]
 fn handoff_retransmit_goes_back_to_una_at_once_without_backoff() {
@@ -1286,7 +1286,7 @@ fn handoff_dupacks_trigger_the_fixed_senders_fast_retransmit() {
     assert_eq!(s.stats().timeouts, 0);
 }
 
-/// A cumulative ACK up to sender offset `off` carrying the handoff mark (seed 004's "specially marked TCP ACK").
+/// A cumulative ACK up to sender offset `off` carrying the handoff mark (Caceres 1995's "specially marked TCP ACK").
 fn marked_ack(off: u64) -> Bytes {
     to_sender(TcpRepr { seq: IRS + 1, ack: Some(seq(off)), handoff_mark: true, ..TcpRepr::default() })
 }
@@ -1374,7 +1374,7 @@ fn marked_ack_with_nothing_outstanding_or_beyond_snd_max_changes_nothing() {
     assert_eq!((s.cwnd(), s.stats().handoff_marks_received), (cwnd, 0));
 }
 
-/// The mobile receiver's handoff signal at `t` (seed 004 Fig. 9 (b)): the marked ACK or three DUPACKs,
+/// The mobile receiver's handoff signal at `t` (Caceres 1995 Fig. 9 (b)): the marked ACK or three DUPACKs,
 /// delivered to the sender at once.
 fn signal_handoff(r: &mut Receiver, s: &mut Sender, t: Time, marked: bool) {
     if marked {

@@ -1,7 +1,7 @@
 //! The "handoff over" mark: a 4-byte experimental TCP option by which a mobile host that *receives* a
 //! bulk transfer tells a handoff-aware stationary sender that a handoff has just completed, so that the
 //! sender goes back to its oldest unacknowledged byte at once instead of waiting for its retransmission
-//! timer (seed 004, "Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH": "This special signal can
+//! timer (Caceres 1995, "Fast Retransmissions", Fig. 9 (b) "Transmitter on the SH": "This special signal can
 //! be specially marked TCP ACK or three ordinary TCP ACKs"). The three-ordinary-ACKs variant needs no
 //! wire support; this module is the specially marked one.
 //!
@@ -27,7 +27,7 @@
 //!   accounts for it).
 //!
 //! Why an option rather than a spare header bit? The one reserved bit lasthop uses is the ELN bit
-//! (seed 002), and the other reserved bits are taken by RFC 3168 / RFC 3540 (ECN, the nonce sum). An
+//! (Balakrishnan 1998), and the other reserved bits are taken by RFC 3168 / RFC 3540 (ECN, the nonce sum). An
 //! option is also what "an unmodified SH ignores" needs: RFC 9293 §3.1 requires a TCP to skip options it
 //! does not implement, so an ordinary stack processes the marked ACK as the plain ACK it also is.
 //!

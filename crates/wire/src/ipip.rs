@@ -1,5 +1,5 @@
 //! IP-in-IP encapsulation (RFC 2003), as the home agent and base stations use it to tunnel packets for a
-//! mobile host (seed 000 §4, Fig. 3; seed 001 §2).
+//! mobile host (Balakrishnan 1995 §4, Fig. 3; Eom 2002 §2).
 
 use crate::ipv4::{Ipv4Packet, Ipv4Repr, HEADER_LEN, PROTO_IPIP};
 use crate::{Result, WireError};

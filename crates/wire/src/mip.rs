@@ -1,20 +1,20 @@
-//! Mobile IP (IPv4) control messages as seed 001 §2 uses them, each a `Repr` with `parse` (checked, never
+//! Mobile IP (IPv4) control messages as Eom 2002 §2 uses them, each a `Repr` with `parse` (checked, never
 //! panics on untrusted bytes) and `emit`:
 //!
-//! - **Registration request and reply** (RFC 5944 §3.3, §3.4; seed 001 cites its draft, ref. [13]) over
+//! - **Registration request and reply** (RFC 5944 §3.3, §3.4; Eom 2002 cites its draft, ref. [13]) over
 //!   UDP port 434, with the **Previous Foreign Agent Notification** extension of the route-optimisation draft
-//!   (draft-ietf-mobileip-optim-10 §8, seed 001 ref. [15]) by which the new FA learns the old one.
+//!   (draft-ietf-mobileip-optim-10 §8, Eom 2002 ref. [15]) by which the new FA learns the old one.
 //! - **Binding warning, update and acknowledge** of the same draft (§4.1–§4.3), also over UDP 434.
 //! - **Agent advertisement**: an ICMP router advertisement (RFC 1256) carrying the Mobility Agent
 //!   Advertisement extension (RFC 5944 §2.1.1).
-//! - The **local messages** of seed 001 Fig. 2 (beacon, handoff request, notification) and the *forward*
+//! - The **local messages** of Eom 2002 Fig. 2 (beacon, handoff request, notification) and the *forward*
 //!   message (§2.2), which the paper makes link-layer control messages between MH, BS and FA: lasthop carries
-//!   every frame as IPv4, so they are IPv4 protocol 254 (RFC 3692's second experimental value; the seed 000
+//!   every frame as IPv4, so they are IPv4 protocol 254 (RFC 3692's second experimental value; the Balakrishnan 1995
 //!   handoff protocol has 253) with the mobile's link-layer address inside, as §2.2 asks of *forward*.
 //!
 //! What is not modelled: authentication extensions (RFC 5944 requires a Mobile-Home authentication
 //! extension; lasthop's entities trust each other and emit none, and accept messages without one) and
-//! co-located care-of addresses (seed 001 §2.1: "We assume the FA care-of address").
+//! co-located care-of addresses (Eom 2002 §2.1: "We assume the FA care-of address").
 //!
 //! Type numbers: the draft gave binding warning / request / update / acknowledge the message types
 //! 16 / 17 / 18 / 19, which IANA has since assigned to other messages (RFC 4881, RFC 4857). lasthop keeps
@@ -31,7 +31,7 @@ use std::net::Ipv4Addr;
 pub const PORT: u16 = 434;
 /// IPv4 protocol number of ICMP.
 pub const PROTO_ICMP: u8 = 1;
-/// IPv4 protocol number of seed 001's local (link-layer) messages: RFC 3692 experimental value.
+/// IPv4 protocol number of Eom 2002's local (link-layer) messages: RFC 3692 experimental value.
 pub const PROTO_MIP_LOCAL: u8 = 254;
 
 /// Message types on UDP 434.
@@ -90,7 +90,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// The route-optimisation draft's Previous Foreign Agent Notification extension: the mobile asks its new FA
-/// to send a binding update to the previous one (seed 001 §2.1: "the new FA ... sends the binding update
+/// to send a binding update to the previous one (Eom 2002 §2.1: "the new FA ... sends the binding update
 /// message to the old FA").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PreviousFa {
@@ -127,7 +127,7 @@ pub struct RegistrationReply {
 }
 
 /// Binding warning (draft §4.1): the old FA tells the HA that `target` still sends to a stale care-of
-/// address (seed 001 §2.1).
+/// address (Eom 2002 §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BindingWarning {
     pub home_addr: Ipv4Addr,
@@ -485,7 +485,7 @@ impl LinkAddr {
     }
 }
 
-/// The local messages of seed 001 Fig. 2 and §2.2.
+/// The local messages of Eom 2002 Fig. 2 and §2.2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum LocalKind {

@@ -1,6 +1,6 @@
 //! The mobile host's output-queue occupancy, piggybacked on its TCP segments as a 4-byte experimental
 //! option, so that an ELN agent at the base station can tell congestion losses from corruption losses
-//! (seed 002 §3, "ELN Implementation": "Piggybacked on each packet from the MH is its instantaneous output
+//! (Balakrishnan 1998 §3, "ELN Implementation": "Piggybacked on each packet from the MH is its instantaneous output
 //! queue length, which the base station can use to classify each loss it detects").
 //!
 //! # Wire format

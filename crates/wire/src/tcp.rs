@@ -1,7 +1,7 @@
 //! TCP header view and builder (RFC 793), with the options lasthop's papers rely on: MSS, window scale,
 //! SACK-permitted and SACK blocks (RFC 2018), timestamps (RFC 7323), and the ELN bit.
 //!
-//! **The ELN bit** (seed 002 §3, "ELN Implementation"): Explicit Loss Notification uses one of the reserved
+//! **The ELN bit** (Balakrishnan 1998 §3, "ELN Implementation"): Explicit Loss Notification uses one of the reserved
 //! bits of the TCP header. lasthop uses the highest reserved bit, mask `0x08` of byte 12 (bit 4 of the
 //! header when bits are numbered from 0 at the most significant bit of the data-offset byte); that bit is
 //! unassigned by IANA (RFC 8311 gave the lowest reserved bit to AccECN/NS experiments, we keep clear of it).
@@ -359,7 +359,7 @@ pub struct TcpRepr {
     pub sack_permitted: bool,
     pub sack: SackBlocks,
     pub timestamps: Option<(u32, u32)>,
-    /// The "handoff over" mark of a mobile receiver (seed 004), emitted as the 4-byte experimental
+    /// The "handoff over" mark of a mobile receiver (Caceres 1995), emitted as the 4-byte experimental
     /// option of [`handoff_option`](crate::handoff_option).
     pub handoff_mark: bool,
 }

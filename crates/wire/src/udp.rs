@@ -1,5 +1,5 @@
 //! UDP header view and builder (RFC 768), with the IPv4 pseudo-header checksum. Mobile IP's control
-//! messages (registration, binding updates: seed 001 §2.1) travel over UDP port 434.
+//! messages (registration, binding updates: Eom 2002 §2.1) travel over UDP port 434.
 
 use crate::checksum;
 use crate::ipv4::{Ipv4Repr, HEADER_LEN as IPV4_HEADER_LEN, PROTO_UDP};

@@ -1,5 +1,5 @@
 //! Explicit Loss Notification at the base station: tell a mobile *sender* which of its losses were wireless
-//! corruption, so that it retransmits without a congestion response (seed 002 §3, "Using Explicit Loss
+//! corruption, so that it retransmits without a congestion response (Balakrishnan 1998 §3, "Using Explicit Loss
 //! Notifications", "ELN Implementation", "Cellular Wireless Transit Links").
 //!
 //! # The marker (the last-hop BS, and B of a transit link)
@@ -46,9 +46,9 @@
 //! wireless link, with a *fixed* sender. It records, as the filter does, the blocks of data it forwarded
 //! toward the mobile ([`Side::ToMobile`]), and sets the ELN bit on a duplicate ACK from the mobile whose next
 //! expected byte it forwarded: "the agent at base station A would have seen the packet, while B would not
-//! ... it infers that the packet was obviously lost over the wireless link" (seed 002, "Cellular Wireless
+//! ... it infers that the packet was obviously lost over the wireless link" (Balakrishnan 1998, "Cellular Wireless
 //! Transit Links"; the mobile is B and sets nothing). This is the E2E-ELN scheme of the ToN'97 comparison
-//! (Balakrishnan, Padmanabhan, Seshan, Katz, reference [12] of seed 001): the sender retransmits without a
+//! (Balakrishnan, Padmanabhan, Seshan, Katz, reference [12] of Eom 2002): the sender retransmits without a
 //! congestion response. A segment forwarded while the queue toward the mobile was above
 //! [`ElnConfig::congestion_threshold`] is not recorded (`forwarded_under_congestion`): the BS's own queue may
 //! drop it, a congestion loss, so DUPACKs for it stay unmarked. Only duplicate ACKs are marked (a new ACK
@@ -82,7 +82,7 @@ use parse::Segment;
 use ranges::Ranges;
 use table::LruTable;
 
-/// Where the agent sits relative to the wireless link (seed 002 §3).
+/// Where the agent sits relative to the wireless link (Balakrishnan 1998 §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ElnRole {
     /// Downstream of the wireless link (the last-hop BS for MH→FH data, or B of a transit link): records
@@ -102,7 +102,7 @@ pub enum ElnRole {
 pub struct ElnConfig {
     pub role: ElnRole,
     /// A gap is a corruption loss only if neither the BS's input queue nor the MH's output queue is above
-    /// this fraction of its maximum. Default 0.75 (seed 002: "set to 75% in our implementation").
+    /// this fraction of its maximum. Default 0.75 (Balakrishnan 1998: "set to 75% in our implementation").
     /// Exactly at the threshold is not above it.
     pub congestion_threshold: f64,
     /// Most connections with state at once (least recently active evicted). Default 1024.
@@ -317,7 +317,7 @@ impl Eln {
         }
     }
 
-    /// Seed 002: "If either of the instantaneous queue sizes is above a certain threshold of the maximum
+    /// Balakrishnan 1998: "If either of the instantaneous queue sizes is above a certain threshold of the maximum
     /// ... then this loss is not considered as one due to corruption."
     fn congested(&self, mh_queue: Option<QueueOccupancy>) -> bool {
         let t = self.config.congestion_threshold;
@@ -349,7 +349,7 @@ impl Eln {
         let dup = c.acked == Some(ack);
         if c.acked.is_none_or(|a| ack > a) {
             c.acked = Some(ack);
-            // Seed 002: clean up "all blocks (or parts of blocks) that have been acknowledged so far".
+            // Balakrishnan 1998: clean up "all blocks (or parts of blocks) that have been acknowledged so far".
             c.blocks.trim_below(ack);
             c.holes.trim_below(ack);
             // The receiver has data this node never saw (state picked up late, or another path): the
@@ -424,7 +424,7 @@ impl Agent for Eln {
         None
     }
 
-    /// The host's queue toward the data's next hop is the BS's "input queue" of seed 002 §3: the one that
+    /// The host's queue toward the data's next hop is the BS's "input queue" of Balakrishnan 1998 §3: the one that
     /// overflows when the wired side is congested. Only the queue on the data's side counts.
     fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
         if side == self.data_side() {

@@ -1,5 +1,5 @@
 //! A sorted list of disjoint, non-adjacent sequence ranges `[start, end)`: the "list of blocks, or maximal
-//! contiguous segments of data" of seed 002 §3 ("ELN Implementation", "Data structures"). The ELN agent keeps
+//! contiguous segments of data" of Balakrishnan 1998 §3 ("ELN Implementation", "Data structures"). The ELN agent keeps
 //! one for the blocks it saw and one for the holes it recorded; the NACK agent one for what it saw.
 //!
 //! Sequence numbers compare modulo 2^32 ([`SeqNum`]); every range of one connection lies within a window

@@ -1,8 +1,8 @@
-//! The mobile host's beacon analysis (seed 000 §4, §6): it keeps the signal strength of the recent beacons of
+//! The mobile host's beacon analysis (Balakrishnan 1995 §4, §6): it keeps the signal strength of the recent beacons of
 //! every base station it hears, and decides with hysteresis which one should be its primary and which are
 //! likely handoff targets (asked to buffer).
 //!
-//! Seed 000 §4: "Handoffs are mobile-initiated and occur when the mobile host discovers a base station with a
+//! Balakrishnan 1995 §4: "Handoffs are mobile-initiated and occur when the mobile host discovers a base station with a
 //! stronger signal than the current one. [...] Based on its beacon measurements and some hysteresis, the MH
 //! computes that BS1 should be buffering (rather than forwarding) packets and that BS2 should be forwarding
 //! packets. Using hysteresis ensures that very frequent and unnecessary handoffs don't occur." §6: the kernel

@@ -12,7 +12,7 @@ use lasthop_wire::ipv4::{Ipv4Packet, PROTO_IPIP};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
 
-/// A base station's role for one mobile host (seed 000 §4).
+/// A base station's role for one mobile host (Balakrishnan 1995 §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// Not in the mobile's group (or, in the plain scheme, forwarding to `forward_to` if set).
@@ -34,12 +34,12 @@ pub struct BsConfig {
     /// packets for one, are dropped and counted, so that spoofed traffic cannot grow the per-mobile table:
     /// it holds at most one entry per mobile named here. [`BaseStation::set_role`] names its mobile.
     pub mobiles: Vec<Ipv4Addr>,
-    /// The other base stations: the only sources of Notify / NotifyAck (seed 004) and, besides the home
+    /// The other base stations: the only sources of Notify / NotifyAck (Caceres 1995) and, besides the home
     /// agent, of tunnelled packets (the plain scheme's re-tunnelling).
     pub peers: Vec<Ipv4Addr>,
-    /// Packets the handoff buffer keeps (seed 000 §6: 12, "between 24 and 72 ms of transfer time").
+    /// Packets the handoff buffer keeps (Balakrishnan 1995 §6: 12, "between 24 and 72 ms of transfer time").
     pub buffer_packets: usize,
-    /// Packets the Snoop mirror keeps, freed first in first out since a buffering BS sees no ACKs (seed 000
+    /// Packets the Snoop mirror keeps, freed first in first out since a buffering BS sees no ACKs (Balakrishnan 1995
     /// §5). At least `buffer_packets`; about one maximum window (64 KB / 1460 B ≈ 45).
     pub mirror_packets: usize,
     /// Snoop at this base station, if it runs it.
@@ -52,12 +52,12 @@ pub struct BsConfig {
     /// E2E-ELN's notifier for a fixed sender at this base station (`crate::eln`, role
     /// [`crate::eln::ElnRole::MarkForwarded`]; not with Snoop): while primary for a mobile it records the data
     /// it forwards to it and sets the ELN bit on the mobile's duplicate ACKs for that data, lost on the
-    /// wireless hop (seed 002, "Cellular Wireless Transit Links"). Built afresh whenever this base station
+    /// wireless hop (Balakrishnan 1998, "Cellular Wireless Transit Links"). Built afresh whenever this base station
     /// becomes primary and dropped when it stops, as Snoop is: the link's state does not hand over, and what
     /// a fresh notifier has not seen it does not mark (the sender then reacts as plain TCP; no data is lost).
     pub eln: Option<ElnConfig>,
     /// The host's transmission reports (`Agent::on_transmit`) reach Snoop, which then times recovery from
-    /// transmissions (lasthop's transmit-timed rules; false: seed 000 §6's queue-timed Snoop). Only for the
+    /// transmissions (lasthop's transmit-timed rules; false: Balakrishnan 1995 §6's queue-timed Snoop). Only for the
     /// Snoop of the primary the run starts with: a Snoop that takes over at a handoff is always queue-timed,
     /// because its transmit-timed loss inference assumes that every frame the mobile receives left this BS,
     /// in order, while the old BS's queued frames (often duplicates of the re-sent buffer) still reach the
@@ -89,7 +89,7 @@ pub struct BsStats {
     pub tunnelled_in: u64,
     pub forwarded_to_mobile: u64,
     pub buffered: u64,
-    /// Packets sent from the buffer when this BS became primary (seed 000 §6).
+    /// Packets sent from the buffer when this BS became primary (Balakrishnan 1995 §6).
     pub resent_from_buffer: u64,
     /// Promotions where one of the mobile's IP IDs was found in the buffer.
     pub sync_found: u64,
@@ -188,7 +188,7 @@ impl BaseStation {
         self.mobiles.len()
     }
 
-    /// Whether the configuration lets `src` send control message `c` (seed 000 §4, seed 004): a mobile
+    /// Whether the configuration lets `src` send control message `c` (Balakrishnan 1995 §4, Caceres 1995): a mobile
     /// speaks only for itself, Notify and NotifyAck come from a named base station, and either way the
     /// mobile must be one this base station may serve. Kinds a base station only sends are refused.
     fn authorised(&self, src: Ipv4Addr, c: &Control) -> bool {
@@ -318,7 +318,7 @@ impl BaseStation {
                 }
             }
             Kind::Greeting => {
-                // Seed 004: the new MSS ACKs the greeting, adds the MH, routes its packets, informs the old MSS.
+                // Caceres 1995: the new MSS ACKs the greeting, adds the MH, routes its packets, informs the old MSS.
                 if !self.fresh(c.mobile, c.seq) {
                     return;
                 }
@@ -344,7 +344,7 @@ impl BaseStation {
                 out.push(Action::Inject(Side::ToWired, p));
             }
             Kind::Notify => {
-                // Seed 004: the old MSS forwards the MH's packets to the new MSS and ACKs the handoff.
+                // Caceres 1995: the old MSS forwards the MH's packets to the new MSS and ACKs the handoff.
                 if !self.fresh(c.mobile, c.seq) {
                     return;
                 }
@@ -367,7 +367,7 @@ impl BaseStation {
         }
     }
 
-    /// Becomes the mobile's primary (seed 000 §4–§6): find the last of the mobile's IP IDs in the buffer,
+    /// Becomes the mobile's primary (Balakrishnan 1995 §4–§6): find the last of the mobile's IP IDs in the buffer,
     /// free what precedes it (or send the whole buffer if none is found), forward the rest. A fresh Snoop is
     /// built from the mirror: the packets the mobile already has are cached without being sent, the rest are
     /// cached and sent; the first ACK from the mobile then synchronises it (§5).

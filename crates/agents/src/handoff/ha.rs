@@ -1,4 +1,4 @@
-//! The home agent (seed 000 §4, Fig. 3): intercepts packets for a mobile's home address and tunnels them
+//! The home agent (Balakrishnan 1995 §4, Fig. 3): intercepts packets for a mobile's home address and tunnels them
 //! (IP-in-IP) to the mobile's group (multicast scheme) or to the one BS of its binding (plain scheme).
 
 use super::msg::{Control, Kind, PROTO_HANDOFF};
@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 
 /// The home agent. Multicast delivery is modelled by the home agent sending one tunnelled copy to every
 /// member of the mobile's group (what multicast routing would replicate in the network), so the members,
-/// joins and leaves are those of seed 000 while the routers stay unicast.
+/// joins and leaves are those of Balakrishnan 1995 while the routers stay unicast.
 pub struct HomeAgent {
     addr: Ipv4Addr,
     /// Per mobile home address: the base stations that receive its packets (one in the plain scheme).

@@ -1,6 +1,6 @@
 //! The mobile host's side: the table of what each nearby base station should do (at most one primary),
 //! the IP IDs of the last packets received, the control messages of a handoff, and the signal that a
-//! handoff has completed (for fast retransmit, seed 004).
+//! handoff has completed (for fast retransmit, Caceres 1995).
 
 use super::bs::Role;
 use super::msg::{seq_after, Control, Kind, PROTO_HANDOFF};
@@ -12,9 +12,9 @@ use std::net::Ipv4Addr;
 /// Which handoff protocol the mobile runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
-    /// Seed 000: multicast to primary and buffering BSs, MH-initiated requests with the last IP IDs.
+    /// Balakrishnan 1995: multicast to primary and buffering BSs, MH-initiated requests with the last IP IDs.
     Multicast,
-    /// Seed 004: break-before-make, greeting / notify / ack; no buffering.
+    /// Caceres 1995: break-before-make, greeting / notify / ack; no buffering.
     Plain,
 }
 
@@ -22,7 +22,7 @@ pub enum Scheme {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MhEvent {
     /// The new primary accepted handoff `seq` (multicast: its Ack; plain: the greeting ACK). The network
-    /// layer tells TCP now (fast retransmit after handoff, seed 004).
+    /// layer tells TCP now (fast retransmit after handoff, Caceres 1995).
     Accepted { seq: u16, bs: Ipv4Addr },
     /// Plain scheme: the new BS reports the old one forwards (end of the greeting / notify / ack exchange).
     Completed { seq: u16, bs: Ipv4Addr },
@@ -41,12 +41,12 @@ pub struct MobileHost {
     /// Every BS ever asked to buffer or forward: each handoff restates its role to all of them, so a lost
     /// request is repaired by the next handoff (requests are idempotent and numbered).
     known: std::collections::BTreeSet<Ipv4Addr>,
-    /// IP IDs of the last three data packets received (seed 000 §6), oldest first.
+    /// IP IDs of the last three data packets received (Balakrishnan 1995 §6), oldest first.
     last_ids: VecDeque<u16>,
     ident: u16,
 }
 
-/// How many IP IDs go with a Forward request (seed 000 §6: "the last three packets").
+/// How many IP IDs go with a Forward request (Balakrishnan 1995 §6: "the last three packets").
 pub const IDS_SENT: usize = 3;
 
 impl MobileHost {
@@ -141,7 +141,7 @@ impl MobileHost {
     }
 
     /// Multicast scheme, between handoffs: makes `buffering` the buffering base stations (the likely targets
-    /// of the mobile's beacon analysis, seed 000 §4) and every other known one idle, keeping the primary.
+    /// of the mobile's beacon analysis, Balakrishnan 1995 §4) and every other known one idle, keeping the primary.
     /// Returns a `Buffer` or `Stop` request (numbered as a new step, so base stations order it after the last
     /// handoff) for each base station whose role changes; nothing if none does, for the plain scheme, or while
     /// a handoff waits for its acceptance (its numbering must stay that of the handoff).

@@ -1,7 +1,7 @@
-//! Handoff agents (seed 000 §4–§6; seed 004): the home agent, the base station's handoff role and buffer,
+//! Handoff agents (Balakrishnan 1995 §4–§6; Caceres 1995): the home agent, the base station's handoff role and buffer,
 //! and the mobile host's controller, each a sans-IO state machine like Snoop.
 //!
-//! # Multicast handoff with buffering (seed 000)
+//! # Multicast handoff with buffering (Balakrishnan 1995)
 //!
 //! The [`HomeAgent`] intercepts packets for a mobile's home address and tunnels them (IP-in-IP) to the
 //! mobile's group: the primary BS, which forwards to the mobile, and buffering BSs (likely handoff
@@ -14,19 +14,19 @@
 //! primary at any time; base stations ignore requests older than the last they applied, so reordered
 //! messages cannot make a second one.
 //!
-//! # Plain handoff (seed 004, the baseline)
+//! # Plain handoff (Caceres 1995, the baseline)
 //!
 //! Break-before-make: the mobile greets the new BS naming the old one; the new BS answers `GreetingAck`,
 //! serves the mobile, and notifies the old BS and the home agent; the old BS re-tunnels what still reaches
 //! it to the new BS and answers `NotifyAck`; the new BS then tells the mobile `Complete`. What the old BS
 //! sent over the air after the mobile left is lost.
 //!
-//! # Fast retransmit after handoff (seed 004)
+//! # Fast retransmit after handoff (Caceres 1995)
 //!
 //! [`MobileHost::on_received`] reports [`MhEvent::Accepted`] when the new BS accepts the handoff; the host
 //! then makes its TCP send three duplicate ACKs (receiving) or retransmit at once (sending).
 //!
-//! # Beacon-driven handoff (seed 000 §4, §6)
+//! # Beacon-driven handoff (Balakrishnan 1995 §4, §6)
 //!
 //! [`BeaconMonitor`] keeps the recent beacon strengths per base station and decides, with hysteresis, the
 //! primary and the likely targets; [`MobileHost::handoff`] and [`MobileHost::set_buffering`] turn a decision

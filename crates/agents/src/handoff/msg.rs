@@ -26,7 +26,7 @@ pub const MAX_IDS: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
-    /// A base station's periodic broadcast (seed 000 §6: "the IP address of the base station and a timestamp").
+    /// A base station's periodic broadcast (Balakrishnan 1995 §6: "the IP address of the base station and a timestamp").
     Beacon = 1,
     /// MH → BS (multicast scheme): become the primary, forward from the buffer after the IDs carried.
     Forward = 2,
@@ -36,7 +36,7 @@ pub enum Kind {
     Stop = 4,
     /// BS → MH: the request numbered `seq` is carried out (the new primary's reply ends the handoff).
     Ack = 5,
-    /// MH → new BS (plain scheme, seed 004): "I am here; my old BS is `peer`".
+    /// MH → new BS (plain scheme, Caceres 1995): "I am here; my old BS is `peer`".
     Greeting = 6,
     /// New BS → MH (plain scheme): the greeting is accepted, the new BS routes the mobile's packets.
     GreetingAck = 7,

@@ -227,7 +227,7 @@ fn a_snoop_that_takes_over_at_a_handoff_is_queue_timed() {
     off.transmit_reports = false;
     let mut off = BaseStation::new(off);
     off.set_role(MH, Role::Primary);
-    assert!(!off.reports_transmissions(MH), "seed 000's queue-timed Snoop on request");
+    assert!(!off.reports_transmissions(MH), "Balakrishnan 1995's queue-timed Snoop on request");
     // Multicast: promoted by Forward.
     let mut b = bs(BS2, true);
     b.set_role(MH, Role::Buffering);

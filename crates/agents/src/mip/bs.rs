@@ -1,4 +1,4 @@
-//! A base station in seed 001's Mobile IP network: a link-layer bridge between its wireless cell and its
+//! A base station in Eom 2002's Mobile IP network: a link-layer bridge between its wireless cell and its
 //! subnetwork's FA (§3.1: "We assume that BSs perform as a link-layer bridge between the wireless and wired
 //! links"), with the local handoff protocol of Fig. 2 (beacons, handoff request → notification) and the
 //! per-mobile buffer of §2.2 and §4 that the *forward* message empties toward the old FA.
@@ -19,7 +19,7 @@ pub struct BsConfig {
     pub addr: Ipv4Addr,
     /// The FA of this BS's subnetwork (notifications go there).
     pub foreign_agent: Ipv4Addr,
-    /// Beacon period (seed 001 §3.1: "we always set the period of beacon message to 50 ms"); `None`: none.
+    /// Beacon period (Eom 2002 §3.1: "we always set the period of beacon message to 50 ms"); `None`: none.
     pub beacon_interval: Option<Duration>,
     /// Time of the first beacon (BSs of one network beacon out of phase).
     pub first_beacon: Time,

@@ -1,4 +1,4 @@
-//! The per-mobile FIFO buffer at a base station (seed 001 §3.3, §4.1): a copy of every data packet the BS
+//! The per-mobile FIFO buffer at a base station (Eom 2002 §3.3, §4.1): a copy of every data packet the BS
 //! sends toward the mobile, the oldest dropped from the head when it is full, optionally cleaned by the
 //! mobile's TCP ACKs or by link-layer ACKs so that no already-delivered packet is sent again after a
 //! handoff.
@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use super::TcpFields;
 use crate::flow::FlowKey;
 
-/// How a BS learns that buffered packets reached the mobile (seed 001 §4.1: "we manage the buffer ... by
+/// How a BS learns that buffered packets reached the mobile (Eom 2002 §4.1: "we manage the buffer ... by
 /// using the ACK of TCP or the ACK of the link-layer protocol used in the wireless link").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Cleanup {

@@ -1,4 +1,4 @@
-//! The correspondent host's side of route optimisation (seed 001 §2.1; draft-ietf-mobileip-optim §5): a
+//! The correspondent host's side of route optimisation (Eom 2002 §2.1; draft-ietf-mobileip-optim §5): a
 //! binding cache filled by the HA's binding updates, by which the correspondent tunnels its packets for a
 //! mobile straight to the mobile's care-of address instead of through the HA. Under base Mobile IP the
 //! correspondent runs no agent at all (the cache stays empty and packets go to the home address).
@@ -53,7 +53,7 @@ impl Correspondent {
         &self.stats
     }
 
-    /// A binding in place at start-up (the run begins route-optimised, seed 001 Table 1's "Route M-IP").
+    /// A binding in place at start-up (the run begins route-optimised, Eom 2002 Table 1's "Route M-IP").
     pub fn set_binding(&mut self, now: Time, home: Ipv4Addr, care_of: Ipv4Addr, lifetime: Duration) {
         self.cache.insert(home, Entry { care_of, until: now + lifetime, identification: 0 });
     }

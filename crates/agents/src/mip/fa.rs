@@ -1,4 +1,4 @@
-//! A foreign agent: the router of one subnetwork (seed 001 §2: "the router in each subnetwork also plays
+//! A foreign agent: the router of one subnetwork (Eom 2002 §2: "the router in each subnetwork also plays
 //! the role of FA"), offering its own address as the care-of address. It keeps the visitor list, relays
 //! registrations, answers the local handoff protocol's notification with an agent advertisement (Fig. 2),
 //! and, with route optimisation, keeps a binding cache of mobiles that left so that what still reaches it is
@@ -24,15 +24,15 @@ pub struct FaConfig {
     /// The FA's address, which is also the care-of address it offers.
     pub addr: Ipv4Addr,
     /// Route optimisation (draft-ietf-mobileip-optim): on a new FA's binding update, keep a binding and
-    /// re-tunnel; send binding warnings to the HA (seed 001 §2.1). Off: base Mobile IP.
+    /// re-tunnel; send binding warnings to the HA (Eom 2002 §2.1). Off: base Mobile IP.
     pub route_optimisation: bool,
-    /// On a binding update, send *forward* to the BS the mobile was attached to (seed 001 §2.2).
+    /// On a binding update, send *forward* to the BS the mobile was attached to (Eom 2002 §2.2).
     pub forward_buffer: bool,
     /// While a binding for a departed mobile lasts, send what arrives for it down through its old BS instead
-    /// of straight to the new FA (seed 001 §4.2, Fig. 17).
+    /// of straight to the new FA (Eom 2002 §4.2, Fig. 17).
     pub reorder_through_old_bs: bool,
     /// Period of unsolicited (broadcast) agent advertisements; `None`: none. RFC 5944 §2.3.1 limits them to
-    /// one per second, which seed 001 §2.2 quotes; [`FaConfig::new`] uses that limit.
+    /// one per second, which Eom 2002 §2.2 quotes; [`FaConfig::new`] uses that limit.
     pub advertisement_interval: Option<Duration>,
     /// Registration lifetime offered in advertisements, seconds.
     pub registration_lifetime: u16,
@@ -41,7 +41,7 @@ pub struct FaConfig {
     pub warning_interval: Duration,
     /// At most this many visitors and this many bindings (oldest evicted first).
     pub max_entries: usize,
-    /// The BS of this FA's cell (seed 001 Fig. 4 has one per subnetwork): where a mobile that registers
+    /// The BS of this FA's cell (Eom 2002 Fig. 4 has one per subnetwork): where a mobile that registers
     /// before its BS's notification arrives (on a broadcast advertisement) is taken to be.
     pub cell_bs: Option<Ipv4Addr>,
 }
@@ -195,7 +195,7 @@ impl ForeignAgent {
     fn on_message(&mut self, now: Time, src: Ipv4Addr, m: MipMessage, out: &mut Vec<Action>) {
         match m {
             // From a mobile in a cell of ours: relay to its HA (RFC 5944 §3.7.2) and, with route optimisation,
-            // send the binding update the mobile asked for to its previous FA (seed 001 §2.1).
+            // send the binding update the mobile asked for to its previous FA (Eom 2002 §2.1).
             MipMessage::RegistrationRequest(r) if r.care_of == self.cfg.addr => {
                 if let (false, Some(bs)) = (self.visitors.contains_key(&r.home_addr), self.cfg.cell_bs) {
                     // The link layer names the sender of the frame; lasthop derives it from the home address.
@@ -223,7 +223,7 @@ impl ForeignAgent {
                 self.stats.replies_relayed += 1;
                 self.send(Side::ToMobile, MipMessage::RegistrationReply(r), r.home_addr, out);
             }
-            // From the new FA: the mobile moved (seed 001 §2.1, §2.2).
+            // From the new FA: the mobile moved (Eom 2002 §2.1, §2.2).
             MipMessage::BindingUpdate(u) if self.cfg.route_optimisation => {
                 self.stats.binding_updates_received += 1;
                 let left = self.visitors.remove(&u.home_addr);

@@ -1,4 +1,4 @@
-//! The home agent of Mobile IP (seed 001 §2.1; RFC 5944 §3.8, §4.2): intercepts packets for its mobiles'
+//! The home agent of Mobile IP (Eom 2002 §2.1; RFC 5944 §3.8, §4.2): intercepts packets for its mobiles'
 //! home addresses and tunnels them (IP-in-IP) to the registered care-of address; accepts registrations
 //! relayed by FAs; with route optimisation, answers a binding warning with a binding update to the
 //! correspondent named in it.
@@ -122,7 +122,7 @@ impl HomeAgent {
                 let p = MipMessage::RegistrationReply(reply).emit_ipv4(self.cfg.addr, src, self.ident.next());
                 out.push(Action::Inject(Side::ToMobile, p));
             }
-            // Seed 001 §2.1: "When the HA receives the binding warning message, it sends the binding update
+            // Eom 2002 §2.1: "When the HA receives the binding warning message, it sends the binding update
             // message to the correspondent host in order to inform the new care-of address."
             MipMessage::BindingWarning(w) if self.cfg.route_optimisation => {
                 self.stats.binding_warnings_received += 1;

@@ -1,4 +1,4 @@
-//! The mobile host's Mobile IP side (seed 001 §2.1, §2.2, §4.2): the local handoff protocol (a beacon from a
+//! The mobile host's Mobile IP side (Eom 2002 §2.1, §2.2, §4.2): the local handoff protocol (a beacon from a
 //! new BS → handoff request), registration on the new FA's agent advertisement (with the Previous Foreign
 //! Agent Notification extension under route optimisation), and the small buffer of the mobile's own last
 //! data packets, re-sent once the handoff is over (§4.2: "a buffer enough to store one or two data packets on

@@ -1,4 +1,4 @@
-//! Mobile IP (IPv4, FA care-of addresses) with seed 001's base-station buffering, as sans-IO entities:
+//! Mobile IP (IPv4, FA care-of addresses) with Eom 2002's base-station buffering, as sans-IO entities:
 //!
 //! - [`HomeAgent`]: binding table, IP-in-IP tunnelling to the care-of address, registration, and (route
 //!   optimisation) a binding update to the correspondent on a binding warning (§2.1).
@@ -21,7 +21,7 @@
 //! draws a number; every entity is an [`Agent`](crate::Agent).
 //!
 //! What exists beyond this module: the message formats (`lasthop_wire::mip`). What does not yet: the
-//! simulator's Mobile IP topology (CH, HA, FAs, BSs, delay stations, the handoff schedule) and the seed 001
+//! simulator's Mobile IP topology (CH, HA, FAs, BSs, delay stations, the handoff schedule) and the Eom 2002
 //! experiments; those belong to `lasthop-sim` and drive these entities.
 
 mod bs;

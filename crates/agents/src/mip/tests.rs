@@ -1,5 +1,5 @@
 //! State-machine tests of the Mobile IP entities: hand-built packets in, actions out; and the whole message
-//! chain of a handoff (seed 001 Fig. 2) carried by hand from one entity to the next.
+//! chain of a handoff (Eom 2002 Fig. 2) carried by hand from one entity to the next.
 
 use super::*;
 use crate::{Action, Agent, DropReason, Side, Time};
@@ -672,7 +672,7 @@ fn mobile_passes_its_own_packets_keeps_the_newest_and_resends_only_on_its_accept
 
 // ---- the whole exchange ----
 
-/// Seed 001 Fig. 2 with buffering, every message carried by hand from the entity that sends it to the one
+/// Eom 2002 Fig. 2 with buffering, every message carried by hand from the entity that sends it to the one
 /// it is addressed to: beacon → handoff request → notification → agent advertisement → registration request
 /// (→ HA, and binding update → old FA) → forward → buffered packets re-tunnelled to the new FA → new BS →
 /// mobile; binding warning → HA → binding update → correspondent, which then tunnels to the new FA.

@@ -1,5 +1,5 @@
 //! M-TCP's supervisor host (Brown and Singh, "M-TCP: TCP for Mobile Cellular Networks", ACM CCR 1997;
-//! seed 003 names it beside I-TCP and Snoop): keeps end-to-end semantics while freezing the fixed sender
+//! Sriramulu (undated) names it beside I-TCP and Snoop): keeps end-to-end semantics while freezing the fixed sender
 //! through a disconnection instead of letting it time out and shrink its window.
 //!
 //! - **Withheld ACK.** For data travelling [`Side::ToMobile`], every ACK from the mobile that acknowledges

@@ -1,13 +1,13 @@
 //! Negative acknowledgments from the base station: for data from a mobile host, the BS reports the holes it
 //! sees as SACK blocks, so that a SACK-enabled mobile sender retransmits them a wired round trip sooner
-//! (seed 000 §3.2; seed 002 §3, "Using Negative ACKs").
+//! (Balakrishnan 1995 §3.2; Balakrishnan 1998 §3, "Using Negative ACKs").
 //!
 //! # What it does
 //!
 //! For data from the mobile host (MH) to the fixed host (FH), travelling [`Side::ToWired`], the agent keeps
 //! per connection the ranges it has seen above the FH's cumulative ACK. A *gap* is a range below the
 //! highest byte seen that the BS did not see: those segments were lost on the wireless hop (or before it).
-//! The agent sends a NACK — seed 000: "when either a threshold number of packets (from a single window)
+//! The agent sends a NACK — Balakrishnan 1995: "when either a threshold number of packets (from a single window)
 //! have reached the base station or when a certain amount of time has expired without any new packets
 //! from the mobile" — that is, when
 //!
@@ -21,8 +21,8 @@
 //! cumulative ACK **the highest ACK the FH has sent** — never more (DESIGN.md: an agent never acknowledges
 //! data the receiver has not; only cumulative ACKs free the sender's buffer). Its SACK blocks (RFC 2018)
 //! list the ranges the BS has seen above that ACK, the most recently grown first, as many as fit beside the
-//! other options (`TcpRepr::max_sack_blocks`: 4, or 3 with timestamps). Seed 000 used the SACK option for
-//! its NACKs too, instead of the "bit vector" seed 002 mentions; SACK needs no change at the mobile beyond
+//! other options (`TcpRepr::max_sack_blocks`: 4, or 3 with timestamps). Balakrishnan 1995 used the SACK option for
+//! its NACKs too, instead of the "bit vector" Balakrishnan 1998 mentions; SACK needs no change at the mobile beyond
 //! enabling SACK, and none at the FH.
 //!
 //! No NACK is sent before the FH has sent an ACK (there would be no cumulative ACK to repeat), nor on a
@@ -77,7 +77,7 @@ pub struct NackConfig {
     /// threshold, so one NACK SACKs enough for RFC 6675 to call the hole lost.
     pub threshold_packets: u32,
     /// Silence from the mobile, with a gap open, after which a NACK is sent. Default 50 ms: a few wireless
-    /// round trips (seed 000 gives no number), far below a 1990s sender's 1 s minimum RTO.
+    /// round trips (Balakrishnan 1995 gives no number), far below a 1990s sender's 1 s minimum RTO.
     pub timeout: Duration,
     /// Send NACKs on connections whose handshake the agent did not see. Default false.
     pub assume_sack_permitted: bool,

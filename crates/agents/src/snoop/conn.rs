@@ -1,4 +1,4 @@
-//! Per-connection Snoop state and the two procedures of seed 000 §3.1: `snoop_data()` (§3.1.1) for data
+//! Per-connection Snoop state and the two procedures of Balakrishnan 1995 §3.1: `snoop_data()` (§3.1.1) for data
 //! from the fixed host and `snoop_ack()` (§3.1.2) for acknowledgments from the mobile, plus the two timers
 //! of §6.
 //!
@@ -16,7 +16,7 @@ use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
 /// Bits of [`CachedSeg::flags`]. Set with `|=`, cleared with `&= !FLAG` (ns-2's Snoop cleared with
 /// `|= ~FLAG`, which sets every *other* bit; `tests::clearing_sender_rexmit_clears_only_that_flag`).
 pub(super) mod flag {
-    /// The sender sent this segment again (seed 000 §3.1.1 cases 2 and 3): DUPACKs for it go to the sender.
+    /// The sender sent this segment again (Balakrishnan 1995 §3.1.1 cases 2 and 3): DUPACKs for it go to the sender.
     pub const SENDER_REXMIT: u8 = 0x01;
     /// The segment carries the FIN (cached as data of sequence length payload + 1).
     pub const FIN: u8 = 0x02;
@@ -32,7 +32,7 @@ pub(super) mod flag {
     pub const UNSEEN_COPIES: u8 = 0x10;
 }
 
-/// One unacknowledged segment in the cache (seed 000 §6: "the packet sequence number, its size, the number
+/// One unacknowledged segment in the cache (Balakrishnan 1995 §6: "the packet sequence number, its size, the number
 /// of local retransmissions, and a flag set if the packet was retransmitted by the sender").
 #[derive(Debug, Clone)]
 pub(super) struct CachedSeg {
@@ -99,7 +99,7 @@ impl CachedSeg {
     }
 }
 
-/// The packet timestamped for the wireless RTT (seed 000 §3.1.1 case 1: one per window).
+/// The packet timestamped for the wireless RTT (Balakrishnan 1995 §3.1.1 case 1: one per window).
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     /// The ACK that acknowledges the timestamped packet.
@@ -341,7 +341,7 @@ impl Conn {
         s.sent_at = now;
         s.tx_idx = tx;
         s.tx.pending = s.tx.pending.saturating_add(1);
-        // Timestamps (deviation from seed 000, which predates RFC 7323): the receiver keeps the TSval of the
+        // Timestamps (deviation from Balakrishnan 1995, which predates RFC 7323): the receiver keeps the TSval of the
         // segment that last advanced its ACK as `ts_recent`, echoes it as TSecr, and drops a segment with an
         // older TSval as an old duplicate (PAWS). Once the sender has resent a segment the cache did not
         // hold, its fresh TSval is `ts_recent`, and the cached copy of the next hole, with its original
@@ -525,7 +525,7 @@ impl Conn {
         self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
     }
 
-    // ---- snoop_data(): seed 000 §3.1.1 --------------------------------------------------------------
+    // ---- snoop_data(): Balakrishnan 1995 §3.1.1 --------------------------------------------------------------
 
     /// A SYN from the fixed host: (re)initialise (§6 soft state). The SYN is forwarded uncached: the
     /// handshake is the endpoints' business.
@@ -699,7 +699,7 @@ impl Conn {
         Some(repr.emit_ipv4(self.key.dst, self.key.src, 0, cfg.inject_ttl, &[]))
     }
 
-    // ---- snoop_ack(): seed 000 §3.1.2 ---------------------------------------------------------------
+    // ---- snoop_ack(): Balakrishnan 1995 §3.1.2 ---------------------------------------------------------------
 
     /// A SYN from the mobile (its SYN, or its SYN-ACK to the FH's SYN): a new incarnation; re-initialise
     /// and learn the first ACK and window.

@@ -1,4 +1,4 @@
-//! Snoop: TCP-aware caching and local retransmission at the base station (seed 000, Balakrishnan, Seshan
+//! Snoop: TCP-aware caching and local retransmission at the base station (Balakrishnan 1995, Balakrishnan, Seshan
 //! and Katz 1995, §3.1 and §6).
 //!
 //! Snoop sits in the base station's forwarding path and watches every TCP packet in both directions. Data
@@ -148,13 +148,13 @@ pub struct SnoopConfig {
     /// soft: the connection keeps working, only without local recovery until the state is rebuilt).
     /// Default 1024. Zero makes Snoop a plain forwarder.
     pub max_connections: usize,
-    /// Per-connection high-water mark of the cache, in bytes of sequence space (seed 000 §6). Past it, only
+    /// Per-connection high-water mark of the cache, in bytes of sequence space (Balakrishnan 1995 §6). Past it, only
     /// out-of-order packets earlier than the last one seen are cached; new packets are forwarded uncached.
     /// The cache never exceeds twice this (older packets push the newest out). Default 64 KiB, the largest
     /// unscaled TCP window.
     pub high_water_bytes: usize,
     /// Hard per-connection limit on the memory the cache holds, below the high-water mark's own bound: the
-    /// "cache memory per connection" of seed 002 ("Scaling behavior"). Counted as held: each cached packet
+    /// "cache memory per connection" of Balakrishnan 1998 ("Scaling behavior"). Counted as held: each cached packet
     /// whole (IPv4 and TCP headers included) plus the cache entry describing it, so that 1-byte segments
     /// cannot hold many times the limit. Packets that do not fit are forwarded uncached (their losses fall
     /// back to end-to-end recovery). Default unlimited (`usize::MAX`).
@@ -164,7 +164,7 @@ pub struct SnoopConfig {
     /// resends the packet (§3.1.2). Default 16: at 50 % packet loss a packet exhausts it with probability
     /// 2^-16, so the sender is almost never involved, yet a mobile out of reach is not hammered forever.
     pub max_local_rexmit: u8,
-    /// Floor of the round-trip timer (seed 000 §6: "we do not timeout more frequently than ... 40 ms").
+    /// Floor of the round-trip timer (Balakrishnan 1995 §6: "we do not timeout more frequently than ... 40 ms").
     /// Default 40 ms.
     pub min_rtx_timeout: Duration,
     /// Floor of the round-trip timer when the host reports transmissions (`Agent::on_transmit`): the timer
@@ -181,7 +181,7 @@ pub struct SnoopConfig {
     /// Wireless RTT assumed before the first sample (the paper gives none). Default 50 ms, so a round-trip
     /// timeout before any measurement is 100 ms.
     pub initial_srtt: Duration,
-    /// Persist timer (seed 000 §6): no activity from sender or receiver for this long while packets are
+    /// Persist timer (Balakrishnan 1995 §6): no activity from sender or receiver for this long while packets are
     /// cached triggers a retransmission. Default 200 ms.
     pub persist_timeout: Duration,
     /// TTL of regenerated ACKs. Default 64.
@@ -280,7 +280,7 @@ pub struct SnoopStats {
     pub packets_cached: u64,
     /// New packets forwarded without caching because the cache was past its high-water mark.
     pub packets_uncached_high_water: u64,
-    /// The most payload bytes one connection's cache held at once (seed 002 "Scaling behavior": the state
+    /// The most payload bytes one connection's cache held at once (Balakrishnan 1998 "Scaling behavior": the state
     /// a connection costs the base station).
     pub cache_bytes_peak: u64,
     /// Cached packets dropped from a cache to keep it under twice the high-water mark.

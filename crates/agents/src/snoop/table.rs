@@ -16,7 +16,7 @@
 //! since the last one drops the queue. A table that is full but not churning (many mostly idle mobiles)
 //! pays nothing for its order.
 //!
-//! **Timers**: each connection has at most two deadlines (round-trip and persist, seed 000 §6); their
+//! **Timers**: each connection has at most two deadlines (round-trip and persist, Balakrishnan 1995 §6); their
 //! minimum is its *deadline*. A binary heap holds `(time, slot, generation)` entries. A connection records
 //! the time of the entry it has in the heap (`Conn::scheduled`); the invariant is `scheduled <= deadline`.
 //! When the deadline moves *earlier* a new entry is pushed (the old one goes stale); when it moves later

@@ -216,7 +216,7 @@ fn established() -> H {
     H::established(SnoopConfig::default())
 }
 
-// ---- snoop_data(): seed 000 §3.1.1 ---------------------------------------------------------------------
+// ---- snoop_data(): Balakrishnan 1995 §3.1.1 ---------------------------------------------------------------------
 
 #[test]
 fn case1_new_packets_are_cached_and_forwarded_without_copying() {
@@ -330,7 +330,7 @@ fn high_water_mark_caches_only_older_out_of_order_packets() {
 
 #[test]
 fn cache_memory_limit_is_a_hard_bound() {
-    // seed 002 "Scaling behavior": cache memory per connection; past it packets go uncached.
+    // Balakrishnan 1998 "Scaling behavior": cache memory per connection; past it packets go uncached.
     // Room for two data packets (40 bytes of headers each) and their entries.
     let limit = 2 * (MSS as usize + 40 + std::mem::size_of::<CachedSeg>());
     let mut h = H::established(SnoopConfig { max_cache_bytes: limit, ..SnoopConfig::default() });
@@ -377,7 +377,7 @@ fn cache_memory_limit_counts_what_one_byte_segments_really_hold() {
     assert!(!h.conn().cache().is_empty() && h.conn().cache().len() < 2000 / 41);
 }
 
-// ---- snoop_ack(): seed 000 §3.1.2 ---------------------------------------------------------------------
+// ---- snoop_ack(): Balakrishnan 1995 §3.1.2 ---------------------------------------------------------------------
 
 #[test]
 fn case1_new_ack_frees_the_cache_and_is_forwarded() {
@@ -468,7 +468,7 @@ fn window_update_and_acks_with_data_are_not_dupacks() {
     assert_eq!(h.raw(Side::ToWired, mh_segment_acking(seq_of(0), 10)), [FwdAck(0)]);
 }
 
-// ---- RTT (seed 000 §6) ---------------------------------------------------------------------------------
+// ---- RTT (Balakrishnan 1995 §6) ---------------------------------------------------------------------------------
 
 #[test]
 fn srtt_weights_the_new_sample_one_quarter() {
@@ -725,7 +725,7 @@ fn without_on_transmit_the_queue_timed_rules_hold() {
     assert_eq!(h.conn().rtx_deadline(), Some(Time::from_millis(39 + 60)));
 }
 
-// ---- timers (seed 000 §6) ------------------------------------------------------------------------------
+// ---- timers (Balakrishnan 1995 §6) ------------------------------------------------------------------------------
 
 fn with_srtt(ms: u64) -> H {
     with_srtt_cfg(ms, SnoopConfig::default())

@@ -1,4 +1,4 @@
-//! Seed 001 §2.2's estimate of what a handoff costs: Eq. (1), the packets dropped, from the maximum window,
+//! Eom 2002 §2.2's estimate of what a handoff costs: Eq. (1), the packets dropped, from the maximum window,
 //! the round-trip time and the loss period t_loss; Eq. (2) and (3), t_loss under base Mobile IP and under
 //! route optimisation. Evaluated beside the measured drops and t_loss (`mip-analysis`).
 

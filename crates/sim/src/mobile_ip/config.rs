@@ -1,10 +1,10 @@
 //! The scenario's `[mobile_ip]` table: which nodes play Mobile IP's roles, the scheme (base Mobile IP or
-//! route optimisation), seed 001's BS buffering and its §4 fixes, the local handoff protocol's timing, and
+//! route optimisation), Eom 2002's BS buffering and its §4 fixes, the local handoff protocol's timing, and
 //! the handoff schedule. Every field is documented in the README with its default.
 
 use serde::Deserialize;
 
-/// Base Mobile IP or the route-optimisation extension (seed 001 §2.1).
+/// Base Mobile IP or the route-optimisation extension (Eom 2002 §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MipScheme {
@@ -16,7 +16,7 @@ pub enum MipScheme {
     Ro,
 }
 
-/// How the BS buffer learns what the mobile already has (seed 001 §4.1).
+/// How the BS buffer learns what the mobile already has (Eom 2002 §4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CleanupKind {
@@ -47,20 +47,20 @@ pub struct MobileIpConfig {
     pub mobile: String,
     /// The subnetworks; the mobile starts in the first cell and visits them in order, cyclically.
     pub cells: Vec<CellConfig>,
-    /// Per-mobile buffer at every BS, packets (seed 001 §3.3: 32); 0 (default): no buffering.
+    /// Per-mobile buffer at every BS, packets (Eom 2002 §3.3: 32); 0 (default): no buffering.
     #[serde(default)]
     pub buffer_packets: usize,
-    /// "none" (default), "tcp-ack" or "link-ack" (seed 001 §4.1).
+    /// "none" (default), "tcp-ack" or "link-ack" (Eom 2002 §4.1).
     #[serde(default)]
     pub buffer_cleanup: CleanupKind,
-    /// The re-ordering rule of seed 001 §4.2 (Fig. 17): the old FA sends later arrivals through the old BS.
+    /// The re-ordering rule of Eom 2002 §4.2 (Fig. 17): the old FA sends later arrivals through the old BS.
     #[serde(default)]
     pub reorder: bool,
-    /// The mobile's own last data packets kept and re-sent once it is registered in the new cell (seed 001
+    /// The mobile's own last data packets kept and re-sent once it is registered in the new cell (Eom 2002
     /// §4.2: "a buffer enough to store one or two data packets on the mobile host"): 0 (default), 1 or 2.
     #[serde(default)]
     pub own_buffer_packets: usize,
-    /// Beacon period of the local handoff protocol, ms (seed 001 §3.1: 50).
+    /// Beacon period of the local handoff protocol, ms (Eom 2002 §3.1: 50).
     #[serde(default = "default_beacon_ms")]
     pub beacon_interval_ms: f64,
     /// Period of the FAs' broadcast agent advertisements, s (default 1; RFC 5944 §2.3.1: at most one a second).
@@ -73,7 +73,7 @@ pub struct MobileIpConfig {
     #[serde(default = "inf")]
     pub first_handoff_s: f64,
     /// Time between handoffs after the first, s (default `inf`: one handoff); 0.001 to 1e6. The mobile visits
-    /// the cells in order, cyclically (with two cells it bounces between them, seed 001 Fig. 16).
+    /// the cells in order, cyclically (with two cells it bounces between them, Eom 2002 Fig. 16).
     #[serde(default = "inf")]
     pub handoff_every_s: f64,
     /// Time between leaving a cell and entering the next, ms (default 0; the cells do not overlap).
@@ -153,7 +153,7 @@ impl MobileIpConfig {
         if self.buffer_packets > 0 && self.scheme != MipScheme::Ro {
             return err(
                 "buffer_packets",
-                "BS buffering is a change to route optimisation (seed 001 §2.2): expected scheme = \"ro\"".into(),
+                "BS buffering is a change to route optimisation (Eom 2002 §2.2): expected scheme = \"ro\"".into(),
             );
         }
         if self.buffer_packets == 0 && self.buffer_cleanup != CleanupKind::None {
@@ -168,7 +168,7 @@ impl MobileIpConfig {
         if self.own_buffer_packets > 2 {
             return err(
                 "own_buffer_packets",
-                "expected 0, 1 or 2 packets (seed 001 §4.2: \"one or two data packets on the mobile host\")".into(),
+                "expected 0, 1 or 2 packets (Eom 2002 §4.2: \"one or two data packets on the mobile host\")".into(),
             );
         }
         if self.buffer_packets > 100_000 {
@@ -195,7 +195,7 @@ impl MobileIpConfig {
         {
             return err("first_handoff_s", "expected a time between 0 and 1e6 s (or inf)".into());
         }
-        // Periodic handoffs (seed 001 Fig. 16: up to one a second, "a mobile host roams around the boundary of
+        // Periodic handoffs (Eom 2002 Fig. 16: up to one a second, "a mobile host roams around the boundary of
         // two adjacent wireless cells"): a millisecond is far below any handoff the local protocol can finish.
         if self.handoff_every_s.is_nan()
             || self.handoff_every_s < 0.001

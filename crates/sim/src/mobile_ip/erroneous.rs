@@ -1,4 +1,4 @@
-//! Seed 001's *erroneous fast retransmit* (§3.2, Fig. 7, 10, 11): a fast retransmit of a segment the
+//! Eom 2002's *erroneous fast retransmit* (§3.2, Fig. 7, 10, 11): a fast retransmit of a segment the
 //! receiver already had. Found from a flow's trace alone, as pure functions, so that a sequence plot can
 //! mark them and an experiment can count them.
 //!
@@ -73,7 +73,7 @@ pub fn erroneous(fast_retransmits: &[(f64, u64)], sent: &[(f64, u64)], received:
 mod tests {
     use super::*;
 
-    /// Seed 001 Fig. 11 in miniature (segment k at offset k, times in ms / 1000): 1–4 delivered, 5–8 lost in
+    /// Eom 2002 Fig. 11 in miniature (segment k at offset k, times in ms / 1000): 1–4 delivered, 5–8 lost in
     /// a handoff, 9–12 arrive and raise three duplicate ACKs for 5 → fast retransmit of 5 (a real one). The
     /// ACK for 13 then brings 13–17; the receiver already has 13 when three duplicate ACKs for 13 make the
     /// sender retransmit it: erroneous.

@@ -92,7 +92,7 @@ pub(crate) struct MobileIp {
     /// t_delay).
     ha_fa_delay: Vec<Time>,
     route_optimised: bool,
-    /// Eq. (1)–(3)'s constants (seed 001 §2.2): each cell's BS–FA delay, the FA–FA delay (t_old_fa), the
+    /// Eq. (1)–(3)'s constants (Eom 2002 §2.2): each cell's BS–FA delay, the FA–FA delay (t_old_fa), the
     /// maximum window in segments (mws) and Table 1's round trip (rtt).
     bs_fa_delay: Vec<Time>,
     fa_fa_delay: Time,
@@ -429,7 +429,7 @@ impl MobileIp {
         }
     }
 
-    /// Seed 001 §2.2's loss period t_loss = T2 − T1 (Fig. 3): packets forwarded toward the old cell from T1
+    /// Eom 2002 §2.2's loss period t_loss = T2 − T1 (Fig. 3): packets forwarded toward the old cell from T1
     /// (the mobile leaves, less the delay from the forwarding point to the old FA) until T2 (the forwarding
     /// point learns the new care-of address) are lost. The forwarding point is the HA under base Mobile IP
     /// (T2: the new registration reaches it; Eq. (2)) and the old FA under route optimisation (T2: the new
@@ -485,7 +485,7 @@ impl MobileIp {
         }
     }
 
-    /// Erroneous fast retransmits (seed 001 §3.2) of the correspondent's transfer, by
+    /// Erroneous fast retransmits (Eom 2002 §3.2) of the correspondent's transfer, by
     /// [`super::erroneous`], each counted under the handoff before it.
     fn trace_analysis(&mut self) -> u64 {
         let Some(&(_, base, _)) = self.ch_sent.iter().min_by_key(|(t, _, _)| *t) else { return 0 };

@@ -1,4 +1,4 @@
-//! Mobility's part in a run (seed 000 §4–§7, seed 004): set-up of the home agent and base stations, the
+//! Mobility's part in a run (Balakrishnan 1995 §4–§7, Caceres 1995): set-up of the home agent and base stations, the
 //! scheduled and beacon-driven motion, what the mobile receives, and the per-handoff measurements. The
 //! configuration, the motion and radio models and the state live in [`crate::mobility`].
 
@@ -301,7 +301,7 @@ impl Mobility {
 
     fn on_move(&mut self, world: &mut World, now: Time, k: u32, phase: u8) {
         if phase == 0 {
-            // Leave the old cell; the new BS is heard `rendezvous` later (seed 004).
+            // Leave the old cell; the new BS is heard `rendezvous` later (Caceres 1995).
             self.settle_losses(world);
             let m = &mut self.m;
             world.links[m.bs_link[m.current]].out_of_range = true;
@@ -340,7 +340,7 @@ impl Mobility {
         let m = &mut self.m;
         let old = m.current;
         m.current = target;
-        // The mobile's default gateway is its current cell's BS (seed 004: "updates its routing table").
+        // The mobile's default gateway is its current cell's BS (Caceres 1995: "updates its routing table").
         let uplink = m.bs_link[target];
         world.nodes[m.mh].gateway = Some((uplink, world.links[uplink].dir_from(m.mh)));
         world.reassociate(now, uplink);
@@ -478,8 +478,8 @@ impl Mobility {
         }
     }
 
-    /// Seed 004: the handoff is accepted; the mobile's TCPs react at once instead of waiting for a timeout.
-    /// A receiving TCP sends the signal `mobility.receiver_signal` chooses (seed 004, Fig. 9 (b)).
+    /// Caceres 1995: the handoff is accepted; the mobile's TCPs react at once instead of waiting for a timeout.
+    /// A receiving TCP sends the signal `mobility.receiver_signal` chooses (Caceres 1995, Fig. 9 (b)).
     fn fast_retransmit(&mut self, world: &mut World, now: Time, node: usize) {
         let signal = self.m.receiver_signal;
         let eps = world.nodes[node].endpoints.clone();

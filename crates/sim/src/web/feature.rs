@@ -277,7 +277,7 @@ impl WebWorkloads {
     /// as long as the TCP segment that would carry it (20 bytes of UDP header and padding stand for the
     /// TCP header; a request over one MSS, at most 1825 bytes in Mah's data, still travels as one frame).
     /// The client's retransmission timer is BSD's minimum RTO, doubled per copy, on the slow timer's ticks
-    /// (seed 002's era; `examples/web.toml`); the server's arrival stops it (the ACK is not modelled).
+    /// (Balakrishnan 1998's era; `examples/web.toml`); the server's arrival stops it (the ACK is not modelled).
     fn send_request(&mut self, world: &mut World, now: Time, web: usize, conn: usize) {
         if !self.webs[web].request_over_air {
             // Modelled as a latency, never lost (see `WebConfig::request_over_air`).

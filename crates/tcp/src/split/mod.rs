@@ -1,6 +1,6 @@
-//! I-TCP's split connection (Bakre and Badrinath, reference [3, 4] of seed 000; seed 000 §2, "The Split
-//! Connection Approach"; seed 003 "Indirect-TCP"): "splitting a TCP connection between a fixed and mobile
-//! host into two separate connections at the base station" (seed 000 §2), whichever end opened it. The
+//! I-TCP's split connection (Bakre and Badrinath, reference [3, 4] of Balakrishnan 1995; Balakrishnan 1995 §2, "The Split
+//! Connection Approach"; Sriramulu (undated) "Indirect-TCP"): "splitting a TCP connection between a fixed and mobile
+//! host into two separate connections at the base station" (Balakrishnan 1995 §2), whichever end opened it. The
 //! relay ends the data sender's connection with a [`Receiver`] and opens its own toward the data receiver
 //! with a [`Sender`], joined by a bounded socket buffer ([`Direction`]):
 //!
@@ -11,10 +11,10 @@
 //!   fixed host.
 //!
 //! Over the wireless hop the relay runs whatever [`TcpConfig`] it is given: the same TCP, or one with SACK
-//! (the SPLIT-SACK variant of the ToN'97 comparison, reference [12] of seed 001).
+//! (the SPLIT-SACK variant of the ToN'97 comparison, reference [12] of Eom 2002).
 //!
 //! The relay is transparent: it answers each host as the other's address, so neither end is changed. Its
-//! acknowledgments to the data sender mean only that the base station has the bytes (seed 000 §2, "Loss of
+//! acknowledgments to the data sender mean only that the base station has the bytes (Balakrishnan 1995 §2, "Loss of
 //! Semantics": "acknowledgments of TCP packets can arrive at the sender even before the packet actually
 //! reaches the intended recipient"); what the sender saw acknowledged and the receiver never got is the
 //! host's to measure (`snd_una` against the receiver's delivered bytes).
@@ -99,7 +99,7 @@ impl Default for SplitConfig {
 }
 
 /// The cost of moving a relay's state to another base station at handoff: `fixed_ms` plus `per_kb_ms`
-/// for every 1024 bytes buffered. Defaults from I-TCP's measurements quoted in seed 000 §2 ("The I-TCP
+/// for every 1024 bytes buffered. Defaults from I-TCP's measurements quoted in Balakrishnan 1995 §2 ("The I-TCP
 /// handoffs range from 265 ms for empty socket buffers to 1430 ms for 32KByte socket buffers [4]"):
 /// fixed 265 ms, and (1430 − 265) / 32 = 36.4 ms per KB, on 1995 hardware.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -236,7 +236,7 @@ impl SplitRelay {
 
     /// What a handoff moves to the new base station besides the connections' control blocks: the socket
     /// buffers' bytes, those received from the data sender and not yet acknowledged by the receiver plus
-    /// those held out of order on the sender's connection (seed 000 §2: "The state maintained at a base
+    /// those held out of order on the sender's connection (Balakrishnan 1995 §2: "The state maintained at a base
     /// station in I-TCP consists mainly of a set of socket buffers").
     pub fn state_bytes(&self) -> u64 {
         self.buffered_bytes() + self.receiving.out_of_order_bytes()
@@ -248,9 +248,9 @@ impl SplitRelay {
     ///
     /// - [`Direction::ToMobile`]: its connection to the mobile goes back to the mobile's last acknowledgment
     ///   (slow start, as after a timeout but without backing the timer off: the handoff-aware retransmission
-    ///   of [`Sender::retransmit_now`], seed 004).
+    ///   of [`Sender::retransmit_now`], Caceres 1995).
     /// - [`Direction::FromMobile`]: it sends the mobile three duplicate ACKs of the next byte it expects, so
-    ///   that the mobile fast retransmits from there (seed 004, "Fast Retransmissions": "three ordinary TCP
+    ///   that the mobile fast retransmits from there (Caceres 1995, "Fast Retransmissions": "three ordinary TCP
     ///   ACKs"; here the base station's end of the wireless connection sends them, as the mobile's does when
     ///   the fixed host sends).
     ///
