@@ -354,6 +354,8 @@ def index(exps, docs):
            f"{GENERATOR} OUT                          # the pages of every experiment in OUT",
            f"{GENERATOR} --check                      # the pages against the experiment files (CI)",
            "```", ""]
+    if (docs / "notes" / "README.md").exists():
+        md += ["{{#include notes/README.md}}", ""]
     for run, ids in sorted(runs.items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
         if run is None:
             md.append(f"- Not run for these pages: {', '.join(f'`{i}`' for i in ids)}.")
