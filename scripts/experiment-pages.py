@@ -230,6 +230,11 @@ def how_to_run(exp):
     return lines
 
 
+def short(v):
+    """A grid value as the reports write it (3.9e-6, not 3.9e-06)."""
+    return re.sub(r"e([+-])0(\d)", r"e\1\2", str(v))
+
+
 def grid_from_file(exp):
     """The set-up as the experiment file states it (for a page without a run)."""
     lines = [f"- base scenario: `{exp.get('scenario', '')}`"] if exp.get("scenario") else []
@@ -237,7 +242,7 @@ def grid_from_file(exp):
         lines.append(f"- `{path}` = `{json.dumps(v, ensure_ascii=False)}`")
     for col, axis in exp.get("grid", {}).items():
         values = list(axis.get("variants", {})) or axis.get("values", [])
-        lines.append(f"- grid `{col}`: {', '.join(str(v) for v in values)}")
+        lines.append(f"- grid `{col}`: {', '.join(short(v) for v in values)}")
     if "seeds" in exp:
         lines.append(f"- seeds: {exp['seeds']} per grid point")
     return "\n".join(lines)
@@ -266,7 +271,10 @@ def page(exp, docs, report=None, figure=None, run=None):
         if report["quick"]:
             md += ["*A quick run (`--quick`): fewer seeds, smaller runs; the numbers are indicative only.*", ""]
     else:
-        md += ["Not run for these pages: no figure and no numbers here (see [Running it](#running-it)).", ""]
+        why = {"testbed": "it needs root and network namespaces, and takes real time (minutes to half an hour)",
+               "scale": "its numbers are clock numbers of the machine that runs it"}.get(exp.get("runner"), "it is not in the default set")
+        md += [f"Not run for these pages: {why}. There is no figure, and the claims show their record only; see "
+               "[Running it](#running-it).", ""]
 
     md += ["### Claims", ""]
     if not record:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 SCRIPT = REPO / "scripts" / "experiment-pages.py"
@@ -53,30 +55,27 @@ def _edit(path, old, new):
     path.write_text(text.replace(old, new, 1))
 
 
-def test_a_changed_paper_quote_fails_the_check(tmp_path):
+# (what changes in experiments/snoop-ber.toml, what --check must say about the committed page)
+CLAIM_CHANGES = {
+    "the paper's words": ('paper = "\\"we see little difference', 'paper = "\\"we see no difference',
+                          "snoop-ber.md: claim 1, the paper's words"),
+    # claim 6 (Snoop completes at one error per 16 Kbit) is recorded to hold
+    "a divergence recorded": ('kind = "all"\nmetric = "completed"',
+                              'kind = "all"\nmetric = "completed"\nexpect = "fails"\nwhy = "a test"',
+                              "snoop-ber.md: claim 6, recorded outcome: the page has 'holds'"),
+    "a tolerance": ("value = [3.0, 5.0]", "value = [2.0, 6.0]",
+                    "snoop-ber.md: experiments/snoop-ber.toml's title, paper, description or claims changed"),
+}
+
+
+@pytest.mark.parametrize("change", CLAIM_CHANGES)
+def test_a_claim_changed_without_new_pages_fails_the_check(tmp_path, change):
+    old, new, message = CLAIM_CHANGES[change]
     exps, docs = _copies(tmp_path)
-    _edit(exps / "snoop-ber.toml", 'paper = "\\"we see little difference', 'paper = "\\"we see no difference')
+    _edit(exps / "snoop-ber.toml", old, new)
     r = _check("--experiments", exps, "--docs", docs)
     assert r.returncode == 1
-    assert "snoop-ber.md: claim 1, the paper's words" in r.stderr, r.stderr
-
-
-def test_a_divergence_recorded_without_new_pages_fails_the_check(tmp_path):
-    exps, docs = _copies(tmp_path)
-    # claim 6 of snoop-ber (Snoop completes at one error per 16 Kbit) is recorded to hold
-    _edit(exps / "snoop-ber.toml", 'kind = "all"\nmetric = "completed"',
-          'kind = "all"\nmetric = "completed"\nexpect = "fails"\nwhy = "a test"')
-    r = _check("--experiments", exps, "--docs", docs)
-    assert r.returncode == 1
-    assert "snoop-ber.md: claim 6, recorded outcome: the page has 'holds'" in r.stderr, r.stderr
-
-
-def test_a_changed_tolerance_fails_the_check(tmp_path):
-    exps, docs = _copies(tmp_path)
-    _edit(exps / "snoop-ber.toml", "value = [3.0, 5.0]", "value = [2.0, 6.0]")
-    r = _check("--experiments", exps, "--docs", docs)
-    assert r.returncode == 1
-    assert "snoop-ber.md: experiments/snoop-ber.toml's title, paper, description or claims changed" in r.stderr, r.stderr
+    assert message in r.stderr, r.stderr
 
 
 def test_a_new_experiment_without_a_page_and_a_page_without_an_experiment_fail_the_check(tmp_path):
