@@ -140,7 +140,7 @@ def section(text, heading):
 def read_report(report_path, exp):
     """What a page takes from OUT/ID/report.md: parameters, claims with our numbers, details, results."""
     text = report_path.read_text()
-    where = f"{report_path}"
+    where = report_path
     claims_md = section(text, "## Claims")
     if claims_md is None:
         raise PageError(f"{where}: no `## Claims` section; is it a `lasthop reproduce` report?")
