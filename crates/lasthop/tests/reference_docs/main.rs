@@ -3,5 +3,7 @@
 //! and the results columns. Each check fails when the code gains, loses or renames something the pages do
 //! not say (or the other way round).
 
+mod cli;
 mod markdown;
+mod results;
 mod scenario;
