@@ -4,6 +4,7 @@
 //! not say (or the other way round).
 
 mod cli;
+mod experiment_file;
 mod markdown;
 mod results;
 mod scenario;
