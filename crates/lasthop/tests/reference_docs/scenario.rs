@@ -166,26 +166,19 @@ struct Harness {
 /// The harness of each table the pages document, by the name its marker gives.
 fn harness(table: &str) -> Option<Harness> {
     let scenario = |base: &str, extra: &str, at| Harness { base: format!("{base}\n{extra}"), at, read: read_scenario };
+    let error = |fields: &str| scenario(STATIC, &format!("[links.wavelan.error]\n{fields}"), "links.wavelan.error");
     Some(match table {
         "" => scenario(STATIC, "", ""),
         "nodes.NAME" => scenario(STATIC, "", "nodes.bs"),
         "links.NAME" => scenario(STATIC, "", "links.wavelan"),
         "links.NAME.arq" => scenario(STATIC, "[links.wavelan.arq]", "links.wavelan.arq"),
-        "links.NAME.error model=ber" => scenario(STATIC, ERROR_BER, "links.wavelan.error"),
-        "links.NAME.error model=packet" => {
-            scenario(STATIC, "[links.wavelan.error]\nmodel = \"packet\"\nloss = 0.01", "links.wavelan.error")
+        "links.NAME.error model=ber" => error("model = \"ber\"\nber = 1e-6"),
+        "links.NAME.error model=packet" => error("model = \"packet\"\nloss = 0.01"),
+        "links.NAME.error model=burst" => error("model = \"burst\"\nber = 1e-6\nframes = 2"),
+        "links.NAME.error model=markov" => {
+            error("model = \"markov\"\ngood_ber = 1e-6\nbad_ber = 1e-4\nmean_good_s = 1.0\nmean_bad_s = 0.1")
         }
-        "links.NAME.error model=burst" => {
-            scenario(STATIC, "[links.wavelan.error]\nmodel = \"burst\"\nber = 1e-6\nframes = 2", "links.wavelan.error")
-        }
-        "links.NAME.error model=markov" => scenario(
-            STATIC,
-            "[links.wavelan.error]\nmodel = \"markov\"\ngood_ber = 1e-6\nbad_ber = 1e-4\nmean_good_s = 1.0\nmean_bad_s = 0.1",
-            "links.wavelan.error",
-        ),
-        "links.NAME.error model=empirical" => {
-            scenario(STATIC, "[links.wavelan.error]\nmodel = \"empirical\"\nbuiltin = \"reinas\"", "links.wavelan.error")
-        }
+        "links.NAME.error model=empirical" => error("model = \"empirical\"\nbuiltin = \"reinas\""),
         "flows.NAME" => scenario(STATIC, "", "flows.bulk"),
         "web.NAME" => scenario(&format!("time_limit_s = 2000\n{STATIC}"), WEB, "web.browse"),
         "tcp" => scenario(STATIC, "", "tcp"),
@@ -205,8 +198,6 @@ fn harness(table: &str) -> Option<Harness> {
         _ => return None,
     })
 }
-
-const ERROR_BER: &str = "[links.wavelan.error]\nmodel = \"ber\"\nber = 1e-6";
 
 /// A scenario's meaning, as text: its parsed form with each default that the types keep as "absent"
 /// (an `Option`, a raw `[tcp]` table) replaced by the value in force, so that a field set to its default
