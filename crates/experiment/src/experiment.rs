@@ -11,93 +11,12 @@ use toml::Spanned;
 
 /// An experiment: a base scenario, overrides, a parameter grid, seeds, a figure and claims.
 ///
-/// The file format (every experiment file repeats this in its header comment):
-///
-/// ```toml
-/// id = "snoop-ber"                  # must equal the file name without .toml
-/// title = "Goodput against bit-error rate, Reno with and without Snoop"
-/// paper = "Balakrishnan 1995 Fig. 7"         # which figure or table of which paper this reproduces
-/// description = "..."               # optional, shown in the report
-/// default = true                    # run by `lasthop reproduce` without ids (default false)
-/// runner = "sim"                    # "sim" (default) | "testbed": the base "scenario" is then a TOML of
-///                                   # `lasthop_net::TestbedConfig` fields (examples/testbed.toml), every run a
-///                                   # real transfer on the namespace testbed (root), one at a time; results
-///                                   # columns: grid, seed, agent/cc/sack/ber (unless grid columns) and
-///                                   # [`table::TESTBED_COLUMNS`]; `flow` and sequence figures do not apply
-/// scenario = "../examples/snoop.toml"   # base scenario, relative to this file
-/// seeds = 10                        # runs per grid point with seeds 1..=10 (default 1)
-/// repeats = 5                       # runner = "scale" only: each run measured this many times (1 to 100,
-///                                   # default 1); the row holds the median and the spread of events/s
-/// flow = "bulk"                     # whose metrics go into results.csv (default: the run's first flow)
-/// table = ["goodput_mbps"]          # metrics in the report's table (default: figure y + claim metrics)
-///
-/// [set]                             # fixed overrides of the base scenario: "dotted.path" = value
-/// "flows.bulk.bytes" = 10_000_000   # the path must exist in the base scenario; "+dotted.path" adds a
-///                                   # field the base scenario leaves at its default (its table must exist)
-/// [quick]                           # with --quick: fewer seeds and more overrides
-/// seeds = 2
-/// set = { "flows.bulk.bytes" = 2_000_000 }
-/// grid = { agent = ["snoop"] }      # optional: narrow an axis to some of its values
-///
-/// [grid.scheme]                     # an axis of named variants: each value sets several fields
-/// values = ["reno", "eln"]          # (`path` may be given too; it receives the value itself)
-/// variants.reno = { "nodes.bs.agent" = "none", "tcp.eln" = false }
-/// variants.eln = { "nodes.bs.agent" = "eln", "tcp.eln" = true }
-/// [grid.agent]                      # one grid axis; the table name is the results column
-/// path = "nodes.bs.agent"           # the scenario field it sets
-/// values = ["none", "snoop"]        # axes are crossed, in file order (first axis outermost)
-///
-/// [figure]
-/// kind = "line"                     # "line": mean of y against x with ±std error bars, one curve per
-///                                   # `series` value; "sequence": received stream offset (MB) against time
-///                                   # (s) of the seed-1 run of each grid point, traced (curves = `series`),
-///                                   # handoff instants marked; "cdf": the distribution of a per-handoff time
-///                                   # over every handoff of every run (one curve per `series` value); the
-///                                   # handoffs are also written to handoffs.csv
-/// mark_erroneous_fast_retransmits = true   # sequence: mark the sender's erroneous fast retransmits
-///                                   # (Eom 2002 §3.2) as crosses; traces get `erroneous_fast_retransmit` rows
-/// x = "ber"                         # line: a grid column; cdf: a per-handoff time in ms, one of
-///                                   # [`HANDOFF_TIMES`] (`completion_ms`, `latency_ms`, `accepted_ms`, …)
-/// y = "goodput_mbps"                # line: a metric (see below)
-/// series = "agent"                  # optional grid column, one curve per value; or a list of columns
-///                                   # (["agent", "cc"]), one curve per combination (labels keyed "snoop/reno")
-/// series_labels = { none = "Reno", snoop = "Reno + Snoop" }   # optional legend text per value
-/// where = { persistent = false }    # optional: only rows matching these filters (as in claims)
-/// x_scale = "log2"                  # "linear" (default) | "log2" | "log10"
-/// x_ticks = "reciprocal"            # "value" (default) | "reciprocal": label 1/x with binary prefixes
-/// x_label = "bits per error"        # optional axis titles (default: the column names)
-/// y_label = "goodput (Mb/s)"
-///
-/// [[claims]]
-/// text = "Snoop far ahead at BER 3.8e-6"   # the paper's statement
-/// paper = "≈4× (1.0 vs 0.25 Mb/s)"         # the paper's number, shown beside ours
-/// kind = "ratio"     # "ratio": mean(metric | where, numerator) / mean(metric | where, denominator) op value
-///                    # "value": aggregate (mean|min|max, default mean) of metric over `where` op value
-///                    # "all":   the true/false metric (e.g. completed) holds on every run in `where`
-/// metric = "goodput_mbps"   # any results column, or "ratio:A/B" (per run A / B)
-/// where = { ber = 3.81e-6 } # filters: col = v | col = [v1, v2] (any of) | col = { min = a, max = b }
-/// numerator = { agent = "snoop" }
-/// denominator = { agent = "none" }
-/// op = ">="                 # "<" | "<=" | ">" | ">=" | "between" (value = [lo, hi], inclusive)
-/// value = 3.0
-/// for_each = "ber"          # optional: evaluate per value of this column (within `where`)
-/// require = "all"           # with for_each: "all" (default, reports the worst) | "any" (reports the best)
-///                           # | "max" / "min": the largest / smallest group's number must satisfy op
-/// expect = "fails"          # optional: an expected divergence from the paper ("holds" is the default);
-/// why = "..."               # then required: the mechanism, traced in our runs (shown in the reports)
-/// ```
-///
-/// Results columns: every grid column, `seed`, the flow's metrics ([`table::FLOW_COLUMNS`]: `flow`, `tcp`,
-/// `bytes_total`, `bytes_delivered`, `completed`, `duration_s`, `completion_time_s`, `goodput_mbps`,
-/// `ideal_goodput_mbps`, `sender_timeouts`, `fast_retransmits`, `segments_sent`, `segments_retransmitted`,
-/// `local_retransmissions`, `dupacks_suppressed`, `corrupt_bytes`), then `ideal_ratio` (goodput / ideal),
-/// `sim_time_s`, `events`, `hit_time_limit`.
-///
-/// When the base scenario has web workloads (`[web.NAME]`) and `flow` names one of them (or is left out and
-/// the scenario has no flows), rows hold the workload's metrics instead ([`table::WEB_COLUMNS`]:
-/// `workload`, `tcp`, `downloads`, `pages`, `objects_requested`, `connections_opened`, `bytes_delivered`,
-/// `corrupt_bytes`, `mean_download_time_s`, `sender_timeouts`, `fast_retransmits`, `segments_retransmitted`,
-/// `local_retransmissions`), then the same run-wide columns.
+/// The file format, every key with its default, the claim kinds and the runners, is documented in the user
+/// guide, `docs/src/reference/experiment-file.md` (checked against this parser by
+/// `crates/lasthop/tests/reference_docs/`); the results columns in `docs/src/reference/results.md`.
+/// In short: `id`, `title`, `paper`, a base `scenario` with `[set]` overrides, `seeds`, `[grid.COLUMN]`
+/// axes crossed in file order, a `[quick]` subset for `--quick`, a `[figure]`, and `[[claims]]` quoting the
+/// paper, each recorded to hold or, with `expect = "fails"` and `why`, as a traced divergence.
 #[derive(Debug, Clone)]
 pub struct Experiment {
     pub id: String,

@@ -1,6 +1,7 @@
 //! The `lasthop` command-line program: run one scenario (`lasthop run`) or reproduce the papers' figures and
-//! claims from experiment files (`lasthop reproduce`). See [`experiment::Experiment`] for the experiment file
-//! format and [`reproduce::reproduce`] for what a reproduction writes.
+//! claims from experiment files (`lasthop reproduce`). The scenario and experiment file formats, the CLI and
+//! the results are documented in the user guide's reference (`docs/src/reference/`); [`reproduce::reproduce`]
+//! says what a reproduction writes.
 
 pub mod channel;
 pub mod cli;

@@ -99,7 +99,7 @@ impl ElnSettings {
         }
         Ok(())
     }
-    pub(crate) fn config(&self, role: ElnRole) -> ElnConfig {
+    pub fn config(&self, role: ElnRole) -> ElnConfig {
         let d = ElnConfig::default();
         ElnConfig {
             role,
@@ -123,7 +123,7 @@ impl NackSettings {
         }
         Ok(())
     }
-    fn config(&self) -> NackConfig {
+    pub fn config(&self) -> NackConfig {
         let d = NackConfig::default();
         NackConfig {
             threshold_packets: self.threshold_packets.unwrap_or(d.threshold_packets),

@@ -1,0 +1,39 @@
+//! `results.md` lists every column of `results.csv` the code writes, in the code's lists, and no other.
+
+use crate::markdown::{compare, marked_tables, page};
+use lasthop::table;
+
+#[test]
+fn every_results_column_is_documented() {
+    let lists: [(&str, &[&str]); 7] = [
+        ("FLOW_COLUMNS", table::FLOW_COLUMNS),
+        ("WEB_COLUMNS", table::WEB_COLUMNS),
+        ("RUN_COLUMNS", table::RUN_COLUMNS),
+        ("MIP_COLUMNS", table::MIP_COLUMNS),
+        ("TESTBED_CONFIG_COLUMNS", table::TESTBED_CONFIG_COLUMNS),
+        ("TESTBED_COLUMNS", table::TESTBED_COLUMNS),
+        ("SCALE_COLUMNS", table::SCALE_COLUMNS),
+    ];
+    let tables = marked_tables(&page("results.md"), "columns");
+    let mut problems = Vec::new();
+    for (name, columns) in lists {
+        let in_code: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        match tables.iter().find(|t| t.arg == name) {
+            Some(t) => problems.extend(compare(name, &t.names(), &in_code)),
+            None => problems.push(format!("results.md has no table marked `<!-- columns: {name} -->`")),
+        }
+    }
+    for t in tables.iter().filter(|t| !lists.iter().any(|(name, _)| *name == t.arg)) {
+        problems.push(format!("results.md:{}: `{}` is no list of columns in the code", t.line, t.arg));
+    }
+    // The lists make up every table a run can have: a sim run's columns are these, in this order.
+    let grid = vec!["agent".to_string()];
+    let expected: Vec<String> = ["agent", "seed"]
+        .into_iter()
+        .chain(table::FLOW_COLUMNS.iter().copied())
+        .chain(table::RUN_COLUMNS.iter().copied())
+        .map(String::from)
+        .collect();
+    assert_eq!(table::columns(&grid), expected, "results.csv's columns are no longer grid, seed, flow, run");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
