@@ -1,5 +1,6 @@
 //! Sans-IO TCP endpoints for the lasthop simulator: a bulk [`Sender`] (Tahoe, Reno, NewReno or SACK loss
-//! recovery, optionally ELN-aware as in Balakrishnan 1998 §3: `TcpConfig::eln`) and a BSD-like [`Receiver`],
+//! recovery, optionally ELN-aware as in Balakrishnan 1998 §3: `TcpConfig::eln`; one file per algorithm in
+//! `cc/`) and a BSD-like [`Receiver`],
 //! modelled on the 4.4BSD stack the source papers measured (Balakrishnan 1995). The sender honours the peer's
 //! advertised window and persists through a zero one with probes (RFC 9293 §3.8.6.1). The behaviours
 //! real stacks differ on (limited transmit, the ssthresh measure, NewReno's guard, quick ACKs, the
@@ -13,6 +14,7 @@
 //! offset 0, application byte `i` is offset `1 + i`, the FIN follows the last byte), converted to wrapping
 //! 32-bit [`SeqNum`](lasthop_wire::SeqNum)s only at the wire, so transfers may exceed 4 GiB.
 
+mod cc;
 mod config;
 pub mod payload;
 mod receiver;

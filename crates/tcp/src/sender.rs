@@ -1,10 +1,13 @@
 //! The bulk-transfer sender: handshake, segmentation, the window, ACK bookkeeping and the retransmit
 //! timer. *How* the sender reacts to loss (duplicate ACKs, partial ACKs, timeouts) lives in
-//! `recovery.rs` (the ELN-aware retransmission of Balakrishnan 1998 included); this file only routes ELN-marked
-//! ACKs there and piggybacks the output-queue option ([`Sender::set_output_queue`]). Persist mode (a
+//! `recovery.rs`, which asks the congestion controller and loss recovery of [`crate::cc`] (the ELN-aware
+//! retransmission of Balakrishnan 1998 included); this file only routes ELN-marked ACKs there and
+//! piggybacks the output-queue option ([`Sender::set_output_queue`]). Persist mode (a
 //! zero window from the peer, RFC 9293 §3.8.6.1) runs on its own timer through the same
 //! `poll_timeout`/`handle_timeout` contract as the retransmit timer.
 
+use crate::cc::eln::Eln;
+use crate::cc::{AnyController, AnyRecovery, Controller, LossRecovery, Segment};
 use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
 use crate::rto::Rto;
@@ -58,18 +61,17 @@ pub struct Sender {
     /// One past the highest offset ever sent (SND.MAX in BSD, HighData in RFC 6675).
     pub(crate) max: u64,
     peer_wnd: u32,
-    pub(crate) cwnd: u32,
-    pub(crate) ssthresh: u32,
+    /// The congestion controller: cwnd and ssthresh.
+    pub(crate) cc: AnyController,
+    /// The loss-recovery algorithm and its state.
+    pub(crate) recovery: LossRecovery,
     pub(crate) dupacks: u32,
-    pub(crate) in_recovery: bool,
     /// RFC 6582 `recover`: `max` when the last recovery or timeout began.
     pub(crate) recover: u64,
     /// `max` when the sender last went back to SND.UNA in slow start (a timeout or a handoff signal):
     /// while `una` is below it the sender is still resending that window, whose loss has had its
     /// congestion response.
     pub(crate) go_back_max: u64,
-    /// RFC 6675 HighRxt: everything not SACKed below it was retransmitted in this recovery.
-    pub(crate) high_rxt: u64,
     pub(crate) scoreboard: Scoreboard,
     pub(crate) rto: Rto,
     pub(crate) rtx_deadline: Option<Time>,
@@ -85,11 +87,8 @@ pub struct Sender {
     /// The host's interface output-queue occupancy, piggybacked on every packet when ELN is on; `None`
     /// until the host first reports it (then no option is sent: the sender does not claim to know).
     out_queue: Option<QueueOccupancy>,
-    /// ELN (Balakrishnan 1998): the acknowledgment offset whose ELN ACKs `eln_count` counts.
-    pub(crate) eln_ack: u64,
-    pub(crate) eln_count: u32,
-    /// Balakrishnan 1998's `eln_last_rxmit`: the offset and time of the last ELN-triggered retransmission.
-    pub(crate) eln_last_rxmit: Option<(u64, Time)>,
+    /// The ELN reaction (Balakrishnan 1998), consulted only with `cfg.eln` on.
+    pub(crate) eln: Eln,
     /// The behaviours real stacks differ on, resolved from `cfg` once.
     pub(crate) beh: Behaviours,
     /// Bytes sent by limited transmit since the cumulative ACK last advanced.
@@ -127,13 +126,12 @@ impl Sender {
             nxt: 0,
             max: 0,
             peer_wnd: 0,
-            cwnd: cfg.initial_cwnd.max(1).saturating_mul(mss),
-            ssthresh: cfg.initial_ssthresh,
+            cc: AnyController::for_variant(&cfg, mss),
+            // Replaced once the handshake says whether the peer agreed to SACK.
+            recovery: LossRecovery::new(AnyRecovery::for_variant(&cfg, false, 0)),
             dupacks: 0,
-            in_recovery: false,
             recover: 0,
             go_back_max: 0,
-            high_rxt: 0,
             scoreboard: Scoreboard::default(),
             rtx_deadline: None,
             timing: None,
@@ -144,9 +142,7 @@ impl Sender {
             stats: SenderStats::default(),
             last_sent: None,
             out_queue: None,
-            eln_ack: 0,
-            eln_count: 0,
-            eln_last_rxmit: None,
+            eln: Eln::new(&cfg),
             beh: cfg.behaviours(),
             lt_bytes: 0,
             last_advance: 0,
@@ -191,7 +187,8 @@ impl Sender {
         s.max = 1;
         s.recover = 1;
         s.go_back_max = 1;
-        s.high_rxt = 1;
+        s.recovery = LossRecovery::new(AnyRecovery::for_variant(&s.cfg, s.sack_ok, 1));
+        s.cc.start(s.mss);
         s
     }
 
@@ -271,8 +268,8 @@ impl Sender {
         self.max = 1;
         self.recover = 1;
         self.go_back_max = 1;
-        self.high_rxt = 1;
-        self.cwnd = self.cfg.initial_cwnd.max(1).saturating_mul(self.mss);
+        self.recovery = LossRecovery::new(AnyRecovery::for_variant(&self.cfg, self.sack_ok, 1));
+        self.cc.start(self.mss);
         if self.beh.rto_restart == RtoRestart::Rfc6298 && self.stats.timeouts > 0 {
             // RFC 6298 (5.7): "If the timer expires awaiting the ACK of a SYN segment and the TCP
             // implementation is using an RTO less than 3 seconds, the RTO MUST be re-initialized to 3
@@ -329,16 +326,13 @@ impl Sender {
                 if eln {
                     // Balakrishnan 1998: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
                     // inflation altogether; they lead only to the ELN retransmission.
-                    self.on_eln_ack(now, a);
+                    self.on_eln_ack(now);
                 } else if marked {
                     // The mark repeats the last ACK to carry its signal; it is no evidence of a new loss,
                     // and the go-back below resets the duplicate-ACK count anyway.
-                } else if self.cfg.eln && self.eln_ack == a && self.eln_count > 0 {
-                    // A plain DUPACK for a segment the base station already reported as corrupted: the
-                    // receiver's DUPACKs that were on their way back when the base station saw the
-                    // retransmission fill the hole are no longer marked (Balakrishnan 1998: the hole list is
-                    // cleaned), yet they report the same corruption loss. Counting them would trigger the
-                    // spurious fast retransmit and window halving that ELN exists to avoid.
+                } else if self.cfg.eln && self.eln.reported(a) {
+                    // A plain DUPACK for a segment the base station already reported as corrupted
+                    // (`Eln::reported` says why it is not counted).
                 } else if self.sack_ok && !r.sack.is_empty() && !newly_sacked {
                     // A SACK-bearing DUPACK that reports nothing new repeats evidence already counted (the
                     // base station's NACK, then the FH's own DUPACKs for the same segments; see
@@ -376,7 +370,7 @@ impl Sender {
         if eln {
             // A new ACK can carry ELN too (Balakrishnan 1998: marking "can (and does) also happen for new ones"):
             // it is the first ELN ACK for the new acknowledgment number.
-            self.on_eln_ack(now, a);
+            self.on_eln_ack(now);
         }
         if marked {
             self.on_handoff_mark(now);
@@ -408,7 +402,7 @@ impl Sender {
         }
         self.stats.handoff_marks_received += 1;
         // In fast recovery cwnd is inflated by the DUPACKs: not a window to resend from SND.UNA with.
-        if self.una < self.go_back_max && !self.in_recovery {
+        if self.una < self.go_back_max && !self.recovery.in_recovery() {
             self.resume_go_back(now);
         } else {
             self.retransmit_now(now);
@@ -456,7 +450,7 @@ impl Sender {
                 return Some(self.emit_data(now, off, len, fin));
             }
         }
-        let next = if self.in_sack_recovery() { self.next_seg() } else { self.next_in_window() };
+        let next = self.recovery.next_segment(self);
         if let Some((off, len, fin)) = next {
             let beyond_cwnd = off + u64::from(len) > self.una + u64::from(self.window());
             if beyond_cwnd && self.limited_transmit_allowance() > 0 {
@@ -481,7 +475,7 @@ impl Sender {
 
     /// Ordinary transmission from `nxt` within min(cwnd, peer window, max_window). Sends only full
     /// segments, the final piece, or anything at all into an empty pipe (BSD's sender silly-window rule).
-    fn next_in_window(&self) -> Option<(u64, u32, bool)> {
+    pub(crate) fn next_in_window(&self) -> Option<Segment> {
         let fin_off = self.fin_offset();
         if self.nxt > fin_off {
             return None;
@@ -491,7 +485,7 @@ impl Sender {
             return (!self.open).then_some((self.nxt, 0, true));
         }
         let flight = self.nxt - self.una;
-        let window = self.cwnd.saturating_add(self.limited_transmit_allowance()).min(self.peer_window());
+        let window = self.cc.window().saturating_add(self.limited_transmit_allowance()).min(self.peer_window());
         let usable = u64::from(window).saturating_sub(flight);
         let remaining = fin_off - self.nxt;
         let len = u64::from(self.mss).min(remaining).min(usable);
@@ -504,7 +498,7 @@ impl Sender {
 
     /// The send window: min(cwnd, peer's advertised window, configured maximum).
     pub(crate) fn window(&self) -> u32 {
-        self.cwnd.min(self.peer_wnd).min(self.cfg.max_window)
+        self.cc.window().min(self.peer_wnd).min(self.cfg.max_window)
     }
 
     pub(crate) fn peer_window(&self) -> u32 {
@@ -601,9 +595,7 @@ impl Sender {
             self.stats.segments_retransmitted += 1;
             self.stats.bytes_retransmitted += u64::from(len);
             self.timing = None; // Karn: no sample may come from a retransmitted segment
-            if self.in_sack_recovery() {
-                self.high_rxt = self.high_rxt.max(end);
-            }
+            self.recovery.on_retransmit(end);
         } else if self.timing.is_none() {
             self.timing = Some((end, now));
         }
@@ -782,11 +774,17 @@ impl Sender {
     }
 
     pub fn cwnd(&self) -> u32 {
-        self.cwnd
+        self.cc.window()
     }
 
     pub fn ssthresh(&self) -> u32 {
-        self.ssthresh
+        self.cc.ssthresh()
+    }
+
+    /// The rate a pacing congestion controller asks for, bytes per second; `None` for the window-clocked
+    /// ones every variant runs so far. The sender itself does not pace: its transmissions are ACK-clocked.
+    pub fn pacing_rate(&self) -> Option<u64> {
+        self.cc.pacing_rate()
     }
 
     /// Every byte pushed so far is acknowledged (an open stream with nothing outstanding is idle).
@@ -813,7 +811,7 @@ impl Sender {
 
     /// In fast recovery (Reno, NewReno, SACK); Tahoe never is.
     pub fn in_recovery(&self) -> bool {
-        self.in_recovery
+        self.recovery.in_recovery()
     }
 
     /// The host's report of this endpoint's interface output-queue occupancy, as a fraction of the

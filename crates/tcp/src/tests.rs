@@ -8,22 +8,22 @@ use bytes::Bytes;
 use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket, TcpRepr, Time};
 use std::time::Duration;
 
-const ISS: SeqNum = SeqNum(u32::MAX - 3000); // the transfer wraps sequence space
-const IRS: SeqNum = SeqNum(5000);
-const MSS: u32 = 1000;
+pub(crate) const ISS: SeqNum = SeqNum(u32::MAX - 3000); // the transfer wraps sequence space
+pub(crate) const IRS: SeqNum = SeqNum(5000);
+pub(crate) const MSS: u32 = 1000;
 
 /// A segment as the test sees it: offsets relative to the ISN (the SYN is 0, data byte i is 1 + i).
 #[derive(Debug, Clone, PartialEq)]
-struct Seg {
-    off: u64,
-    len: u32,
+pub(crate) struct Seg {
+    pub(crate) off: u64,
+    pub(crate) len: u32,
     syn: bool,
     fin: bool,
     ack: Option<SeqNum>,
     sack: Vec<(SeqNum, SeqNum)>,
     mss: Option<u16>,
     sack_permitted: bool,
-    rexmit: Option<bool>,
+    pub(crate) rexmit: Option<bool>,
     payload: Bytes,
     handoff_mark: bool,
 }
@@ -49,7 +49,7 @@ fn decode(p: &Bytes, base: SeqNum) -> Seg {
     }
 }
 
-fn drain_sender(s: &mut Sender, now: Time) -> Vec<Seg> {
+pub(crate) fn drain_sender(s: &mut Sender, now: Time) -> Vec<Seg> {
     let mut out = Vec::new();
     while let Some(p) = s.poll_transmit(now) {
         let mut seg = decode(&p, ISS);
@@ -84,7 +84,7 @@ fn seq(off: u64) -> SeqNum {
 }
 
 /// A cumulative ACK up to sender offset `off`, with SACK blocks in sender offsets.
-fn ack(off: u64, sack: &[(u64, u64)]) -> Bytes {
+pub(crate) fn ack(off: u64, sack: &[(u64, u64)]) -> Bytes {
     let mut repr = TcpRepr { seq: IRS + 1, ack: Some(seq(off)), ..TcpRepr::default() };
     for &(l, r) in sack {
         repr.sack.push(seq(l), seq(r));
@@ -92,12 +92,12 @@ fn ack(off: u64, sack: &[(u64, u64)]) -> Bytes {
     to_sender(repr)
 }
 
-fn cfg(variant: Variant) -> TcpConfig {
+pub(crate) fn cfg(variant: Variant) -> TcpConfig {
     TcpConfig { variant, sack: variant == Variant::Sack, ..TcpConfig::default() }
 }
 
 /// A sender past the handshake (peer MSS 1000, SACK-permitted as configured), its first segment drained.
-fn established(cfg: TcpConfig, total: u64) -> (Sender, Vec<Seg>) {
+pub(crate) fn established(cfg: TcpConfig, total: u64) -> (Sender, Vec<Seg>) {
     let sack = cfg.sack || cfg.variant == Variant::Sack;
     let mut s = Sender::new(cfg, SENDER_ADDR, RECEIVER_ADDR, ISS, total);
     s.connect(Time::ZERO);
@@ -117,7 +117,7 @@ fn established(cfg: TcpConfig, total: u64) -> (Sender, Vec<Seg>) {
 }
 
 /// Grows the window by ACKing every segment at once, until `segs` segments are in flight unacked.
-fn open_window(s: &mut Sender, first: Vec<Seg>, segs: usize, mut now: Time) -> (Vec<Seg>, Time) {
+pub(crate) fn open_window(s: &mut Sender, first: Vec<Seg>, segs: usize, mut now: Time) -> (Vec<Seg>, Time) {
     let mut flight = first;
     loop {
         if flight.len() >= segs {
@@ -294,7 +294,7 @@ fn reno_fast_recovery_inflates_and_deflates() {
     now += Duration::from_millis(100);
     s.handle_packet(now, &ack(high, &[]));
     assert_eq!(s.cwnd(), s.ssthresh());
-    assert!(!s.in_recovery);
+    assert!(!s.in_recovery());
     assert_eq!(s.stats().timeouts, 0);
 }
 
@@ -315,16 +315,16 @@ fn reno_leaves_recovery_on_partial_ack_but_newreno_stays() {
         let out = drain_sender(&mut s, now);
         match variant {
             Variant::NewReno => {
-                assert!(s.in_recovery, "NewReno stays in recovery on a partial ACK");
+                assert!(s.in_recovery(), "NewReno stays in recovery on a partial ACK");
                 assert_eq!((out[0].off, out[0].rexmit), (hole2, Some(true)), "and retransmits the next hole");
                 // cwnd deflated by the 3 segments acked, plus one back: 7 - 3 + 1 = 5 segments.
                 assert_eq!(s.cwnd(), 5 * MSS);
                 s.handle_packet(now, &ack(flight.last().unwrap().off + u64::from(MSS), &[]));
-                assert!(!s.in_recovery, "an ACK beyond `recover` ends it");
+                assert!(!s.in_recovery(), "an ACK beyond `recover` ends it");
                 assert_eq!(s.cwnd(), s.ssthresh());
             }
             _ => {
-                assert!(!s.in_recovery, "Reno leaves on the first new ACK");
+                assert!(!s.in_recovery(), "Reno leaves on the first new ACK");
                 assert!(out.iter().all(|seg| seg.rexmit == Some(false)), "and does not retransmit the hole");
                 assert_eq!(s.cwnd(), 4 * MSS);
             }
@@ -359,15 +359,15 @@ fn sack_recovers_several_losses_in_one_window() {
         rexmits.extend(drain_sender(&mut s, now).into_iter().filter(|x| x.rexmit == Some(true)).map(|x| x.off));
     }
     assert_eq!(rexmits, vec![o(0), o(3), o(6)], "each hole retransmitted once, in order");
-    assert!(s.in_recovery);
+    assert!(s.in_recovery());
     assert_eq!(s.ssthresh(), 5 * MSS);
     // Retransmissions arrive: partial ACKs, then everything.
     s.handle_packet(now, &ack(o(3), &[(o(4), o(9) + m)]));
     s.handle_packet(now, &ack(o(6), &[(o(7), o(9) + m)]));
-    assert!(s.in_recovery);
+    assert!(s.in_recovery());
     let high = s.max;
     s.handle_packet(now, &ack(high, &[]));
-    assert!(!s.in_recovery);
+    assert!(!s.in_recovery());
     drain_sender(&mut s, now);
     assert_eq!(s.stats().timeouts, 0);
     assert_eq!(s.stats().fast_retransmits, 1);

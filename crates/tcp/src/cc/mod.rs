@@ -1,0 +1,298 @@
+//! Congestion control and loss recovery of the [`Sender`], one file per algorithm, each behind a trait and
+//! reached through an enum (static dispatch, as smoltcp's `AnyController`; the traits follow quinn-proto's
+//! `congestion::Controller`). `docs/src/dev/adding-a-congestion-control.md` walks through adding one.
+//!
+//! - A [`Controller`] owns `cwnd` and `ssthresh`: how the window grows on new ACKs and what a congestion
+//!   event (fast retransmit, timeout, ELN) does to it. [`aimd`]: slow start and congestion avoidance.
+//! - A [`Recovery`] decides what happens between a fast retransmit and the ACK that ends it: the window of
+//!   that phase, partial ACKs, and which segment goes next. [`tahoe`], [`reno`], [`newreno`], [`sack`].
+//! - [`eln`]: the ELN reaction of Balakrishnan 1998, which retransmits without a congestion response.
+//!
+//! The sender keeps what every algorithm shares (SND.UNA, SND.MAX, `recover`, the duplicate-ACK count,
+//! the scoreboard, the retransmit timer) and calls these at its events (`recovery.rs`).
+
+pub(crate) mod aimd;
+pub(crate) mod eln;
+pub(crate) mod newreno;
+pub(crate) mod reno;
+pub(crate) mod sack;
+pub(crate) mod tahoe;
+
+use crate::config::{TcpConfig, Variant};
+use crate::rto::Rto;
+use crate::sender::Sender;
+use lasthop_wire::Time;
+
+/// What a [`Controller`] reacts to when the sender learns of a loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CongestionEvent {
+    /// The duplicate ACKs reached the threshold (or SACK showed the loss sooner): fast retransmit.
+    FastRetransmit {
+        /// RFC 5681 eq. 4 as configured (`TcpConfig::ssthresh_from`): half the flight, at least 2·MSS.
+        halved_flight: u32,
+    },
+    /// Go-back-N from SND.UNA: the retransmit timer expired, or Caceres 1995's handoff signal did what it
+    /// would (`Sender::retransmit_now`).
+    Timeout {
+        /// As for [`FastRetransmit`](Self::FastRetransmit).
+        halved_flight: u32,
+    },
+    /// Balakrishnan 1998's ELN: the receiver's base station reported the segment at SND.UNA lost to wireless
+    /// corruption, and it is being retransmitted. Not a sign of congestion.
+    Eln,
+}
+
+/// A congestion controller: the window the sender may have outstanding, and how it moves.
+pub(crate) trait Controller {
+    /// The congestion window, bytes (during recovery as the [`Recovery`] set it).
+    fn window(&self) -> u32;
+
+    /// The slow-start threshold, bytes.
+    fn ssthresh(&self) -> u32;
+
+    /// Bytes per second to pace at, for a controller that paces; the classic ones send on ACK clocking.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+
+    /// The connection is set up and the effective MSS known: start from the initial window.
+    fn start(&mut self, mss: u32);
+
+    /// `acked` new bytes were cumulatively acknowledged outside recovery. `rtt` holds the estimator,
+    /// already updated with this ACK's sample if it gave one.
+    fn on_ack(&mut self, now: Time, acked: u64, rtt: &Rto);
+
+    /// A loss was detected; cut the window as the event calls for.
+    fn on_congestion_event(&mut self, now: Time, event: CongestionEvent);
+
+    /// Loss recovery sets the window of its phase (Reno's inflation, NewReno's partial deflation,
+    /// Tahoe's one segment).
+    fn set_window(&mut self, cwnd: u32);
+}
+
+/// Every congestion controller, dispatched statically.
+#[derive(Debug, Clone)]
+pub(crate) enum AnyController {
+    Aimd(aimd::Aimd),
+}
+
+/// Binds `$c` to the controller inside `$any` and evaluates `$body`.
+macro_rules! each_controller {
+    ($any:expr, $c:ident => $body:expr) => {
+        match $any {
+            AnyController::Aimd($c) => $body,
+        }
+    };
+}
+
+impl AnyController {
+    /// The controller a variant runs: every variant so far grows its window by slow start and
+    /// congestion avoidance.
+    pub(crate) fn for_variant(cfg: &TcpConfig, mss: u32) -> AnyController {
+        match cfg.variant {
+            Variant::Tahoe | Variant::Reno | Variant::NewReno | Variant::Sack => {
+                AnyController::Aimd(aimd::Aimd::new(cfg, mss))
+            }
+        }
+    }
+}
+
+impl Controller for AnyController {
+    #[inline]
+    fn window(&self) -> u32 {
+        each_controller!(self, c => c.window())
+    }
+    #[inline]
+    fn ssthresh(&self) -> u32 {
+        each_controller!(self, c => c.ssthresh())
+    }
+    #[inline]
+    fn pacing_rate(&self) -> Option<u64> {
+        each_controller!(self, c => c.pacing_rate())
+    }
+    #[inline]
+    fn start(&mut self, mss: u32) {
+        each_controller!(self, c => c.start(mss))
+    }
+    #[inline]
+    fn on_ack(&mut self, now: Time, acked: u64, rtt: &Rto) {
+        each_controller!(self, c => c.on_ack(now, acked, rtt))
+    }
+    #[inline]
+    fn on_congestion_event(&mut self, now: Time, event: CongestionEvent) {
+        each_controller!(self, c => c.on_congestion_event(now, event))
+    }
+    #[inline]
+    fn set_window(&mut self, cwnd: u32) {
+        each_controller!(self, c => c.set_window(cwnd))
+    }
+}
+
+/// What a new cumulative ACK during recovery leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecoveryAck {
+    /// Recovery goes on; the transmission rules send what they allow.
+    Continue,
+    /// Recovery goes on and the segment now at SND.UNA is lost too: retransmit it at once.
+    RetransmitHead,
+    /// Recovery is over.
+    Over,
+}
+
+/// What follows a fast retransmit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterFastRetransmit {
+    /// Fast recovery, until [`Recovery::on_ack`] answers [`RecoveryAck::Over`] or a timeout ends it.
+    Recovery,
+    /// No recovery phase: slow start goes on from the highest segment sent.
+    SlowStart,
+    /// No recovery phase: slow start goes back to SND.UNA and resends what followed the lost segment.
+    SlowStartFromUna,
+}
+
+/// The segment choice of the sender's transmit path: (offset, data bytes, FIN).
+pub(crate) type Segment = (u64, u32, bool);
+
+/// A loss-recovery algorithm: from the fast retransmit to the ACK that ends recovery. Whether recovery
+/// is under way is kept by [`LossRecovery`] from the answers of [`on_fast_retransmit`](Self::on_fast_retransmit)
+/// and [`on_ack`](Self::on_ack); the methods marked "during recovery" are called only then. A timeout
+/// ends any recovery ([`forget`](Self::forget)); what it does to the window is the [`Controller`]'s.
+pub(crate) trait Recovery {
+    /// Outside recovery: whether the sender's evidence already shows the segment at SND.UNA lost before
+    /// the duplicate-ACK threshold (RFC 6675 §5: IsLost(SND.UNA)).
+    fn lost_before_threshold(&self, _sender: &Sender) -> bool {
+        false
+    }
+
+    /// Fast retransmit of the segment at SND.UNA = `una`, after the controller's cut
+    /// ([`CongestionEvent::FastRetransmit`]): set the window the next phase starts with, and say which.
+    fn on_fast_retransmit(&mut self, cc: &mut AnyController, una: u64, mss: u32, dupthresh: u32)
+        -> AfterFastRetransmit;
+
+    /// During recovery: a duplicate ACK.
+    fn on_dupack(&mut self, _cc: &mut AnyController, _mss: u32) {}
+
+    /// During recovery: `acked` new bytes were cumulatively acknowledged, SND.UNA is now `una`, and
+    /// recovery began with SND.MAX at `recover`.
+    fn on_ack(&mut self, cc: &mut AnyController, una: u64, recover: u64, acked: u64, mss: u32) -> RecoveryAck;
+
+    /// During recovery: data up to `end` was just retransmitted.
+    fn on_retransmit(&mut self, _end: u64) {}
+
+    /// A go-back to SND.UNA = `una` (timeout or handoff): any recovery ends and its state is forgotten.
+    fn forget(&mut self, _una: u64) {}
+
+    /// During recovery: the next segment to send (the retransmission of a lost one, new data, or none).
+    /// Outside recovery the sender's ordinary window rules choose.
+    fn next_segment(&self, sender: &Sender) -> Option<Segment> {
+        sender.next_in_window()
+    }
+}
+
+/// Every loss-recovery algorithm, dispatched statically.
+#[derive(Debug, Clone)]
+pub(crate) enum AnyRecovery {
+    Tahoe(tahoe::Tahoe),
+    Reno(reno::Reno),
+    NewReno(newreno::NewReno),
+    Sack(sack::Sack),
+}
+
+/// Binds `$r` to the algorithm inside `$any` and evaluates `$body`.
+macro_rules! each_recovery {
+    ($any:expr, $r:ident => $body:expr) => {
+        match $any {
+            AnyRecovery::Tahoe($r) => $body,
+            AnyRecovery::Reno($r) => $body,
+            AnyRecovery::NewReno($r) => $body,
+            AnyRecovery::Sack($r) => $body,
+        }
+    };
+}
+
+impl AnyRecovery {
+    /// The recovery a variant runs once the handshake said whether the peer agreed to SACK
+    /// (`sack_ok`); SND.UNA is `una`. SACK recovery without the peer's agreement is NewReno.
+    pub(crate) fn for_variant(cfg: &TcpConfig, sack_ok: bool, una: u64) -> AnyRecovery {
+        match cfg.variant {
+            Variant::Tahoe => AnyRecovery::Tahoe(tahoe::Tahoe::new(cfg)),
+            Variant::Reno => AnyRecovery::Reno(reno::Reno),
+            Variant::NewReno => AnyRecovery::NewReno(newreno::NewReno::default()),
+            Variant::Sack if sack_ok => AnyRecovery::Sack(sack::Sack::new(una)),
+            Variant::Sack => AnyRecovery::NewReno(newreno::NewReno::default()),
+        }
+    }
+}
+
+/// The sender's loss recovery: the algorithm, and whether a recovery phase is under way. Outside
+/// recovery (nearly every ACK) nothing is dispatched: the sender runs its ordinary rules.
+#[derive(Debug, Clone)]
+pub(crate) struct LossRecovery {
+    in_recovery: bool,
+    algorithm: AnyRecovery,
+}
+
+impl LossRecovery {
+    pub(crate) fn new(algorithm: AnyRecovery) -> LossRecovery {
+        LossRecovery { in_recovery: false, algorithm }
+    }
+
+    /// In fast recovery (Tahoe never is).
+    #[inline]
+    pub(crate) fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    pub(crate) fn lost_before_threshold(&self, sender: &Sender) -> bool {
+        each_recovery!(&self.algorithm, r => r.lost_before_threshold(sender))
+    }
+
+    /// The fast retransmit's phase begins; true when sending goes back to SND.UNA.
+    pub(crate) fn on_fast_retransmit(&mut self, cc: &mut AnyController, una: u64, mss: u32, dupthresh: u32) -> bool {
+        let next = each_recovery!(&mut self.algorithm, r => r.on_fast_retransmit(cc, una, mss, dupthresh));
+        self.in_recovery = next == AfterFastRetransmit::Recovery;
+        next == AfterFastRetransmit::SlowStartFromUna
+    }
+
+    /// A duplicate ACK; only called during recovery.
+    pub(crate) fn on_dupack(&mut self, cc: &mut AnyController, mss: u32) {
+        each_recovery!(&mut self.algorithm, r => r.on_dupack(cc, mss))
+    }
+
+    /// A new cumulative ACK; only called during recovery.
+    pub(crate) fn on_ack(
+        &mut self,
+        cc: &mut AnyController,
+        una: u64,
+        recover: u64,
+        acked: u64,
+        mss: u32,
+    ) -> RecoveryAck {
+        let next = each_recovery!(&mut self.algorithm, r => r.on_ack(cc, una, recover, acked, mss));
+        if next == RecoveryAck::Over {
+            self.in_recovery = false;
+        }
+        next
+    }
+
+    #[inline]
+    pub(crate) fn on_retransmit(&mut self, end: u64) {
+        if self.in_recovery {
+            each_recovery!(&mut self.algorithm, r => r.on_retransmit(end))
+        }
+    }
+
+    pub(crate) fn forget(&mut self, una: u64) {
+        self.in_recovery = false;
+        each_recovery!(&mut self.algorithm, r => r.forget(una))
+    }
+
+    #[inline]
+    pub(crate) fn next_segment(&self, sender: &Sender) -> Option<Segment> {
+        if self.in_recovery {
+            each_recovery!(&self.algorithm, r => r.next_segment(sender))
+        } else {
+            sender.next_in_window()
+        }
+    }
+}
