@@ -1,5 +1,5 @@
-# Balakrishnan 1995 Fig. 7 in ten lines: goodput against bit-error rate, Reno with and
-# without Snoop at the base station.
+# Balakrishnan 1995 Fig. 7: goodput against bit-error rate, Reno with and without Snoop
+# at the base station.
 import lasthop
 
 base = lasthop.Scenario.from_toml("examples/snoop.toml")
