@@ -35,12 +35,18 @@ def blocks(page: Path):
 
 
 def shell_steps(page: Path):
-    """The page's shell blocks, each with the output lines the ```text block after it (if any) shows."""
-    steps, bs = [], blocks(page)
-    for i, (info, text) in enumerate(bs):
-        if info == "sh":
-            expected = bs[i + 1][1] if i + 1 < len(bs) and bs[i + 1][0] == "text" else ""
-            steps.append((text, [line.strip() for line in expected.splitlines() if line.strip()]))
+    """The page's shell blocks, each with the output lines shown by the ```text block that directly follows
+    it (nothing but blank lines between; a text block after prose is an illustration, not checked)."""
+    text = page.read_text()
+    found = [(m.group(1).strip(), m.group(2), m.start(), m.end()) for m in BLOCK.finditer(text)]
+    steps = []
+    for i, (info, body, _, end) in enumerate(found):
+        if info != "sh":
+            continue
+        expected = ""
+        if i + 1 < len(found) and found[i + 1][0] == "text" and not text[end:found[i + 1][2]].strip():
+            expected = found[i + 1][1]
+        steps.append((body, [line.strip() for line in expected.splitlines() if line.strip()]))
     return steps
 
 
