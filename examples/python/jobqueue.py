@@ -17,6 +17,7 @@ import sys
 
 import dask_jobqueue
 from dask.distributed import Client
+from dask_jobqueue.local import LocalCluster as LocalJobCluster  # jobs as processes here
 
 import lasthop
 
@@ -25,7 +26,7 @@ CLUSTERS = {
     "pbs": dask_jobqueue.PBSCluster,
     "sge": dask_jobqueue.SGECluster,
     "lsf": dask_jobqueue.LSFCluster,
-    "local": dask_jobqueue.LocalCluster,
+    "local": LocalJobCluster,
 }
 
 
