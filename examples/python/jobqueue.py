@@ -17,7 +17,8 @@ import sys
 
 import dask_jobqueue
 from dask.distributed import Client
-from dask_jobqueue.local import LocalCluster as LocalJobCluster  # jobs as processes here
+# dask-jobqueue's own LocalCluster: the same jobs, as processes on this machine
+from dask_jobqueue.local import LocalCluster as LocalJobCluster
 
 import lasthop
 
