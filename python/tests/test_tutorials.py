@@ -1,6 +1,6 @@
 """The guide's tutorials do what they say: every shell block of a tutorial page runs, in page order, in one
 shell (so a page's later blocks see what its earlier ones made), with `lasthop` the CLI under test
-($LASTHOP_BIN) and `python` this interpreter; a ```text block right after a shell block lists lines its
+($LASTHOP_BIN) and `python` the one of this interpreter's environment; a ```text block right after a shell block lists lines its
 output must contain. The files the pages show (scenarios, experiment files, Python) are {{#include}}d from
 the repository, so what runs is what the reader sees. Install commands (```sh,install, and the README's) cost
 minutes of building, so they are checked against what CI really runs (.ci/run, test.sh, the Python package's
@@ -92,7 +92,8 @@ def test_tutorial_commands_run(page, tmp_path):
     bin_dir = tmp_path / ".bin"
     bin_dir.mkdir()
     (bin_dir / "lasthop").symlink_to(_lasthop())
-    (bin_dir / "python").symlink_to(sys.executable)
+    # `python` from this interpreter's own directory (a virtual environment's bin/: a link to it elsewhere
+    # would not find the environment)
     env = dict(os.environ, PATH=f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
                MPLBACKEND="Agg")
     script = ["set -e"]
