@@ -281,6 +281,9 @@ pub fn bs(a: BsArgs) -> Result<ExitCode> {
     hop.validate().map_err(|e| anyhow!("emulated hop: {e}"))?;
     check_interface("--wired", &a.wired)?;
     check_interface("--wireless", &a.wireless)?;
+    if let Some(note) = no_hop_note(&hop) {
+        eprintln!("{note}");
+    }
     if let Some(d) = &a.pcap_dir {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
@@ -295,6 +298,16 @@ pub fn bs(a: BsArgs) -> Result<ExitCode> {
     };
     lasthop_net::serve(&cfg, a.json).map_err(net_error)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `lasthop bs` says when it emulates no wireless hop: `--rate-mbps` defaults to 0 (unlimited), so a
+/// base station started with only its interfaces and agent forwards at the interfaces' speed, which is easy
+/// to mistake for a 2 Mb/s hop.
+fn no_hop_note(hop: &HopConfig) -> Option<&'static str> {
+    (hop.rate_mbps == 0.0).then_some(
+        "lasthop bs: no wireless hop is emulated (--rate-mbps 0: frames take no air time and share no medium); \
+         give --rate-mbps to emulate one",
+    )
 }
 
 /// The testbed configuration `lasthop testbed` runs (defaults: [`TestbedConfig::default`]).
@@ -561,6 +574,13 @@ mod tests {
         assert_eq!(hop_error(Some(0.0), None), ErrorModelConfig::None);
         assert_eq!(hop_error(Some(1e-6), None), ErrorModelConfig::Ber { ber: 1e-6 });
         assert_eq!(hop_error(None, Some(0.1)), ErrorModelConfig::Packet { loss: 0.1 });
+    }
+
+    #[test]
+    fn a_base_station_without_a_rate_says_it_emulates_no_hop() {
+        let note = no_hop_note(&HopConfig::default()).expect("rate 0 is no hop");
+        assert!(note.contains("no wireless hop is emulated"), "{note}");
+        assert_eq!(no_hop_note(&HopConfig { rate_mbps: 2.0, ..HopConfig::default() }), None);
     }
 
     #[test]
