@@ -306,10 +306,9 @@ impl World {
         // after the flows are in place: see "Same-instant order" in `crate::feature`.
         register(s, &mut world)?;
         for (i, (name, f)) in s.flows.iter().enumerate() {
-            let tcp = s.flow_tcp(name).map_err(|m| crate::ScenarioError {
-                origin: s.origin().to_string(),
-                message: format!("`flows.{name}.tcp`: {m}"),
-            })?;
+            let tcp = s
+                .flow_tcp(name)
+                .map_err(|m| crate::ScenarioError::at(s.origin(), format!("flows.{name}.tcp"), None, m))?;
             world.add_flow(i, name, f.bytes, f.start_s, index(&f.from), index(&f.to), tcp)?;
         }
         world.flows_open = world.flows.len();
@@ -402,9 +401,9 @@ impl World {
         to: usize,
         tcp: TcpConfig,
     ) -> Result<(), SimError> {
-        let path = self.path(from, to).ok_or_else(|| crate::ScenarioError {
-            origin: "scenario".into(),
-            message: format!("`flows.{name}`: no route from `{}` to `{}`", self.nodes[from].name, self.nodes[to].name),
+        let path = self.path(from, to).ok_or_else(|| {
+            let message = format!("no route from `{}` to `{}`", self.nodes[from].name, self.nodes[to].name);
+            crate::ScenarioError::at("scenario", format!("flows.{name}"), None, message)
         })?;
         let mut r = rng::stream(self.seed, &format!("flow.{name}"), "iss");
         let (iss_a, iss_b) = (SeqNum(r.next_u32()), SeqNum(r.next_u32()));

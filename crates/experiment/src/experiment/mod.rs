@@ -11,7 +11,7 @@ mod schema;
 mod tests;
 
 pub use figure::{handoff_time, HANDOFF_TIMES};
-pub use overrides::{apply_override, override_sets, refused_field};
+pub use overrides::{apply_override, override_sets};
 
 use crate::claims::{Claim, Filter, Metric};
 use crate::table::Cell;

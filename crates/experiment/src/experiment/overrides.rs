@@ -35,11 +35,6 @@ pub(super) fn parse_quick(
     Ok((Quick { seeds, set, grid: Vec::new() }, quick_doc))
 }
 
-/// The field a scenario error names and what it says: scenario errors read "`dotted.path`: expected …".
-pub fn refused_field(message: &str) -> Option<(&str, &str)> {
-    message.strip_prefix('`')?.split_once("`: ")
-}
-
 /// Whether the override at `path` (`+` for an added field) sets `field` or a field inside it.
 pub fn override_sets(path: &str, field: &str) -> bool {
     let path = path.trim_start_matches('+');
@@ -60,7 +55,7 @@ pub(super) fn check_sim_overrides(
     let origin = scenario_file.display().to_string();
     let refused = |d: toml::Value| {
         let e = lasthop_sim::Scenario::from_toml_in(d, &origin, base_dir).err()?;
-        refused_field(&e.message).map(|(f, m)| (f.to_string(), m.to_string()))
+        Some((e.field?, e.message))
     };
     let grid_sets = |field: &str| {
         raw.grid.values().any(|a| {
