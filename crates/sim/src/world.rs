@@ -1,7 +1,8 @@
 //! The simulator's core: one run's event queue, nodes, links and media, routing, delivery to endpoints and
-//! agents, the bulk flows, and the metrics they yield. Everything else a run does (the Web workload,
-//! mobility and handoff, and every protocol family to come) is a [`Feature`](crate::feature::Feature) that the
-//! core drives through the seam in [`crate::feature`]; the core names no feature.
+//! agents, the bulk flows, and the metrics they yield. Everything else a run does (the Web workload, mobility
+//! and handoff, Mobile IP, node failure, the split connection, link-level ARQ) is a
+//! [`Feature`](crate::feature::Feature) that the core drives through the seam in [`crate::feature`]; the core
+//! names no feature.
 //!
 //! A run goes on until every bulk flow has delivered its bytes and every feature's
 //! [`runs_until`](crate::feature::Feature::runs_until) time has passed, or the time limit is reached.
