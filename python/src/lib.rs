@@ -56,7 +56,7 @@ impl PyScenario {
     /// Checks the document as the simulator will read it.
     fn validated(self, py: Python<'_>) -> PyResult<PyScenario> {
         lasthop_sim::Scenario::from_toml_in(self.doc.clone(), &self.origin, &self.base_dir)
-            .map_err(|e| scenario_error(py, &self.origin, &e.message))?;
+            .map_err(|e| scenario_error(py, &self.origin, &e.detail()))?;
         Ok(self)
     }
 
@@ -64,7 +64,7 @@ impl PyScenario {
     fn parse(py: Python<'_>, text: &str, origin: &str, base_dir: &Path) -> PyResult<PyScenario> {
         // `from_str` reports the offending field with its line; it takes relative names from the current
         // folder, so the scenario is checked again below against its own folder.
-        lasthop_sim::Scenario::from_str(text, origin).map_err(|e| scenario_error(py, origin, &e.message))?;
+        lasthop_sim::Scenario::from_str(text, origin).map_err(|e| scenario_error(py, origin, &e.detail()))?;
         let doc: toml::Value = toml::from_str(text).map_err(|e| scenario_error(py, origin, &e.to_string()))?;
         PyScenario { doc, origin: origin.to_string(), base_dir: base_dir.to_path_buf() }.validated(py)
     }

@@ -1,6 +1,6 @@
 //! Command-line interface (clap derive); [`main_with`] takes the runner so tests can use a fake one.
 
-use crate::experiment::{apply_override, load_dir, override_sets, refused_field};
+use crate::experiment::{apply_override, load_dir, override_sets};
 use crate::reproduce::{experiments_dir, reproduce, ReproduceOptions};
 use crate::runner::{series_csv, write_file, RunRequest, Runner, ScenarioSource};
 use crate::table::fmt_num;
@@ -127,10 +127,10 @@ pub fn parse_set(s: &str) -> Result<(String, toml::Value)> {
 /// Any other error is left to the run, which names the file.
 fn check_set_values(doc: &toml::Value, origin: &str, base_dir: &Path, set: &[String]) -> Result<()> {
     let Err(e) = lasthop_sim::Scenario::from_toml_in(doc.clone(), origin, base_dir) else { return Ok(()) };
-    let Some((field, _)) = refused_field(&e.message) else { return Ok(()) };
+    let Some(field) = e.field.as_deref() else { return Ok(()) };
     let gave = |arg: &&String| arg.split_once('=').is_some_and(|(p, _)| override_sets(p.trim(), field));
     match set.iter().rev().find(gave) {
-        Some(arg) => Err(anyhow!("--set '{arg}' (command line): {}", e.message)),
+        Some(arg) => Err(anyhow!("--set '{arg}' (command line): {}", e.detail())),
         None => Ok(()),
     }
 }

@@ -52,9 +52,8 @@ use lasthop_wire::Time;
 use serde::Deserialize;
 use std::net::Ipv4Addr;
 
-/// IP protocol number of ARQ frames (253 and 254 are RFC 3692's experimental numbers; 253 is taken by the
-/// handoff control messages, so ARQ takes 254).
-pub const PROTO_ARQ: u8 = 254;
+/// IP protocol number of ARQ frames (why this one: [`lasthop_wire::proto::ARQ`]).
+pub use lasthop_wire::proto::ARQ as PROTO_ARQ;
 
 /// A wireless link's `arq` table. Absent fields keep the defaults documented here.
 #[derive(Debug, Clone, Deserialize)]

@@ -1,12 +1,15 @@
 //! The seam between the simulator's core ([`crate::world`]) and its features: the protocol families and
-//! workloads that a scenario switches on (the Web workload, mobility and handoff, and the families to come).
+//! workloads that a scenario switches on, six of them, registered in [`build_all`]: the Web workload
+//! ([`crate::web`]), mobility and handoff ([`crate::mobility`]), Mobile IP ([`crate::mobile_ip`]), a node that
+//! fails ([`crate::failure`]), I-TCP's split connection ([`crate::split`]) and link-level ARQ ([`crate::arq`]).
 //! A feature owns its state, its events and its metrics; the core owns the event queue, links and media,
 //! routing, delivery to endpoints and agents, the bulk flows and their metrics, and calls a feature only
 //! through [`Feature`].
 //!
 //! # Adding a protocol family
 //!
-//! A family is a new module (say `crate::mobile_ip`) plus its registration here; the core is not edited.
+//! A family is a module of its own (as `crate::mobile_ip` is) plus its registration here; the core is not
+//! edited.
 //!
 //! 1. **Scenario section.** Its table in the scenario file (`[mobile_ip]`) is a field of
 //!    [`crate::Scenario`] with a `Deserialize` config type that lives in the family's module.

@@ -9,7 +9,9 @@
 //!
 //! Layout: the core (`world.rs`: event queue, links and media, routing, delivery, bulk flows, metrics) and
 //! its features behind one seam (`feature.rs`, which says how a protocol family registers): the Web workload
-//! ([`web`], its run in `web/feature.rs`) and mobility and handoff ([`mobility`], `mobility/feature.rs`).
+//! ([`web`], its run in `web/feature.rs`), mobility and handoff ([`mobility`], `mobility/feature.rs`), Mobile
+//! IP ([`mobile_ip`], `mobile_ip/feature.rs`), a node that fails ([`failure`]), I-TCP's split connection
+//! ([`split`]) and link-level ARQ ([`arq`]).
 
 pub mod agents;
 pub mod arq;

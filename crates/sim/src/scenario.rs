@@ -320,19 +320,58 @@ pub const RATE_MBPS: std::ops::RangeInclusive<f64> = 1e-6..=1e9;
 pub const MAX_QUEUE_PACKETS: usize = 1_000_000;
 
 /// A scenario that could not be read or does not make sense, with where and why.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{origin}: {message}")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioError {
     pub origin: String,
+    /// The field at fault (dotted: `links.wavelan.error.ber`), when the mistake is in one field.
+    pub field: Option<String>,
+    /// The 1-based line of the mistake, when the scenario was read from text (a TOML syntax error's message
+    /// gives it too).
+    pub line: Option<usize>,
+    /// What is wrong; for a field, what was expected.
     pub message: String,
 }
+
+impl ScenarioError {
+    /// A mistake in the scenario as a whole (unreadable, not TOML).
+    pub fn new(origin: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { origin: origin.to_string(), field: None, line: None, message: message.into() }
+    }
+
+    /// A mistake in `field`.
+    pub fn at(
+        origin: &str,
+        field: impl Into<String>,
+        line: Option<usize>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        ScenarioError { origin: origin.to_string(), field: Some(field.into()), line, message: message.into() }
+    }
+
+    /// The error without its origin: "`field` (line N): message", or the message alone.
+    pub fn detail(&self) -> String {
+        match (&self.field, self.line) {
+            (Some(f), Some(l)) => format!("`{f}` (line {l}): {}", self.message),
+            (Some(f), None) => format!("`{f}`: {}", self.message),
+            (None, _) => self.message.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.origin, self.detail())
+    }
+}
+
+impl std::error::Error for ScenarioError {}
 
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScenarioError { origin: origin.clone(), message: format!("cannot read: {e}") })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ScenarioError::new(&origin, format!("cannot read: {e}")))?;
         Scenario::parse(&text, &origin, path.parent().unwrap_or(Path::new("")))
     }
 
@@ -343,14 +382,15 @@ impl Scenario {
     }
 
     fn parse(text: &str, origin: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
-        let mut s: Scenario =
-            toml::from_str(text).map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
+        let mut s: Scenario = toml::from_str(text).map_err(|e: toml::de::Error| ScenarioError {
+            line: e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1),
+            ..ScenarioError::new(origin, e.to_string())
+        })?;
         s.origin = origin.to_string();
         s.resolve_paths(base_dir);
-        crate::scale::expand(&mut s).and_then(|()| s.validate()).map_err(|(path, message)| {
-            let line = line_of(text, &path).map(|l| format!(" (line {l})")).unwrap_or_default();
-            ScenarioError { origin: origin.to_string(), message: format!("`{path}`{line}: {message}") }
-        })?;
+        crate::scale::expand(&mut s)
+            .and_then(|()| s.validate())
+            .map_err(|(path, message)| ScenarioError::at(origin, &path, line_of(text, &path), message))?;
         Ok(s)
     }
 
@@ -362,14 +402,12 @@ impl Scenario {
 
     /// As [`Scenario::from_toml`], with relative file names taken from `base_dir` (the scenario file's folder).
     pub fn from_toml_in(value: toml::Value, origin: &str, base_dir: &Path) -> Result<Scenario, ScenarioError> {
-        let mut s = Scenario::deserialize(value)
-            .map_err(|e| ScenarioError { origin: origin.to_string(), message: e.to_string() })?;
+        let mut s = Scenario::deserialize(value).map_err(|e| ScenarioError::new(origin, e.to_string()))?;
         s.origin = origin.to_string();
         s.resolve_paths(base_dir);
-        crate::scale::expand(&mut s).and_then(|()| s.validate()).map_err(|(path, message)| ScenarioError {
-            origin: origin.to_string(),
-            message: format!("`{path}`: {message}"),
-        })?;
+        crate::scale::expand(&mut s)
+            .and_then(|()| s.validate())
+            .map_err(|(path, message)| ScenarioError::at(origin, path, None, message))?;
         Ok(s)
     }
 
@@ -793,6 +831,21 @@ mod tests {
         let text = example().replace("ends = [\"bs\", \"mh\"]", "ends = [\"bs\", \"mobile\"]");
         let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
         assert!(e.contains("links.wavelan.ends") && e.contains("mobile") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn the_refused_field_is_typed_whether_read_from_text_or_a_document() {
+        let text = example().replace("ends = [\"bs\", \"mh\"]", "ends = [\"bs\", \"mobile\"]");
+        let line = text.lines().position(|l| l.contains("\"mobile\"")).unwrap() + 1;
+        let e = Scenario::from_str(&text, "x.toml").unwrap_err();
+        assert_eq!((e.field.as_deref(), e.line), (Some("links.wavelan.ends"), Some(line)));
+        assert_eq!(e.to_string(), format!("x.toml: `links.wavelan.ends` (line {line}): {}", e.message));
+        let e = Scenario::from_toml(toml::from_str(&text).unwrap(), "x.toml").unwrap_err();
+        assert_eq!((e.field.as_deref(), e.line), (Some("links.wavelan.ends"), None));
+        assert_eq!(e.to_string(), format!("x.toml: `links.wavelan.ends`: {}", e.message));
+        assert!(e.message.starts_with("no node named `mobile`"), "{e}");
+        let e = Scenario::from_str("seed = [", "x.toml").unwrap_err();
+        assert_eq!((e.field, e.line), (None, Some(1)));
     }
 
     #[test]

@@ -210,7 +210,7 @@ impl Split {
         if nodes.is_empty() {
             return Ok(None);
         }
-        let bad = |m: String| crate::ScenarioError { origin: s.origin().to_string(), message: m };
+        let bad = |m: String| crate::ScenarioError::new(s.origin(), m);
         let mut tcp = BTreeMap::new();
         for (name, f) in &s.flows {
             let cfg = s.flow_tcp(name).map_err(|m| bad(format!("`flows.{name}.tcp`: {m}")))?;

@@ -1,7 +1,8 @@
 //! The simulator's core: one run's event queue, nodes, links and media, routing, delivery to endpoints and
-//! agents, the bulk flows, and the metrics they yield. Everything else a run does (the Web workload,
-//! mobility and handoff, and every protocol family to come) is a [`Feature`](crate::feature::Feature) that the
-//! core drives through the seam in [`crate::feature`]; the core names no feature.
+//! agents, the bulk flows, and the metrics they yield. Everything else a run does (the Web workload, mobility
+//! and handoff, Mobile IP, node failure, the split connection, link-level ARQ) is a
+//! [`Feature`](crate::feature::Feature) that the core drives through the seam in [`crate::feature`]; the core
+//! names no feature.
 //!
 //! A run goes on until every bulk flow has delivered its bytes and every feature's
 //! [`runs_until`](crate::feature::Feature::runs_until) time has passed, or the time limit is reached.
@@ -306,10 +307,9 @@ impl World {
         // after the flows are in place: see "Same-instant order" in `crate::feature`.
         register(s, &mut world)?;
         for (i, (name, f)) in s.flows.iter().enumerate() {
-            let tcp = s.flow_tcp(name).map_err(|m| crate::ScenarioError {
-                origin: s.origin().to_string(),
-                message: format!("`flows.{name}.tcp`: {m}"),
-            })?;
+            let tcp = s
+                .flow_tcp(name)
+                .map_err(|m| crate::ScenarioError::at(s.origin(), format!("flows.{name}.tcp"), None, m))?;
             world.add_flow(i, name, f.bytes, f.start_s, index(&f.from), index(&f.to), tcp)?;
         }
         world.flows_open = world.flows.len();
@@ -402,9 +402,9 @@ impl World {
         to: usize,
         tcp: TcpConfig,
     ) -> Result<(), SimError> {
-        let path = self.path(from, to).ok_or_else(|| crate::ScenarioError {
-            origin: "scenario".into(),
-            message: format!("`flows.{name}`: no route from `{}` to `{}`", self.nodes[from].name, self.nodes[to].name),
+        let path = self.path(from, to).ok_or_else(|| {
+            let message = format!("no route from `{}` to `{}`", self.nodes[from].name, self.nodes[to].name);
+            crate::ScenarioError::at("scenario", format!("flows.{name}"), None, message)
         })?;
         let mut r = rng::stream(self.seed, &format!("flow.{name}"), "iss");
         let (iss_a, iss_b) = (SeqNum(r.next_u32()), SeqNum(r.next_u32()));

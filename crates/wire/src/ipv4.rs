@@ -19,9 +19,7 @@ mod field {
 }
 
 pub const HEADER_LEN: usize = 20;
-pub const PROTO_IPIP: u8 = 4;
-pub const PROTO_TCP: u8 = 6;
-pub const PROTO_UDP: u8 = 17;
+pub use crate::proto::{IPIP as PROTO_IPIP, TCP as PROTO_TCP, UDP as PROTO_UDP};
 
 /// A read (and, over `AsMut`, write) view of an IPv4 packet.
 #[derive(Debug, Clone)]

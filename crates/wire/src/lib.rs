@@ -17,6 +17,7 @@ pub mod ipv4;
 pub mod mip;
 pub mod pcap;
 pub mod prefetch;
+pub mod proto;
 pub mod seq;
 pub mod tcp;
 pub mod time;

@@ -9,8 +9,9 @@
 //!   Advertisement extension (RFC 5944 §2.1.1).
 //! - The **local messages** of Eom 2002 Fig. 2 (beacon, handoff request, notification) and the *forward*
 //!   message (§2.2), which the paper makes link-layer control messages between MH, BS and FA: lasthop carries
-//!   every frame as IPv4, so they are IPv4 protocol 254 (RFC 3692's second experimental value; the Balakrishnan 1995
-//!   handoff protocol has 253) with the mobile's link-layer address inside, as §2.2 asks of *forward*.
+//!   every frame as IPv4, so they are IPv4 protocol [`PROTO_MIP_LOCAL`] (254, RFC 3692's second experimental
+//!   value; [`crate::proto`] lists every number lasthop uses) with the mobile's link-layer address inside, as
+//!   §2.2 asks of *forward*.
 //!
 //! What is not modelled: authentication extensions (RFC 5944 requires a Mobile-Home authentication
 //! extension; lasthop's entities trust each other and emit none, and accept messages without one) and
@@ -29,10 +30,7 @@ use std::net::Ipv4Addr;
 
 /// UDP port of Mobile IP control messages (RFC 5944 §3).
 pub const PORT: u16 = 434;
-/// IPv4 protocol number of ICMP.
-pub const PROTO_ICMP: u8 = 1;
-/// IPv4 protocol number of Eom 2002's local (link-layer) messages: RFC 3692 experimental value.
-pub const PROTO_MIP_LOCAL: u8 = 254;
+pub use crate::proto::{ICMP as PROTO_ICMP, MIP_LOCAL as PROTO_MIP_LOCAL};
 
 /// Message types on UDP 434.
 pub mod msg_type {
@@ -499,7 +497,7 @@ pub enum LocalKind {
     Forward = 4,
 }
 
-/// A local message. Layout of the IPv4 payload (protocol 254):
+/// A local message. Layout of the IPv4 payload (protocol [`PROTO_MIP_LOCAL`]):
 ///
 /// ```text
 /// 0       kind      u8
@@ -551,7 +549,7 @@ impl LocalMessage {
         })
     }
 
-    /// Reads a whole IPv4 packet: `Ok(None)` when it is not protocol 254.
+    /// Reads a whole IPv4 packet: `Ok(None)` when it is not protocol [`PROTO_MIP_LOCAL`].
     pub fn parse_ipv4(packet: &[u8]) -> Result<Option<LocalMessage>> {
         let ip = Ipv4Packet::new_checked(packet)?;
         if ip.protocol() != PROTO_MIP_LOCAL || ip.is_fragment() {

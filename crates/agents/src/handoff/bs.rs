@@ -83,6 +83,10 @@ impl BsConfig {
     }
 }
 
+/// The name [`BsStats::resent_from_buffer`] has among a base station's [`Agent::counters`], by which a host
+/// that holds the agent as any agent finds it (the simulator's per-handoff `resent_from_buffer`).
+pub const RESENT_FROM_BUFFER: &str = "resent_from_buffer";
+
 /// Counters of a [`BaseStation`] (all mobiles together).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BsStats {
@@ -575,7 +579,7 @@ impl Agent for BaseStation {
             ("tunnelled_in", s.tunnelled_in),
             ("forwarded_to_mobile", s.forwarded_to_mobile),
             ("buffered", s.buffered),
-            ("resent_from_buffer", s.resent_from_buffer),
+            (RESENT_FROM_BUFFER, s.resent_from_buffer),
             ("sync_found", s.sync_found),
             ("sync_not_found", s.sync_not_found),
             ("forwarded_to_new_bs", s.forwarded_to_new_bs),

@@ -43,7 +43,7 @@ pub mod msg;
 mod tests;
 
 pub use beacon::{BeaconConfig, BeaconMonitor, Decision};
-pub use bs::{BaseStation, BsConfig, BsStats, Role};
+pub use bs::{BaseStation, BsConfig, BsStats, Role, RESENT_FROM_BUFFER};
 pub use ha::HomeAgent;
 pub use mh::{MhEvent, MobileHost, Scheme, IDS_SENT};
 pub use msg::{Control, Kind, PROTO_HANDOFF};

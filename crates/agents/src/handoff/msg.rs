@@ -1,5 +1,5 @@
-//! The handoff control protocol: small messages carried directly over IPv4 (protocol number 253, set aside
-//! for experiments by RFC 3692), so that they cross real links with real delays and queueing.
+//! The handoff control protocol: small messages carried directly over IPv4 (protocol [`PROTO_HANDOFF`], 253,
+//! set aside for experiments by RFC 3692), so that they cross real links with real delays and queueing.
 //!
 //! Payload layout (network byte order):
 //!
@@ -16,8 +16,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use lasthop_wire::ipv4::{Ipv4Packet, Ipv4Repr, HEADER_LEN};
 use std::net::Ipv4Addr;
 
-/// IPv4 protocol number of control messages (RFC 3692 experimental value).
-pub const PROTO_HANDOFF: u8 = 253;
+pub use lasthop_wire::proto::HANDOFF as PROTO_HANDOFF;
 const FIXED_LEN: usize = 12;
 /// At most this many IP IDs in one message.
 pub const MAX_IDS: usize = 8;

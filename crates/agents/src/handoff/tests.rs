@@ -146,6 +146,8 @@ fn promotion_sends_what_follows_the_last_id_found() {
     assert_eq!(controls(&out), vec![(Kind::Ack, MH)], "already a member: no Join");
     assert_eq!(b.role(MH), Role::Primary);
     assert_eq!((b.stats().resent_from_buffer, b.stats().sync_found), (5, 1));
+    // Hosts holding the agent as any agent read the count by its counter name.
+    assert!(b.counters().contains(&(RESENT_FROM_BUFFER, 5)), "{:?}", b.counters());
     // New packets now go straight through.
     assert_eq!(forwarded(&feed(&mut b, tunnel(20, BS2))), vec![1020]);
 }

@@ -17,12 +17,12 @@
 //!   advertisement, and the small buffer of its own last one or two data packets (§4.2).
 //!
 //! The messages are real packets ([`lasthop_wire::mip`]): registration and binding messages on UDP 434, the
-//! agent advertisement as ICMP, the local messages as IPv4 protocol 254. Nothing here reads a clock or
-//! draws a number; every entity is an [`Agent`](crate::Agent).
+//! agent advertisement as ICMP, the local messages as IPv4 protocol 254 ([`lasthop_wire::proto::MIP_LOCAL`]).
+//! Nothing here reads a clock or draws a number; every entity is an [`Agent`](crate::Agent).
 //!
-//! What exists beyond this module: the message formats (`lasthop_wire::mip`). What does not yet: the
-//! simulator's Mobile IP topology (CH, HA, FAs, BSs, delay stations, the handoff schedule) and the Eom 2002
-//! experiments; those belong to `lasthop-sim` and drive these entities.
+//! Beyond this module: the message formats (`lasthop_wire::mip`), and the simulator's Mobile IP
+//! (`lasthop_sim::mobile_ip`), which places these entities on a scenario's nodes (CH, HA, FAs, BSs, delay
+//! stations), schedules the handoffs and drives them in the Eom 2002 experiments (`experiments/mip-*.toml`).
 
 mod bs;
 mod buffer;

@@ -460,7 +460,7 @@ impl Mobility {
             .iter()
             .filter_map(|&b| world.nodes[b].agent.as_ref())
             .flat_map(|a| a.counters())
-            .filter(|(k, _)| *k == "resent_from_buffer")
+            .filter(|(k, _)| *k == handoff::RESENT_FROM_BUFFER)
             .map(|(_, v)| v)
             .sum()
     }

@@ -120,14 +120,13 @@ impl WebWorkloads {
         let mut webs = Vec::new();
         let mut until = None;
         for (name, w) in &s.web {
-            let tcp = s.web_tcp(name).map_err(|m| crate::ScenarioError {
-                origin: s.origin().to_string(),
-                message: format!("`web.{name}.tcp`: {m}"),
-            })?;
+            let tcp = s
+                .web_tcp(name)
+                .map_err(|m| crate::ScenarioError::at(s.origin(), format!("web.{name}.tcp"), None, m))?;
             let (client, server) = (world.node_index(&w.client), world.node_index(&w.server));
-            let path = world.path(server, client).ok_or_else(|| crate::ScenarioError {
-                origin: s.origin().to_string(),
-                message: format!("`web.{name}`: no route between `{}` and `{}`", w.server, w.client),
+            let path = world.path(server, client).ok_or_else(|| {
+                let message = format!("no route between `{}` and `{}`", w.server, w.client);
+                crate::ScenarioError::at(s.origin(), format!("web.{name}"), None, message)
             })?;
             let start = Time((w.start_s * 1e9).round() as u64);
             let end = Time(((w.start_s + w.duration_s) * 1e9).round() as u64);
