@@ -445,25 +445,6 @@ fn spoofed_control_and_tunnelled_traffic_cannot_grow_the_tables() {
     assert_eq!(b.role(MH), Role::Idle);
 }
 
-/// The TCP (ACK number, window) of a MH → FH packet.
-fn ack_fields(p: &Bytes) -> (SeqNum, u16) {
-    let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
-    let t = lasthop_wire::TcpPacket::new_checked(ip.payload()).unwrap();
-    (t.ack_number(), t.window_len())
-}
-
-/// What went toward the fixed host: forwarded and injected.
-fn to_wired(out: &[Action]) -> Vec<(SeqNum, u16)> {
-    out.iter()
-        .filter_map(|a| match a {
-            Action::Forward(Side::ToWired, p) | Action::Inject(Side::ToWired, p) if Control::parse(p).is_none() => {
-                Some(ack_fields(p))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// Whether a MH → FH packet carries the ELN bit.
 fn eln_marked(p: &Bytes) -> bool {
     let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
