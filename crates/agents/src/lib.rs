@@ -12,7 +12,6 @@ pub mod eln;
 pub mod flow;
 pub mod handoff;
 pub mod mip;
-pub mod mtcp;
 pub mod nack;
 pub mod snoop;
 mod triage;
@@ -108,26 +107,9 @@ pub trait Agent {
     fn on_queue_occupancy(&mut self, _side: Side, _fraction: f64) {}
 
     /// The host's radio lost (`reachable` false: the mobile left the cell, a handoff gap) or regained the
-    /// mobile host `mobile`. Hosts that know (the simulator's mobility) call it; an agent that freezes or
-    /// resumes senders on it (M-TCP) may emit actions.
+    /// mobile host `mobile`. Hosts that know (the simulator's mobility) call it; an agent that acts on it
+    /// may emit actions.
     fn on_reachability(&mut self, _now: Time, _mobile: Ipv4Addr, _reachable: bool, _out: &mut Vec<Action>) {}
-
-    /// At a handoff, takes out the per-mobile state this agent hands to the agent of the mobile's next base
-    /// station (M-TCP's supervisor state); [`take_over`](Self::take_over) receives it there.
-    fn hand_over(&mut self, _mobile: Ipv4Addr) -> HandoverState {
-        HandoverState::default()
-    }
-
-    /// Takes from `state` what belongs to this agent (leaving the rest for others).
-    fn take_over(&mut self, _state: &mut HandoverState) {}
-}
-
-/// Per-mobile state that moves with a mobile host from one base station's agent to the next one's at a
-/// handoff ([`Agent::hand_over`]).
-#[derive(Debug, Default)]
-pub struct HandoverState {
-    /// The M-TCP supervisor's connections of the mobile.
-    pub mtcp: Option<mtcp::Handover>,
 }
 
 /// Agents run one after another on the same packet, as configured at a node (e.g. Snoop then ELN).
@@ -231,21 +213,6 @@ impl Agent for Chain {
     fn on_reachability(&mut self, now: Time, mobile: Ipv4Addr, reachable: bool, out: &mut Vec<Action>) {
         for a in &mut self.agents {
             a.on_reachability(now, mobile, reachable, out);
-        }
-    }
-
-    fn hand_over(&mut self, mobile: Ipv4Addr) -> HandoverState {
-        let mut state = HandoverState::default();
-        for a in &mut self.agents {
-            let mine = a.hand_over(mobile);
-            state.mtcp = state.mtcp.or(mine.mtcp);
-        }
-        state
-    }
-
-    fn take_over(&mut self, state: &mut HandoverState) {
-        for a in &mut self.agents {
-            a.take_over(state);
         }
     }
 }

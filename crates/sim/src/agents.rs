@@ -3,7 +3,6 @@
 
 use crate::scenario::{AgentKind, AgentSpec, Scenario};
 use lasthop_agents::eln::{Eln, ElnConfig, ElnRole};
-use lasthop_agents::mtcp::{Mtcp, MtcpConfig};
 use lasthop_agents::nack::{Nack, NackConfig};
 use lasthop_agents::snoop::{Snoop, SnoopConfig};
 use lasthop_agents::{Agent, Chain};
@@ -144,8 +143,9 @@ pub fn build_agent(spec: &AgentSpec, s: &Scenario) -> Option<Box<dyn Agent>> {
             AgentKind::ElnFilter => Box::new(Eln::new(s.eln.config(ElnRole::Filter))),
             AgentKind::ElnFixed => Box::new(Eln::new(s.eln.config(ElnRole::MarkForwarded))),
             AgentKind::Nack => Box::new(Nack::new(s.nack.config())),
-            AgentKind::Mtcp => Box::new(Mtcp::new(MtcpConfig::default())),
-            AgentKind::Split | AgentKind::SplitSack => unreachable!("validated: a split node has no other agent"),
+            AgentKind::Split | AgentKind::SplitSack | AgentKind::Mtcp => {
+                unreachable!("validated: a split node has no other agent")
+            }
         }
     };
     match spec.0.as_slice() {

@@ -66,7 +66,8 @@ pub struct Scenario {
 pub struct NodeConfig {
     pub addr: Ipv4Addr,
     /// The agents the node runs on packets it forwards: "none" (default), "snoop", "eln", "eln-filter",
-    /// "eln-fixed", "nack", "mtcp", or several joined by `+`; or "split" / "split-sack" alone (I-TCP, see `[split]`).
+    /// "eln-fixed", "nack", or several joined by `+`; or "split" / "split-sack" (I-TCP) or "mtcp" (M-TCP) alone,
+    /// see `[split]`.
     #[serde(default)]
     pub agent: AgentSpec,
 }
@@ -85,8 +86,9 @@ pub enum AgentKind {
     ElnFixed,
     /// SACK-based NACKs to a mobile sender (Balakrishnan 1995 §3.2).
     Nack,
-    /// M-TCP's supervisor (Brown and Singh 1997): withholds the ACK of the last byte, freezes the sender
-    /// with a zero window while the mobile is unreachable ([`lasthop_agents::mtcp`]).
+    /// M-TCP's supervisor host (Brown 1997): the split connection of [`AgentKind::Split`] with end-to-end
+    /// acknowledgments, the last byte held back to freeze the sender while the mobile is cut off
+    /// ([`lasthop_tcp::split::mtcp`], [`crate::split`]); not an agent in a chain.
     Mtcp,
     /// I-TCP's split connection (Balakrishnan 1995 §2): the node terminates connections toward the mobile and
     /// relays them over its own TCP ([`crate::split`]); not an agent in a chain.
@@ -107,9 +109,10 @@ impl AgentKind {
         ("split-sack", AgentKind::SplitSack),
     ];
 
-    /// A split connection terminates TCP at the node: it replaces forwarding and cannot be chained.
+    /// A split connection (I-TCP's or M-TCP's) terminates TCP at the node: it replaces forwarding and
+    /// cannot be chained.
     pub fn is_split(self) -> bool {
-        matches!(self, AgentKind::Split | AgentKind::SplitSack)
+        matches!(self, AgentKind::Split | AgentKind::SplitSack | AgentKind::Mtcp)
     }
 }
 
@@ -133,7 +136,7 @@ impl std::str::FromStr for AgentSpec {
         s.split('+')
             .map(|name| {
                 AgentKind::NAMES.iter().find(|(n, _)| *n == name.trim()).map(|(_, k)| *k).ok_or_else(|| {
-                    format!("unknown agent `{name}`, expected \"none\", \"split\", \"split-sack\", or names from snoop, eln, eln-filter, eln-fixed, nack, mtcp joined by +")
+                    format!("unknown agent `{name}`, expected \"none\", \"split\", \"split-sack\", \"mtcp\", or names from snoop, eln, eln-filter, eln-fixed, nack joined by +")
                 })
             })
             .collect::<Result<Vec<_>, _>>()
@@ -621,7 +624,7 @@ impl Scenario {
             if n.agent.0.len() > 1 && n.agent.0.iter().any(|k| k.is_split()) {
                 return Err((
                     format!("nodes.{name}.agent"),
-                    "\"split\" and \"split-sack\" terminate TCP at the node and cannot be chained with other agents"
+                    "\"split\", \"split-sack\" and \"mtcp\" terminate TCP at the node and cannot be chained with other agents"
                         .into(),
                 ));
             }
@@ -635,16 +638,11 @@ impl Scenario {
             m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
             self.validate_split_cells(m)?;
             for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
-                // The handoff agent runs Snoop, M-TCP's supervisor or E2E-ELN's notifier itself; split relays move
+                // The handoff agent runs Snoop or E2E-ELN's notifier itself; split (and M-TCP) relays move
                 // between base stations (`crate::split`); the others have no handoff-aware version.
                 let kinds = &self.nodes[b].agent.0;
-                let handoff_aware = |k: &AgentKind| {
-                    matches!(k, AgentKind::Snoop | AgentKind::Mtcp | AgentKind::ElnFixed) || k.is_split()
-                };
-                let alone = [
-                    (AgentKind::Mtcp, "M-TCP's supervisor", "mtcp"),
-                    (AgentKind::ElnFixed, "E2E-ELN's notifier", "eln-fixed"),
-                ];
+                let handoff_aware = |k: &AgentKind| matches!(k, AgentKind::Snoop | AgentKind::ElnFixed) || k.is_split();
+                let alone = [(AgentKind::ElnFixed, "E2E-ELN's notifier", "eln-fixed")];
                 if let Some((_, what, name)) = alone.iter().find(|(k, ..)| kinds.len() > 1 && kinds.contains(k)) {
                     return Err((
                         format!("nodes.{b}.agent"),
@@ -655,7 +653,7 @@ impl Scenario {
                     return Err((
                         format!("nodes.{b}.agent"),
                         format!(
-                            "a mobility base station runs \"none\", \"snoop\", \"mtcp\" or \"eln-fixed\" inside its handoff agent, or \"split\" / \"split-sack\"; `{}` is not supported there",
+                            "a mobility base station runs \"none\", \"snoop\" or \"eln-fixed\" inside its handoff agent, or \"split\" / \"split-sack\" / \"mtcp\"; `{}` is not supported there",
                             AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
                         ),
                     ));
@@ -730,13 +728,13 @@ impl Scenario {
         if let Some(b) = m.base_stations.iter().find(|b| split(b) != first) {
             return Err((
                 format!("nodes.{b}.agent"),
-                "split connections hand off between base stations that all split: expected every mobility base station to run the same \"split\" / \"split-sack\" or none".into(),
+                "split connections hand off between base stations that all split: expected every mobility base station to run the same \"split\" / \"split-sack\" / \"mtcp\" or none".into(),
             ));
         }
         if first.is_some() && m.scheme != crate::mobility::SchemeKind::Plain {
             return Err((
                 "mobility.scheme".into(),
-                "I-TCP hands off by moving its relays' state (`[split.handoff]`): expected scheme = \"plain\" with split base stations".into(),
+                "I-TCP and M-TCP hand off by moving their relays' state (`[split.handoff]`): expected scheme = \"plain\" with split base stations".into(),
             ));
         }
         Ok(())

@@ -62,9 +62,25 @@
 //! A relay of the mobile's own connection moves the same way; at the new base station it sends the mobile
 //! three duplicate ACKs, so that the mobile resends at once what went into the old cell
 //! ([`SplitRelay::resume_after_move`]).
+//!
+//! # M-TCP (Brown 1997): `agent = "mtcp"`
+//!
+//! An `"mtcp"` node runs M-TCP's supervisor host the same way, with [`SplitRelay::new_mtcp`]'s relay for every
+//! connection a wired host opens to the mobile: SH-TCP acknowledges to the sender only what the mobile has
+//! acknowledged, less the last byte, and its own connection recovers wireless losses
+//! ([`lasthop_tcp::split::mtcp`]). A connection the mobile opens is forwarded unchanged (not modelled). The
+//! relay notices a silent mobile itself; at a handoff, the old base station's relay freezes the sender with
+//! the held byte and a zero window when it learns the mobile has gone (the Notify), before it leaves, and
+//! resumes it with a window update at the new one. In Brown 1997's architecture a supervisor host serves
+//! several cells and a handoff between them moves nothing; here every mobility base station is one cell
+//! and its own supervisor host, so every handoff changes supervisor host and the relay moves as I-TCP's
+//! does, at I-TCP's measured cost (`[split.handoff]`): the state is of the same kind (the two connections'
+//! control blocks and the bytes the mobile has not acknowledged), and we know of no measurement of M-TCP's
+//! own.
 
 use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
 use crate::metrics::RunResult;
+use crate::scenario::AgentKind;
 use crate::scenario::{LinkKind, Scenario};
 use crate::world::World;
 use crate::{rng, SimError};
@@ -179,8 +195,8 @@ struct HandoffStats {
 
 pub(crate) struct Split {
     id: FeatureId,
-    /// Split nodes and whether they run SACK toward the mobile.
-    nodes: BTreeMap<usize, bool>,
+    /// Split nodes and how they split (`split`, `split-sack` or `mtcp`).
+    nodes: BTreeMap<usize, AgentKind>,
     buffer_bytes: u32,
     /// TCP configuration by (fixed host, mobile) address, from the flows.
     tcp: BTreeMap<(Ipv4Addr, Ipv4Addr), TcpConfig>,
@@ -201,11 +217,10 @@ pub(crate) struct Split {
 impl Split {
     /// `None` when no node splits connections.
     pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Result<Option<Split>, SimError> {
-        let nodes: BTreeMap<usize, bool> = s
+        let nodes: BTreeMap<usize, AgentKind> = s
             .nodes
             .iter()
-            .filter(|(_, n)| n.agent.0.iter().any(|k| k.is_split()))
-            .map(|(name, n)| (world.node_index(name), n.agent.0.contains(&crate::scenario::AgentKind::SplitSack)))
+            .filter_map(|(name, n)| Some((world.node_index(name), *n.agent.0.iter().find(|k| k.is_split())?)))
             .collect();
         if nodes.is_empty() {
             return Ok(None);
@@ -254,7 +269,7 @@ impl Split {
         };
         let wired = self.tcp.get(&flow).unwrap_or(&self.default_tcp).clone();
         let mut wireless = wired.clone();
-        if self.nodes[&node] {
+        if self.nodes[&node] == AgentKind::SplitSack {
             // SPLIT-SACK: SACK on the wireless hop, sent by the relay's sender or offered by its receiver.
             wireless.sack = true;
             if direction == Direction::ToMobile {
@@ -265,9 +280,13 @@ impl Split {
         let mut r = rng::stream(self.seed, &format!("split.{node}.{i}"), "iss");
         let (a, b) = (SeqNum(r.next_u32()), SeqNum(r.next_u32()));
         let cfg = SplitConfig { buffer_bytes: self.buffer_bytes, wired, wireless };
+        let relay = match self.nodes[&node] {
+            AgentKind::Mtcp => SplitRelay::new_mtcp(cfg, fixed, mobile, a, b),
+            _ => SplitRelay::new(cfg, direction, fixed, mobile, a, b),
+        };
         self.relays.push(Slot {
             node,
-            relay: Some(SplitRelay::new(cfg, direction, fixed, mobile, a, b)),
+            relay: Some(relay),
             direction,
             fixed: *fixed.ip(),
             mobile: *mobile.ip(),
@@ -318,6 +337,11 @@ impl Split {
     /// Relay `i` leaves its base station for `to`: it arrives after the state transfer's cost plus the bytes'
     /// time on the wired route (see the module documentation).
     fn depart(&mut self, world: &mut World, now: Time, i: usize, to: usize) {
+        if let Some(r) = self.relays[i].relay.as_mut().filter(|r| r.mtcp_stats().is_some()) {
+            // M-TCP: the mobile has gone; the sender is frozen from here before the state leaves.
+            r.mobile_unreachable(now);
+            self.drain(world, now, i);
+        }
         let Some(cells) = &self.cells else { return };
         let slot = &mut self.relays[i];
         let Some(relay) = slot.relay.as_ref() else { return };
@@ -487,7 +511,7 @@ impl Feature for Split {
                 };
                 let direction = match (from_mobile, leaves_wireless) {
                     (false, true) => Direction::ToMobile,
-                    (true, false) => Direction::FromMobile,
+                    (true, false) if self.nodes[&node] != AgentKind::Mtcp => Direction::FromMobile,
                     _ => return false,
                 };
                 let i = self.open(node, direction, fixed, mobile);
@@ -534,6 +558,16 @@ impl Feature for Split {
             c.insert("split_wireless_timeouts".into(), sent(Direction::ToMobile, &|s| s.timeouts));
             c.insert("split_wired_retransmitted".into(), sent(Direction::FromMobile, &|s| s.segments_retransmitted));
             c.insert("split_wired_timeouts".into(), sent(Direction::FromMobile, &|s| s.timeouts));
+            if self.nodes[&node] == AgentKind::Mtcp {
+                let m = |f: &dyn Fn(&lasthop_tcp::split::mtcp::MtcpStats) -> u64| sum(&|r| r.mtcp_stats().map_or(0, f));
+                c.insert("mtcp_acks".into(), m(&|s| s.acks));
+                c.insert("mtcp_held_acks".into(), m(&|s| s.held_acks));
+                c.insert("mtcp_freezes_cut_off".into(), m(&|s| s.freezes_cut_off));
+                c.insert("mtcp_freezes_silent".into(), m(&|s| s.freezes_silent));
+                c.insert("mtcp_resumes".into(), m(&|s| s.resumes));
+                c.insert("mtcp_probes_answered".into(), m(&|s| s.probes_answered));
+                c.insert("mtcp_hole_dupacks".into(), m(&|s| s.hole_dupacks));
+            }
             if self.cells.is_some() {
                 let none = HandoffStats::default();
                 let m = self.moves.get(&node).unwrap_or(&none);

@@ -47,7 +47,10 @@ fn every_scheme_delivers_every_byte_intact_under_bit_errors() {
             assert!(f.completed, "{agent} at {ber}: {f:?}");
             assert_eq!((f.bytes_delivered, f.corrupt_bytes), (1_000_000, 0), "{agent} at {ber}");
             assert_eq!(f.bytes_acked_not_delivered, 0, "{agent}: a completed transfer leaves nothing behind");
-            assert!(f.wired_goodput > 0.5 && f.wired_goodput <= 1.0, "{agent}: {f:?}");
+            // M-TCP's sender, frozen by a zero window whenever the mobile is silent, goes back over what the
+            // supervisor host holds when the window reopens (4.4BSD pulls snd_nxt back): wired bytes only.
+            let least = if agent == "mtcp" { 0.0 } else { 0.5 };
+            assert!(f.wired_goodput > least && f.wired_goodput <= 1.0, "{agent}: {f:?}");
             if ber == 0.0 {
                 assert_eq!(f.wired_goodput, 1.0, "{agent}: nothing resent without errors");
             }
@@ -72,20 +75,16 @@ fn the_split_relay_recovers_wireless_losses_without_the_fixed_sender() {
 }
 
 #[test]
-fn mtcp_withholds_the_last_byte_and_keeps_the_transfer_whole() {
-    let r = run_with("mtcp", 3.9e-6, |_| {});
-    assert!(flow(&r).completed);
-    assert!(bs(&r, "acks_withheld") > 100, "{:?}", r.agents);
-}
-
-#[test]
-fn under_mtcp_every_fast_retransmission_is_one_byte_short_and_ends_in_a_timeout() {
-    // The sender's ACKs are one byte short, so a fast retransmission from SND.UNA covers the lost segment
-    // but its last byte; that byte waits for the retransmit timer.
+fn mtcp_recovers_wireless_losses_at_the_supervisor_host_and_its_sender_never_enters_loss_recovery() {
     let r = run_with("mtcp", 3.9e-6, |_| {});
     let f = flow(&r);
-    assert!(f.completed && f.fast_retransmits > 0, "{f:?}");
-    assert!(f.sender_timeouts >= f.fast_retransmits, "{f:?}");
+    assert!(f.completed, "{f:?}");
+    assert_eq!((f.bytes_acked_not_delivered, f.corrupt_bytes), (0, 0), "{f:?}");
+    assert_eq!((f.sender_timeouts, f.fast_retransmits), (0, 0), "no timeout waits on the held byte: {f:?}");
+    assert!(bs(&r, "mtcp_held_acks") > 100, "{:?}", r.agents);
+    assert!(bs(&r, "split_wireless_retransmitted") > 0, "the relay resent the wireless losses");
+    let reno = flow(&run_with("none", 3.9e-6, |_| {})).goodput_mbps;
+    assert!(f.goodput_mbps >= reno, "M-TCP {} Mb/s, end-to-end Reno {reno} Mb/s", f.goodput_mbps);
 }
 
 /// The base station fails 1.5 s into the transfer and restarts 1 s later with empty state.
@@ -100,7 +99,7 @@ fn failure(agent: &str) -> RunResult {
 
 #[test]
 fn a_base_station_failure_loses_acknowledged_bytes_only_under_the_split_connection() {
-    for agent in ["none", "snoop", "mtcp"] {
+    for agent in ["none", "snoop"] {
         let r = failure(agent);
         let f = flow(&r);
         assert!(f.completed, "{agent}: soft state, the transfer survives: {f:?}");
@@ -116,6 +115,13 @@ fn a_base_station_failure_loses_acknowledged_bytes_only_under_the_split_connecti
     assert!(lost > 0 && lost <= 65536 + 1, "{lost}");
     assert_eq!(bs(&r, "split_relays_lost"), 1);
     assert!(bs(&r, "split_orphaned_packets") > 0, "the fixed sender's retransmissions find no relay");
+    // M-TCP's supervisor host splits the connection too and its relay dies the same way, but it had
+    // acknowledged only what the mobile had: nothing is owed.
+    let r = failure("mtcp");
+    let f = flow(&r);
+    assert!(!f.completed, "{f:?}");
+    assert_eq!((f.bytes_acked_not_delivered, f.corrupt_bytes), (0, 0), "{f:?}");
+    assert_eq!(bs(&r, "split_relays_lost"), 1);
 }
 
 #[test]

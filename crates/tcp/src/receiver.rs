@@ -493,6 +493,31 @@ impl Receiver {
         self.ooo.iter().map(|(_, b)| b.len() as u64).sum()
     }
 
+    /// The next expected offset (the SYN is offset 0, application byte `i` is offset `1 + i`).
+    pub fn rcv_nxt_offset(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// A pure ACK of `offset` (at most the next expected byte) advertising `window`, built now outside the
+    /// receiver's own acknowledgment policy: for a relay that acknowledges to its sender only what the far
+    /// end has acknowledged (M-TCP's SH-TCP, `crate::split::mtcp`). Nothing before the connection is set up.
+    pub fn ack_of(&mut self, now: Time, offset: u64, window: u16) -> Option<Bytes> {
+        if self.state == State::Listen {
+            return None;
+        }
+        let repr = TcpRepr {
+            src_port: self.local.port(),
+            dst_port: self.remote.port(),
+            seq: self.iss + 1,
+            ack: Some(seq_at(self.irs, offset.min(self.rcv_nxt))),
+            window,
+            timestamps: self.ts_ok.then(|| (ts_now(now), self.ts_recent)),
+            ..TcpRepr::default()
+        };
+        self.stats.acks_sent += 1;
+        Some(self.emit(&repr))
+    }
+
     /// The peer's SYN has been seen (the connection is half open or open): an application on this side could
     /// send now.
     pub fn is_synchronized(&self) -> bool {

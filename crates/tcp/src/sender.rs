@@ -681,6 +681,30 @@ impl Sender {
         self.on_handoff_retransmit(now);
     }
 
+    /// The peer was cut off and the caller held this sender still meanwhile (it neither called
+    /// [`handle_timeout`](Self::handle_timeout) nor sent): M-TCP's frozen timers (Brown 1997). Sending
+    /// resumes from SND.UNA at once, since what went out before the cut went nowhere, with cwnd, ssthresh
+    /// and the RTO as they were (the cut was no congestion), and the timers restart from now.
+    pub fn thaw(&mut self, now: Time) {
+        if self.state == State::Established {
+            self.nxt = self.una;
+            self.in_recovery = false;
+            self.dupacks = 0;
+            self.high_rxt = self.una;
+            self.scoreboard.clear();
+            self.rexmit_pending = None;
+            self.timing = None;
+            if self.una < self.max {
+                self.rtx_deadline = Some(self.rto.deadline(now));
+            }
+        } else if self.rtx_deadline.is_some() {
+            self.rtx_deadline = Some(self.rto.deadline(now));
+        }
+        if self.persist_deadline.is_some() {
+            self.persist_deadline = Some(self.persist_deadline_from(now));
+        }
+    }
+
     /// Bytes (or the FIN) not yet acknowledged, sent or not.
     fn has_data_waiting(&self) -> bool {
         if self.open {

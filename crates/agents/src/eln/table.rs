@@ -60,11 +60,6 @@ impl<V> LruTable<V> {
         Ok(evicted)
     }
 
-    /// Every connection's state, in key order (no activity is recorded).
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.map.values_mut().map(|(v, _)| v)
-    }
-
     pub fn remove(&mut self, key: &FlowKey) -> Option<V> {
         let (v, t) = self.map.remove(key)?;
         self.by_age.remove(&t);

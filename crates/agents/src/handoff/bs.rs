@@ -3,9 +3,8 @@
 
 use super::msg::{seq_after, Control, Kind, PROTO_HANDOFF};
 use crate::eln::{Eln, ElnConfig};
-use crate::mtcp::{Mtcp, MtcpConfig};
 use crate::snoop::{Snoop, SnoopConfig};
-use crate::{Action, Agent, DropReason, HandoverState, Side, Time};
+use crate::{Action, Agent, DropReason, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::ipip;
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_IPIP};
@@ -44,11 +43,6 @@ pub struct BsConfig {
     pub mirror_packets: usize,
     /// Snoop at this base station, if it runs it.
     pub snoop: Option<SnoopConfig>,
-    /// M-TCP's supervisor at this base station, if it runs it (not with Snoop): it sees the data it forwards
-    /// to its mobiles and their ACKs, freezes and resumes their senders when the host reports a mobile
-    /// unreachable or back ([`Agent::on_reachability`]), and hands its state over at a handoff
-    /// ([`Agent::hand_over`]; `crate::mtcp`).
-    pub mtcp: Option<MtcpConfig>,
     /// E2E-ELN's notifier for a fixed sender at this base station (`crate::eln`, role
     /// [`crate::eln::ElnRole::MarkForwarded`]; not with Snoop): while primary for a mobile it records the data
     /// it forwards to it and sets the ELN bit on the mobile's duplicate ACKs for that data, lost on the
@@ -76,7 +70,6 @@ impl BsConfig {
             buffer_packets: 12,
             mirror_packets: 48,
             snoop: None,
-            mtcp: None,
             eln: None,
             transmit_reports: true,
         }
@@ -143,8 +136,6 @@ pub struct BaseStation {
     /// The host's last report of its queue toward the mobiles (a fraction of its capacity), for ELN.
     queue_to_mobile: f64,
     ident: u16,
-    /// M-TCP's supervisor, for every mobile this base station serves.
-    supervisor: Option<Mtcp>,
 }
 
 impl BaseStation {
@@ -152,7 +143,6 @@ impl BaseStation {
         let mut cfg = cfg;
         cfg.buffer_packets = cfg.buffer_packets.max(1);
         cfg.mirror_packets = cfg.mirror_packets.max(cfg.buffer_packets);
-        let supervisor = cfg.mtcp.clone().map(Mtcp::new);
         BaseStation {
             cfg,
             mobiles: BTreeMap::new(),
@@ -160,7 +150,6 @@ impl BaseStation {
             retired: BTreeMap::new(),
             queue_to_mobile: 0.0,
             ident: 0,
-            supervisor,
         }
     }
 
@@ -462,9 +451,6 @@ impl BaseStation {
             return;
         }
         self.stats.forwarded_to_mobile += 1;
-        if let Some(sup) = self.supervisor.as_mut() {
-            return sup.on_packet(now, Side::ToMobile, inner, out);
-        }
         self.transit(now, mobile, Side::ToMobile, inner, out);
     }
 
@@ -508,9 +494,6 @@ impl Agent for BaseStation {
                 _ => {}
             }
         }
-        if let Some(sup) = self.supervisor.as_mut().filter(|_| side == Side::ToWired) {
-            return sup.on_packet(now, side, packet, out);
-        }
         // A transit packet belongs to the mobile it goes to or comes from.
         let mobile = if side == Side::ToMobile { ip.dst_addr() } else { ip.src_addr() };
         self.transit(now, mobile, side, packet, out);
@@ -523,22 +506,6 @@ impl Agent for BaseStation {
     fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
         if side == Side::ToMobile {
             self.queue_to_mobile = fraction;
-        }
-    }
-
-    fn on_reachability(&mut self, now: Time, mobile: Ipv4Addr, reachable: bool, out: &mut Vec<Action>) {
-        if let Some(sup) = self.supervisor.as_mut() {
-            sup.on_reachability(now, mobile, reachable, out);
-        }
-    }
-
-    fn hand_over(&mut self, mobile: Ipv4Addr) -> HandoverState {
-        self.supervisor.as_mut().map_or_else(HandoverState::default, |s| s.hand_over(mobile))
-    }
-
-    fn take_over(&mut self, state: &mut HandoverState) {
-        if let Some(sup) = self.supervisor.as_mut() {
-            sup.take_over(state);
         }
     }
 
@@ -590,9 +557,6 @@ impl Agent for BaseStation {
             ("tunnel_refused", s.tunnel_refused),
         ];
         v.extend(snoop);
-        if let Some(sup) = &self.supervisor {
-            v.extend(sup.counters());
-        }
         v
     }
 }

@@ -447,64 +447,6 @@ fn spoofed_control_and_tunnelled_traffic_cannot_grow_the_tables() {
     assert_eq!(b.role(MH), Role::Idle);
 }
 
-/// The TCP (ACK number, window) of a MH → FH packet.
-fn ack_fields(p: &Bytes) -> (SeqNum, u16) {
-    let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
-    let t = lasthop_wire::TcpPacket::new_checked(ip.payload()).unwrap();
-    (t.ack_number(), t.window_len())
-}
-
-/// What went toward the fixed host: forwarded and injected.
-fn to_wired(out: &[Action]) -> Vec<(SeqNum, u16)> {
-    out.iter()
-        .filter_map(|a| match a {
-            Action::Forward(Side::ToWired, p) | Action::Inject(Side::ToWired, p) if Control::parse(p).is_none() => {
-                Some(ack_fields(p))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-#[test]
-fn an_mtcp_base_station_freezes_the_sender_when_the_mobile_leaves_and_the_next_one_resumes_it() {
-    let with_mtcp = |addr| {
-        let mut cfg = BsConfig::new(addr, HA);
-        cfg.mobiles = vec![MH];
-        cfg.peers = [BS1, BS2].into_iter().filter(|&b| b != addr).collect();
-        cfg.mtcp = Some(crate::mtcp::MtcpConfig::default());
-        BaseStation::new(cfg)
-    };
-    let (mut old, mut new) = (with_mtcp(BS1), with_mtcp(BS2));
-    old.set_role(MH, Role::Primary);
-    // Three segments tunnelled in and forwarded; the mobile's ACK of two goes on with its last byte withheld.
-    for i in 0..3 {
-        assert_eq!(forwarded(&feed(&mut old, tunnel(i, BS1))), vec![1000 + i as u16]);
-    }
-    let mut out = Vec::new();
-    old.on_packet(T0, Side::ToWired, ack(2), &mut out);
-    assert_eq!(to_wired(&out), vec![(SeqNum(1 + 2 * MSS - 1), 65535)]);
-    // The mobile leaves the cell: the sender gets the withheld ACK with a zero window.
-    out.clear();
-    old.on_reachability(T0, MH, false, &mut out);
-    assert_eq!(to_wired(&out), vec![(SeqNum(1 + 2 * MSS), 0)]);
-    // The handoff moves the supervisor's state; the new base station greets the mobile and resumes the sender.
-    let mut state = old.hand_over(MH);
-    new.take_over(&mut state);
-    let mut mh = MobileHost::new(MH, Scheme::Plain, BS1, &[]);
-    let greeting = mh.handoff(BS2, &[]);
-    feed(&mut new, greeting[0].clone());
-    out.clear();
-    new.on_reachability(T0, MH, true, &mut out);
-    assert_eq!(to_wired(&out), vec![(SeqNum(1 + 2 * MSS), 65535)], "the window update");
-    // The old base station has nothing left to resume.
-    out.clear();
-    old.on_reachability(T0, MH, true, &mut out);
-    assert!(out.is_empty(), "{out:?}");
-    let c = new.counters();
-    assert!(c.contains(&("taken_over", 1)) && c.contains(&("resumes", 1)), "{c:?}");
-}
-
 /// Whether a MH → FH packet carries the ELN bit.
 fn eln_marked(p: &Bytes) -> bool {
     let ip = Ipv4Packet::new_checked(&p[..]).unwrap();

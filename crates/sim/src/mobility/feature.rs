@@ -109,9 +109,6 @@ impl Mobility {
             if kinds.contains(&crate::scenario::AgentKind::Snoop) {
                 c.snoop = Some(s.snoop.config());
             }
-            if kinds.contains(&crate::scenario::AgentKind::Mtcp) {
-                c.mtcp = Some(lasthop_agents::mtcp::MtcpConfig::default());
-            }
             if kinds.contains(&crate::scenario::AgentKind::ElnFixed) {
                 c.eln = Some(s.eln.config(lasthop_agents::eln::ElnRole::MarkForwarded));
             }
@@ -236,25 +233,10 @@ impl Mobility {
     }
 
     /// Tells base station `bs`'s agent (index into the visiting order) that the mobile left its cell or is
-    /// back in reach (M-TCP's supervisor freezes or resumes the senders).
+    /// back in reach.
     fn tell_reachability(&self, world: &mut World, now: Time, bs: usize, reachable: bool) {
         let mobile = world.nodes[self.m.mh].addr;
         world.tell_agent(now, self.m.bss[bs], |a, out| a.on_reachability(now, mobile, reachable, out));
-    }
-
-    /// The mobile's per-connection state at the base stations' agents (M-TCP's supervisor) moves from base
-    /// station `from` to `to` with the handoff.
-    fn hand_over(&self, world: &mut World, from: usize, to: usize) {
-        let mobile = world.nodes[self.m.mh].addr;
-        let (from, to) = (self.m.bss[from], self.m.bss[to]);
-        if from == to {
-            return;
-        }
-        if let Some(mut state) = world.nodes[from].agent.as_mut().map(|a| a.hand_over(mobile)) {
-            if let Some(a) = world.nodes[to].agent.as_mut() {
-                a.take_over(&mut state);
-            }
-        }
     }
 
     /// Beacon motion: a beacon from `bs` reached the mobile. Sample its strength at the mobile's position, let
@@ -336,7 +318,6 @@ impl Mobility {
             self.start_pause(world, now); // overlapping cells: the crossing is the decision
         }
         self.settle_losses(world);
-        self.hand_over(world, self.m.current, target);
         let m = &mut self.m;
         let old = m.current;
         m.current = target;

@@ -30,13 +30,21 @@
 //! it, [`StateTransferCost`] prices the move, and [`SplitRelay::resume_after_move`] restarts it at the new
 //! base station.
 //!
+//! [`SplitRelay::new_mtcp`] makes M-TCP's supervisor host instead (Brown 1997, [`mtcp`]): the same two
+//! connections, but the fixed sender is acknowledged only what the mobile has acknowledged, less one held
+//! byte, so end-to-end semantics hold and a zero-window ACK of that byte freezes the sender while the mobile
+//! is cut off.
+//!
 //! The endpoints here are bulk-transfer endpoints whose content is [`crate::payload`]: the relay's sender
 //! regenerates the bytes it sends from their offsets, so the relay checks every byte it reads against the
 //! same content (`SplitStats::corrupt_bytes`), and the data receiver checks them again end to end.
 
+pub mod mtcp;
+
 use crate::{payload, Receiver, Sender, TcpConfig};
 use bytes::Bytes;
 use lasthop_wire::{SeqNum, Time};
+use mtcp::{Freeze, MtcpStats, ShTcp};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -155,6 +163,8 @@ pub struct SplitRelay {
     buffer_bytes: u32,
     read: u64,
     stats: SplitStats,
+    /// M-TCP's SH-TCP acknowledgment policy (`None`: I-TCP's, the receiver's own).
+    mtcp: Option<ShTcp>,
 }
 
 impl SplitRelay {
@@ -185,9 +195,54 @@ impl SplitRelay {
             buffer_bytes: cfg.buffer_bytes,
             read: 0,
             stats: SplitStats::default(),
+            mtcp: None,
         };
         relay.receiving.set_window(cfg.buffer_bytes);
         relay
+    }
+
+    /// M-TCP's supervisor host for a connection the fixed host opens to the mobile (Brown 1997; see
+    /// [`mtcp`]): the fixed sender is acknowledged what the mobile acknowledged, less the last byte, with
+    /// `cfg.buffer_bytes` as the window (at most `cfg.wired.max_window`).
+    pub fn new_mtcp(
+        cfg: SplitConfig,
+        fixed: SocketAddrV4,
+        mobile: SocketAddrV4,
+        iss_wired: SeqNum,
+        iss_wireless: SeqNum,
+    ) -> SplitRelay {
+        let window = cfg.buffer_bytes.min(cfg.wired.max_window);
+        let silence = mtcp::silence(&cfg.wired);
+        let mut relay = SplitRelay::new(cfg, Direction::ToMobile, fixed, mobile, iss_wired, iss_wireless);
+        relay.mtcp = Some(ShTcp::new(window, silence));
+        relay
+    }
+
+    /// M-TCP's counters; `None` for an I-TCP relay.
+    pub fn mtcp_stats(&self) -> Option<&MtcpStats> {
+        self.mtcp.as_ref().map(ShTcp::stats)
+    }
+
+    /// The host reports the mobile cut off (it left the cell, the cell lost it): M-TCP freezes the fixed
+    /// sender with a zero-window ACK of the held byte and holds its own connection to the mobile still. An
+    /// I-TCP relay carries on.
+    pub fn mobile_unreachable(&mut self, now: Time) {
+        if let Some(m) = self.mtcp.as_mut() {
+            m.freeze(now, Freeze::CutOff, &self.receiving, &self.sending);
+        }
+    }
+
+    /// The host reports the mobile back: M-TCP resumes the fixed sender with a window update and its own
+    /// connection to the mobile from the mobile's last acknowledgment, at the window it had.
+    pub fn mobile_reachable(&mut self, now: Time) {
+        if let Some(Freeze::CutOff) = self.mtcp.as_mut().and_then(|m| m.thaw(now)) {
+            self.sending.thaw(now);
+        }
+    }
+
+    /// M-TCP's connection to the mobile is held still while the host reports the mobile cut off.
+    fn wireless_frozen(&self) -> bool {
+        self.mtcp.as_ref().is_some_and(|m| m.frozen() == Some(Freeze::CutOff))
     }
 
     /// Which way the data flows.
@@ -204,14 +259,19 @@ impl SplitRelay {
                 // I-TCP: the base station opens its own connection onward when the data sender's arrives.
                 self.sending.connect(now);
             }
+            if let Some(m) = self.mtcp.as_mut() {
+                m.on_sender_segment(&self.receiving, &self.sending);
+            }
         } else {
+            // M-TCP: anything from the mobile says it is back.
+            self.mobile_reachable(now);
             self.sending.handle_packet(now, packet);
         }
-        self.relay();
+        self.relay(now);
     }
 
     /// Moves what the data sender's connection received into the relay's own, and sets the window.
-    fn relay(&mut self) {
+    fn relay(&mut self, now: Time) {
         while let Some(b) = self.receiving.read() {
             if !payload::matches(self.read, &b) {
                 self.stats.corrupt_bytes += b.len() as u64;
@@ -225,8 +285,12 @@ impl SplitRelay {
         }
         let buffered = self.buffered_bytes();
         self.stats.max_buffered = self.stats.max_buffered.max(buffered);
-        self.receiving
-            .set_window(u64::from(self.buffer_bytes).saturating_sub(buffered).min(u64::from(u32::MAX)) as u32);
+        match self.mtcp.as_mut() {
+            Some(m) => m.update(now, &self.receiving, &self.sending),
+            None => self
+                .receiving
+                .set_window(u64::from(self.buffer_bytes).saturating_sub(buffered).min(u64::from(u32::MAX)) as u32),
+        }
     }
 
     /// Bytes received from the data sender that the data receiver has not acknowledged.
@@ -255,7 +319,12 @@ impl SplitRelay {
     ///   the fixed host sends).
     ///
     /// The fixed host's connection carries on as it was.
+    ///
+    /// An M-TCP relay instead resumes as when the mobile comes back ([`mobile_reachable`](Self::mobile_reachable)).
     pub fn resume_after_move(&mut self, now: Time) {
+        if self.mtcp.is_some() {
+            return self.mobile_reachable(now);
+        }
         match self.direction {
             Direction::ToMobile => self.sending.retransmit_now(now),
             Direction::FromMobile => self.receiving.send_dupacks(3),
@@ -265,20 +334,39 @@ impl SplitRelay {
     /// The next packet to send, and where.
     pub fn poll_transmit(&mut self, now: Time) -> Option<(Toward, Bytes)> {
         let to_sender = self.direction.sender_side();
-        if let Some(p) = self.receiving.poll_transmit(now) {
+        while let Some(p) = self.receiving.poll_transmit(now) {
+            // SH-TCP sends the receiver's SYN-ACK, and its own ACKs for the others.
+            if self.mtcp.is_none() || mtcp::is_syn(&p) {
+                return Some((to_sender, p));
+            }
+        }
+        if let Some(p) = self.mtcp.as_mut().and_then(|m| m.poll_transmit(now, &mut self.receiving)) {
             return Some((to_sender, p));
+        }
+        if self.wireless_frozen() {
+            return None;
         }
         self.sending.poll_transmit(now).map(|p| (to_sender.opposite(), p))
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {
-        [self.receiving.poll_timeout(), self.sending.poll_timeout()].into_iter().flatten().min()
+        let sending = if self.wireless_frozen() { None } else { self.sending.poll_timeout() };
+        let silence = self.mtcp.as_ref().and_then(|m| m.silence_deadline(&self.sending));
+        [self.receiving.poll_timeout(), sending, silence].into_iter().flatten().min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
         self.receiving.handle_timeout(now);
-        self.sending.handle_timeout(now);
-        self.relay();
+        if !self.wireless_frozen() {
+            self.sending.handle_timeout(now);
+        }
+        self.relay(now);
+        if let Some(m) = self.mtcp.as_mut() {
+            if m.silence_deadline(&self.sending).is_some_and(|t| t <= now) {
+                // M-TCP: the mobile has gone silent; freeze the fixed sender while this end keeps trying.
+                m.freeze(now, Freeze::Silent, &self.receiving, &self.sending);
+            }
+        }
     }
 
     /// The data sender's connection has ended and the data receiver has acknowledged everything, FIN

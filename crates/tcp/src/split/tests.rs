@@ -79,6 +79,8 @@ struct Net {
     to_fixed: u64,
     /// Bytes the data receiver has read, each checked against the stream's content.
     read: u64,
+    /// The mobile is out of reach: everything sent over the air either way is lost.
+    cut_off: bool,
 }
 
 impl Net {
@@ -125,6 +127,7 @@ impl Net {
             drop_to_fixed: Box::new(|_| false),
             to_fixed: 0,
             read: 0,
+            cut_off: false,
         }
     }
 
@@ -156,6 +159,9 @@ impl Net {
                 self.now + self.wired_delay
             }
             At::Mh | At::RelayFromMh => {
+                if self.cut_off {
+                    return;
+                }
                 let dir = usize::from(to == At::Mh);
                 if to == At::Mh {
                     self.to_mobile += 1;
@@ -630,3 +636,6 @@ fn the_fin_passes_through_the_relay_both_ways() {
         assert!(relay.is_finished(), "{direction:?}");
     }
 }
+
+#[path = "mtcp_tests.rs"]
+mod mtcp;
