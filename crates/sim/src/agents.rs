@@ -65,6 +65,8 @@ impl SnoopSettings {
             max_rtx_backoff: self.max_rtx_backoff.unwrap_or(d.max_rtx_backoff),
             initial_srtt: ms(self.initial_srtt_ms, d.initial_srtt),
             persist_timeout: ms(self.persist_timeout_ms, d.persist_timeout),
+            // A run is bounded and reports each flow's own counts (`RunResult::flows`).
+            keep_closed_connection_stats: true,
             ..d
         }
     }

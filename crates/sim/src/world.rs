@@ -15,6 +15,7 @@ use crate::routes::Routes;
 use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
+use lasthop_agents::flow::FlowKey;
 use lasthop_agents::{Action, Agent, Side};
 use lasthop_channel::key_index::KeyIndex;
 use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
@@ -136,6 +137,16 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     fn key(&self) -> EndpointKey {
         (self.local.port(), *self.remote.ip(), self.remote.port())
+    }
+
+    /// The connection as agents key it, for a sender: data from here to the remote end.
+    fn flow_key(&self) -> FlowKey {
+        FlowKey {
+            src: *self.local.ip(),
+            src_port: self.local.port(),
+            dst: *self.remote.ip(),
+            dst_port: self.remote.port(),
+        }
     }
 }
 
@@ -1058,14 +1069,19 @@ impl World {
         agents
     }
 
-    /// Sum of agent counter `name` over the nodes of `path` (counters as in `RunResult::agents`).
-    pub(crate) fn path_counter(
-        &self,
-        agents: &BTreeMap<String, BTreeMap<String, u64>>,
-        path: &[usize],
-        name: &str,
-    ) -> u64 {
-        path.iter().filter_map(|&n| agents.get(&self.nodes[n].name)).filter_map(|c| c.get(name)).sum()
+    /// Sum of the per-connection agent counter `name` (`Agent::connection_counters`) over the nodes of
+    /// `path` and the connections whose senders are `senders` (endpoint indices): what the agents did for
+    /// these connections alone, not for every connection through them.
+    pub(crate) fn connection_counter(&self, path: &[usize], senders: &[usize], name: &str) -> u64 {
+        let mut keys: Vec<FlowKey> = senders.iter().map(|&ep| self.endpoints[ep].flow_key()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let agents = path.iter().filter_map(|&n| self.nodes[n].agent.as_deref());
+        agents
+            .flat_map(|a| keys.iter().flat_map(move |k| a.connection_counters(k)))
+            .filter(|&(n, _)| n == name)
+            .map(|(_, v)| v)
+            .sum()
     }
 
     pub(crate) fn finish(mut self) -> Result<RunResult, SimError> {
@@ -1085,7 +1101,7 @@ impl World {
                 (self.links[link].kind == LinkKind::Wireless).then(|| self.links[link].dirs[dir].bytes_sent)
             });
             let ratio = |useful: u64, sent: u64| if sent > 0 { useful as f64 / sent as f64 } else { 0.0 };
-            let counter = |name: &str| self.path_counter(&agents, &f.path, name);
+            let counter = |name: &str| self.connection_counter(&f.path, &[f.sender], name);
             flows.push(FlowMetrics {
                 name: f.name.clone(),
                 tcp: f.variant.clone(),

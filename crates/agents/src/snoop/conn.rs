@@ -7,7 +7,7 @@
 
 use super::parse::Segment;
 use super::queue::HeadInline;
-use super::{Cfg, SnoopStats};
+use super::{Cfg, ConnectionStats, SnoopStats};
 use crate::flow::FlowKey;
 use crate::{Action, DropReason, Side};
 use bytes::Bytes;
@@ -231,6 +231,26 @@ pub(super) struct Conn {
     /// receiver that delays ACKs (BSD up to 200 ms, Linux 40 ms and more) holds the ACK of a lone segment
     /// that long; the round-trip timer must not take that silence for a loss.
     ack_hold: Option<(u64, Time)>,
+    /// This connection's share of the station's counters (kept across a SYN: the 4-tuple is the same).
+    counts: Counts,
+}
+
+/// A connection's [`ConnectionStats`], in 32 bits each (saturating) so that the slot stays seven lines.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    local_retransmissions: u32,
+    dupacks_suppressed: u32,
+}
+
+/// Why a segment was retransmitted locally.
+#[derive(Debug, Clone, Copy)]
+enum Cause {
+    /// An unexpected DUPACK, or a hole a partial ACK revealed (§3.1.2 case 3).
+    Dupack,
+    /// The round-trip timer (§6).
+    RtxTimer,
+    /// The persist timer (§6).
+    PersistTimer,
 }
 
 impl Conn {
@@ -268,16 +288,36 @@ impl Conn {
             last_mh_at: now,
             ack_hold: None,
             scheduled: None,
+            counts: Counts::default(),
         }
     }
 
     /// Soft state, re-initialised by a SYN (§6: "easily reconstructed from scratch"). Keeps the timer-heap
     /// bookkeeping, which belongs to the table.
     pub fn reset(&mut self, now: Time) {
-        let (scheduled, tx_mode) = (self.scheduled, self.tx_mode);
+        let (scheduled, tx_mode, counts) = (self.scheduled, self.tx_mode, self.counts);
         *self = Conn::new(self.key, now);
         self.scheduled = scheduled;
         self.tx_mode = tx_mode;
+        self.counts = counts;
+    }
+
+    /// Counts a local retransmission, in this connection's counts and the station's.
+    fn count_rexmit(&mut self, cause: Cause, stats: &mut SnoopStats) {
+        self.counts.local_retransmissions = self.counts.local_retransmissions.saturating_add(1);
+        let all = &mut stats.local_retransmissions;
+        match cause {
+            Cause::Dupack => all.dupack += 1,
+            Cause::RtxTimer => all.rtx_timer += 1,
+            Cause::PersistTimer => all.persist_timer += 1,
+        }
+    }
+
+    /// Keeps a DUPACK from the sender: Snoop recovers the loss (or already has) locally.
+    fn suppress_dupack(&mut self, out: &mut Vec<Action>, stats: &mut SnoopStats) {
+        self.counts.dupacks_suppressed = self.counts.dupacks_suppressed.saturating_add(1);
+        stats.dupacks_suppressed += 1;
+        out.push(Action::Drop(DropReason::DupAckSuppressed));
     }
 
     // ---- timers ----------------------------------------------------------------------------------------
@@ -389,7 +429,7 @@ impl Conn {
                 }
             }
             if self.timer_retransmit(now, cfg, out) {
-                stats.local_retransmissions.rtx_timer += 1;
+                self.count_rexmit(Cause::RtxTimer, stats);
                 let grace = if self.tx_mode { TX_BACKOFF_GRACE } else { 0 };
                 self.rtx_backoff = (self.rtx_backoff + 1).min(cfg.max_rtx_backoff + grace);
                 self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
@@ -402,7 +442,7 @@ impl Conn {
         if !fired && self.persist_deadline(cfg).is_some_and(|d| d <= now) {
             self.persist_base = now;
             if self.timer_retransmit(now, cfg, out) {
-                stats.local_retransmissions.persist_timer += 1;
+                self.count_rexmit(Cause::PersistTimer, stats);
             }
             // §6: "This timer also sets the number of expected DUPACKS to zero and the next expected
             // acknowledgment to one more than the last ACK seen so far."
@@ -519,7 +559,7 @@ impl Conn {
     fn retransmit_lost(&mut self, i: usize, now: Time, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
         self.cache[i].set(flag::PROVEN_LOST);
         self.retransmit(i, now, out);
-        stats.local_retransmissions.dupack += 1;
+        self.count_rexmit(Cause::Dupack, stats);
         self.next_exp_ack = self.cache[i].end();
         self.in_recovery = true;
         self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
@@ -895,7 +935,7 @@ impl Conn {
             {
                 let sent_after = self.tx_count - h.tx_idx - 1;
                 self.retransmit(0, now, out);
-                stats.local_retransmissions.dupack += 1;
+                self.count_rexmit(Cause::Dupack, stats);
                 // Packets sent after it that have not already reached the mobile (`beyond` of them have).
                 self.exp_dupacks = sent_after.saturating_sub(u64::from(beyond)).min(u64::from(u32::MAX)) as u32;
                 self.next_exp_ack = self.cache[0].end();
@@ -955,20 +995,20 @@ impl Conn {
             // normal sequence, or one more than the transmissions between the hole and its retransmission
             // can explain (the retransmission was lost). Any other DUPACK is expected: dropped.
             if !self.head_lost(head) {
-                suppress_dupack(out, stats);
+                self.suppress_dupack(out, stats);
                 return;
             }
             if head.local_rexmits >= cfg.max_local_rexmit {
                 forward_dupack(pkt, out, stats);
                 return;
             }
-            suppress_dupack(out, stats);
+            self.suppress_dupack(out, stats);
             self.retransmit_lost(i, now, cfg, out, stats);
             return;
         }
         if self.exp_dupacks > 0 {
             self.exp_dupacks -= 1;
-            suppress_dupack(out, stats);
+            self.suppress_dupack(out, stats);
             return;
         }
         if head.local_rexmits >= cfg.max_local_rexmit {
@@ -979,9 +1019,9 @@ impl Conn {
         // been acknowledged: their DUPACKs were spent on an earlier loss (a hole revealed by a partial ACK).
         let sent_after = self.tx_count - head.tx_idx.max(self.acked_tx.saturating_sub(1)) - 1;
         let end = head.end();
-        suppress_dupack(out, stats);
+        self.suppress_dupack(out, stats);
         self.retransmit(i, now, out);
-        stats.local_retransmissions.dupack += 1;
+        self.count_rexmit(Cause::Dupack, stats);
         self.exp_dupacks = sent_after.saturating_sub(1).min(u64::from(u32::MAX)) as u32;
         self.next_exp_ack = end;
         // §6: the round-trip timer is armed by a DUPACK-caused local retransmission.
@@ -1009,6 +1049,13 @@ impl Conn {
     }
     pub fn srtt(&self) -> Option<u64> {
         self.srtt
+    }
+    /// What Snoop did for this connection so far.
+    pub fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            local_retransmissions: self.counts.local_retransmissions.into(),
+            dupacks_suppressed: self.counts.dupacks_suppressed.into(),
+        }
     }
     /// DUPACKs still expected for the packet the mobile needs. Transmit-timed: those the transmissions
     /// after the one that produced the last ACK and before the needed packet's latest transmission can
@@ -1077,12 +1124,6 @@ pub(super) fn with_tsval(pkt: &Bytes, tsval: u32) -> Option<Bytes> {
 fn forward_dupack(pkt: Bytes, out: &mut Vec<Action>, stats: &mut SnoopStats) {
     stats.dupacks_forwarded += 1;
     out.push(Action::Forward(Side::ToWired, pkt));
-}
-
-/// Keeps a DUPACK from the sender: Snoop recovers the loss (or already has) locally.
-fn suppress_dupack(out: &mut Vec<Action>, stats: &mut SnoopStats) {
-    stats.dupacks_suppressed += 1;
-    out.push(Action::Drop(DropReason::DupAckSuppressed));
 }
 
 #[cfg(test)]
