@@ -14,7 +14,13 @@
 //! # Layout
 //!
 //! - `parse`: validates IPv4/TCP once per packet and copies out the fields the state machine reads.
-//! - `conn`: the per-connection state and the cases of §3.1.1, §3.1.2 and §6, each cited where it is handled.
+//! - `conn`: the per-connection state and the cases of §3.1.1 (`snoop_data()`), §3.1.2 (`snoop_ack()`) and
+//!   §6 (the timers), each cited where it is handled.
+//! - `segment`: the cache entry of §6 (sequence number, size, local retransmissions, sender-retransmitted
+//!   flag) with its transmissions, and the copy a local retransmission sends.
+//! - `tx`: the transmit-timed rules (below), which refine §3.1.2 case 3 and the §6 round-trip timer once the
+//!   host reports transmissions.
+//! - `window`: the windowed least / largest sample those rules keep (hop round trip, receiver's ACK hold).
 //! - `table`: the bounded connection table (least recently active evicted) and the timer heap.
 //! - `index`: the table's index from a key's hash to its slot, one cache line per lookup.
 //! - `queue`: a connection's cache of segments, a lone one inline in the connection's state.
@@ -125,11 +131,14 @@ mod conn;
 mod index;
 mod parse;
 mod queue;
+mod segment;
 mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_lossy;
+mod tx;
+mod window;
 
 use crate::flow::FlowKey;
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! actions into [`Out`] so that each test reads like a packet trace: `h.data(2)` hands in data segment 2
 //! (sequence `ISS + 1 + 2·MSS`), `h.ack(2)` the mobile's ACK for everything before segment 2.
 
-use super::conn::{flag, CachedSeg, Conn};
+use super::conn::Conn;
+use super::segment::{flag, CachedSeg};
 use super::*;
 use lasthop_wire::ipv4::PROTO_UDP;
 use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket, TcpRepr};
@@ -1501,9 +1502,9 @@ fn local_retransmission_is_the_cached_buffer_when_its_timestamp_is_acceptable() 
     let _ = h.raw(Side::ToWired, ack_ts(0, 500));
     assert_eq!(local_rexmit(&h.out).as_ptr(), h.conn().cache()[0].pkt.as_ptr());
     // Malformed or option-less input to the patcher: no copy, no panic.
-    assert!(conn::with_tsval(&Bytes::from_static(&[0x45, 0, 0]), 9).is_none());
-    assert!(conn::with_tsval(&data_on(ISS, FP, MP, 0, TcpFlags::PSH), 9).is_none());
-    assert!(conn::with_tsval(&data_ts(0, 100), 100).is_none(), "already carries it");
+    assert!(segment::with_tsval(&Bytes::from_static(&[0x45, 0, 0]), 9).is_none());
+    assert!(segment::with_tsval(&data_on(ISS, FP, MP, 0, TcpFlags::PSH), 9).is_none());
+    assert!(segment::with_tsval(&data_ts(0, 100), 100).is_none(), "already carries it");
 }
 
 // ---- checksums across the timestamp rewrite (RFC 1624) ---------------------------------------------------
@@ -1576,7 +1577,7 @@ fn a_large_segment_keeps_its_good_checksum_when_its_timestamp_is_rewritten() {
                 pkt.extend(std::iter::repeat_n(0x5a, trailer));
                 let pkt = Bytes::from(pkt);
                 assert!(tcp_checksum_verifies(&pkt));
-                let copy = conn::with_tsval(&pkt, new).expect("a newer TSval is written");
+                let copy = segment::with_tsval(&pkt, new).expect("a newer TSval is written");
                 let what = format!("{} bytes, trailer {trailer}, fill {fill:#x}, TSval {old} -> {new}", pkt.len());
                 assert!(tcp_checksum_verifies(&copy), "{what}");
                 assert_eq!(copy.len(), pkt.len(), "{what}");
