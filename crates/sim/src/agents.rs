@@ -42,6 +42,9 @@ impl SnoopSettings {
             if let Some(v) = v.filter(|&v| !(v.is_finite() && v > 0.0 && v <= lasthop_tcp::MAX_TIME_MS)) {
                 return Err((field.into(), format!("expected a positive number of milliseconds up to 1e12, got {v}")));
             }
+            if let Some(v) = v {
+                crate::floors::at_least(field, v, crate::floors::AGENT_TIMER_MS, "ms")?;
+            }
         }
         if let (Some(lo), Some(hi)) = (self.min_rtx_timeout_ms, self.max_rtx_timeout_ms) {
             if lo > hi {
@@ -119,6 +122,9 @@ impl NackSettings {
                 "timeout_ms".into(),
                 format!("expected a positive number of milliseconds up to 1e12, got {t}"),
             ));
+        }
+        if let Some(t) = self.timeout_ms {
+            crate::floors::at_least("timeout_ms", t, crate::floors::AGENT_TIMER_MS, "ms")?;
         }
         if self.threshold_packets == Some(0) {
             return Err(("threshold_packets".into(), "expected at least 1".into()));
