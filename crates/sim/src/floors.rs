@@ -14,7 +14,7 @@
 pub const AGENT_TIMER_MS: f64 = 1.0;
 
 /// TCP's clock and timers (`tcp.tick_ms` unless 0, the exact clock; `initial_rto_ms`, `max_rto_ms`,
-/// `persist_min_ms`), ms: Linux's finest clock (1 ms jiffies at HZ = 1000). The examples' ticks are 100 and
+/// `persist_min_ms`, `persist_max_ms`), ms: Linux's finest clock (1 ms jiffies at HZ = 1000). The examples' ticks are 100 and
 /// 500 ms (4.4BSD's slow timer), their smallest RTO setting 500 ms (`min_rto_ms`, which may be 0, as in
 /// `examples/web-ns.toml`: the RTO then rests on the measured RTT and the tick).
 pub const TCP_TIMER_MS: f64 = 1.0;
