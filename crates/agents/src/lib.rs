@@ -17,6 +17,7 @@ pub mod snoop;
 mod triage;
 
 use bytes::Bytes;
+use flow::FlowKey;
 pub use lasthop_wire::Time;
 use std::net::Ipv4Addr;
 pub use triage::PassCounters;
@@ -91,8 +92,16 @@ pub trait Agent {
     /// The earliest time the agent wants `on_timeout`, if any.
     fn poll_timeout(&self) -> Option<Time>;
 
-    /// Named counters for reports (`local_retransmissions`, `dupacks_suppressed`, ...).
+    /// Named counters for reports (`local_retransmissions`, `dupacks_suppressed`, ...), summed over every
+    /// connection the agent has seen.
     fn counters(&self) -> Vec<(&'static str, u64)>;
+
+    /// The counters of [`counters`](Self::counters) that the agent keeps per connection, for connection
+    /// `key` (FH→MH) alone, under the same names: what a host reporting per flow attributes to that flow
+    /// when several share the agent. The default (an agent that counts only in total) is none.
+    fn connection_counters(&self, _key: &FlowKey) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 
     /// The link below has just started to transmit `packet`, one the agent passed on toward `side`.
     ///
@@ -196,6 +205,10 @@ impl Agent for Chain {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.agents.iter().flat_map(|a| a.counters()).collect()
+    }
+
+    fn connection_counters(&self, key: &FlowKey) -> Vec<(&'static str, u64)> {
+        self.agents.iter().flat_map(|a| a.connection_counters(key)).collect()
     }
 
     fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {

@@ -41,6 +41,9 @@ impl SnoopSettings {
             if let Some(v) = v.filter(|&v| !(v.is_finite() && v > 0.0 && v <= lasthop_tcp::MAX_TIME_MS)) {
                 return Err((field.into(), format!("expected a positive number of milliseconds up to 1e12, got {v}")));
             }
+            if let Some(v) = v {
+                crate::floors::at_least(field, v, crate::floors::AGENT_TIMER_MS, "ms")?;
+            }
         }
         if let (Some(lo), Some(hi)) = (self.min_rtx_timeout_ms, self.max_rtx_timeout_ms) {
             if lo > hi {
@@ -64,6 +67,8 @@ impl SnoopSettings {
             max_rtx_backoff: self.max_rtx_backoff.unwrap_or(d.max_rtx_backoff),
             initial_srtt: ms(self.initial_srtt_ms, d.initial_srtt),
             persist_timeout: ms(self.persist_timeout_ms, d.persist_timeout),
+            // A run is bounded and reports each flow's own counts (`RunResult::flows`).
+            keep_closed_connection_stats: true,
             ..d
         }
     }
@@ -116,6 +121,9 @@ impl NackSettings {
                 "timeout_ms".into(),
                 format!("expected a positive number of milliseconds up to 1e12, got {t}"),
             ));
+        }
+        if let Some(t) = self.timeout_ms {
+            crate::floors::at_least("timeout_ms", t, crate::floors::AGENT_TIMER_MS, "ms")?;
         }
         if self.threshold_packets == Some(0) {
             return Err(("threshold_packets".into(), "expected at least 1".into()));

@@ -93,6 +93,9 @@ impl Default for ArqSettings {
 
 impl ArqSettings {
     pub fn validate(&self) -> Result<(), (String, String)> {
+        if let Some(t) = self.timeout_ms.filter(|t| t.is_finite() && *t > 0.0) {
+            crate::floors::at_least("timeout_ms", t, crate::floors::ARQ_TIMER_MS, "ms")?;
+        }
         self.config(20.0, 1).validate().map_err(|m| {
             let field = m.split(' ').next().unwrap_or("arq").trim_start_matches("arq.").to_string();
             (field, m)

@@ -20,6 +20,7 @@ pub use lasthop_channel::{error_model, fit as channel, rng};
 pub mod engine;
 pub mod failure;
 pub(crate) mod feature;
+pub mod floors;
 pub mod link;
 pub mod metrics;
 pub mod mobile_ip;
@@ -54,6 +55,12 @@ pub enum SimError {
     Scenario(#[from] ScenarioError),
     #[error("writing {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    /// Simulated time stopped advancing: ten million events within one simulated microsecond (a duration
+    /// so short that something fires without end), with the fields that most likely caused it.
+    #[error(
+        "the run stopped advancing simulated time at {at_s} s ({events} events within {span_ns} ns); likely cause: {likely}"
+    )]
+    Stalled { at_s: f64, events: u64, span_ns: u64, likely: String },
 }
 
 /// Plays `scenario` to completion (every flow done and every web workload's browsing time over, or the

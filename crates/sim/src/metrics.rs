@@ -149,9 +149,10 @@ pub struct FlowMetrics {
     pub segments_retransmitted: u64,
     /// Retransmissions an ELN-aware sender made on ELN ACKs, without congestion response (Balakrishnan 1998 §3).
     pub eln_retransmits: u64,
-    /// Local retransmissions by agents on this flow's path (Snoop).
+    /// Local retransmissions of this flow's segments by agents on its path (Snoop): this connection's own,
+    /// not the base station's total over every flow through it (that is in `RunResult::agents`).
     pub local_retransmissions: u64,
-    /// Duplicate ACKs agents kept from the sender.
+    /// This flow's duplicate ACKs that agents on its path kept from its sender.
     pub dupacks_suppressed: u64,
     /// Delivered data that did not match what was sent (must be 0: end-to-end integrity).
     pub corrupt_bytes: u64,
@@ -236,7 +237,7 @@ pub struct WebMetrics {
     pub fast_retransmits: u64,
     pub segments_sent: u64,
     pub segments_retransmitted: u64,
-    /// Counters of the agents on the client–server path (over all their connections, like flows').
+    /// Counters of the agents on the client–server path, over this workload's connections only.
     pub local_retransmissions: u64,
     pub dupacks_suppressed: u64,
     /// Segments the client received whose data it already had (needless retransmissions, by the server or

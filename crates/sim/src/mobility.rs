@@ -291,6 +291,16 @@ impl MobilityConfig {
         if self.interval_s.is_nan() || self.interval_s <= 0.0 {
             return Err(("interval_s".into(), "expected a positive number of seconds (or inf)".into()));
         }
+        for (f, v) in [
+            ("interval_s", self.interval_s),
+            ("beacon_period_s", self.beacon_period_s),
+            ("motion_step_s", self.motion_step_s),
+        ] {
+            // A zero or negative beacon period or motion step is refused below with its own message.
+            if v > 0.0 {
+                crate::floors::at_least(f, v, crate::floors::MOBILITY_PERIOD_S, "s")?;
+            }
+        }
         if self.first_s.is_some_and(|f| !(f.is_finite() && f >= 0.0)) {
             return Err(("first_s".into(), "expected a time ≥ 0 s".into()));
         }

@@ -762,6 +762,17 @@ fn check_tcp(tcp: &TcpConfig) -> Result<(), (String, String)> {
         return Err(("mss".into(), "expected an MSS between 64 and 65000 bytes".into()));
     }
     tcp.validate().map_err(|(f, m)| (f.to_string(), m))?;
+    // Timers that re-arm, and the clock (0: exact), have floors (`crate::floors`).
+    let timers = [
+        ("initial_rto_ms", tcp.initial_rto_ms),
+        ("max_rto_ms", tcp.max_rto_ms),
+        ("persist_min_ms", tcp.persist_min_ms),
+        ("persist_max_ms", tcp.persist_max_ms),
+    ];
+    let tick = (tcp.tick_ms != 0.0).then_some(("tick_ms", tcp.tick_ms));
+    for (f, v) in timers.into_iter().chain(tick) {
+        crate::floors::at_least(f, v, crate::floors::TCP_TIMER_MS, "ms")?;
+    }
     tcp.check_behaviours().map_err(|(f, m)| (f.to_string(), m))
 }
 
@@ -938,6 +949,38 @@ mod tests {
             let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("`tcp.{field}` (line ")) && e.contains("expected"), "{field} = {v}: {e}");
         }
+    }
+
+    #[test]
+    fn absurdly_short_timers_are_refused_with_field_line_and_floor() {
+        for (table, field, value) in [
+            ("snoop", "persist_timeout_ms", "1e-6"), // 1 ns
+            ("snoop", "min_rtx_timeout_ms", "0.5"),
+            ("nack", "timeout_ms", "1e-6"),
+            ("tcp", "tick_ms", "1e-6"),
+            ("tcp", "initial_rto_ms", "0.1"),
+        ] {
+            let setting = format!("{field} = {value}");
+            let text = with_setting(table, &setting);
+            let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+            let line = text.lines().position(|l| l == setting).unwrap() + 1;
+            assert!(e.starts_with("x.toml: "), "{e}");
+            assert!(e.contains(&format!("`{table}.{field}` (line {line})")), "{setting}: {e}");
+            let got = format!("got {}", value.parse::<f64>().unwrap());
+            assert!(e.contains("expected at least 1 ms") && e.contains(&got), "{setting}: {e}");
+        }
+        // An exact clock (tick 0) and a zero delayed-ACK time stay allowed: neither re-arms.
+        assert!(Scenario::from_str(&with_setting("tcp", "tick_ms = 0\ndelayed_ack_ms = 0"), "x.toml").is_ok());
+    }
+
+    /// The example with `setting` written first in its `[table]` (added at the end if it has none).
+    fn with_setting(table: &str, setting: &str) -> String {
+        let mut lines: Vec<String> = example().lines().map(String::from).collect();
+        match lines.iter().position(|l| l.starts_with(&format!("[{table}]"))) {
+            Some(i) => lines.insert(i + 1, setting.to_string()),
+            None => lines.extend([format!("[{table}]"), setting.to_string()]),
+        }
+        lines.join("\n")
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::routes::Routes;
 use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
 use bytes::Bytes;
+use lasthop_agents::flow::FlowKey;
 use lasthop_agents::{Action, Agent, Side};
 use lasthop_channel::key_index::KeyIndex;
 use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
@@ -83,6 +84,15 @@ type EndpointKey = (u16, Ipv4Addr, u16);
 /// Nodes with at most this many endpoints find one by scanning the list (cheaper than hashing for a few).
 const SCAN_ENDPOINTS_UP_TO: usize = 8;
 
+/// The stall backstop: a run that plays this many events without simulated time advancing by
+/// [`STALL_SPAN_NS`] ends with [`SimError::Stalled`] instead of spinning until killed. The scenario's floors
+/// (`crate::floors`) keep every duration it names from doing this; the backstop catches what they cannot
+/// (a combination of settings, a defect). No run of `examples/` or `experiments/` comes near it: the most
+/// events at one instant are a few per flow when thousands of flows start together.
+pub(crate) const STALL_EVENTS: u64 = 10_000_000;
+/// The span of simulated time within which [`STALL_EVENTS`] events trip the backstop (1 µs).
+pub(crate) const STALL_SPAN_NS: u64 = 1_000;
+
 impl Node {
     fn add_endpoint(&mut self, ep: usize, key: EndpointKey) {
         self.endpoints.push(ep);
@@ -137,6 +147,16 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     fn key(&self) -> EndpointKey {
         (self.local.port(), *self.remote.ip(), self.remote.port())
+    }
+
+    /// The connection as agents key it, for a sender: data from here to the remote end.
+    fn flow_key(&self) -> FlowKey {
+        FlowKey {
+            src: *self.local.ip(),
+            src_port: self.local.port(),
+            dst: *self.remote.ip(),
+            dst_port: self.remote.port(),
+        }
     }
 }
 
@@ -208,6 +228,11 @@ pub struct World {
     actions: Vec<Action>,
     flows_open: usize,
     time_limit: Time,
+    /// The stall backstop (see [`STALL_EVENTS`]): the end of the current span of simulated time, the events
+    /// played within it, and, once it tripped, when and what likely caused it.
+    stall_until: u64,
+    stall_events: u64,
+    stalled: Option<(Time, String)>,
     pub(crate) seed: u64,
     pub(crate) trace: bool,
     /// Packets no node could route or deliver (no route, no endpoint, unparsable at a host).
@@ -292,6 +317,9 @@ impl World {
             actions: Vec::with_capacity(16),
             flows_open: 0,
             time_limit: Time((s.time_limit_s * 1e9).round() as u64),
+            stall_until: 0,
+            stall_events: 0,
+            stalled: None,
             seed: s.seed,
             trace: opts.trace,
             undeliverable: 0,
@@ -519,6 +547,16 @@ impl World {
                 break;
             }
             let (now, ev) = self.sched.pop().expect("peeked");
+            if now.0 >= self.stall_until {
+                self.stall_until = now.0.saturating_add(STALL_SPAN_NS);
+                self.stall_events = 0;
+            } else {
+                self.stall_events += 1;
+                if self.stall_events >= STALL_EVENTS {
+                    self.stalled = Some((now, self.likely_spinning(&ev)));
+                    break;
+                }
+            }
             match ev {
                 Event::Arrive { node, link, dir, packet } => self.arrive(now, node, link, dir, packet),
                 Event::TxDone { link, dir } => {
@@ -562,6 +600,30 @@ impl World {
                     self.with_feature(feature, |f, w| f.on_event(w, now, event));
                 }
             }
+        }
+    }
+
+    /// The scenario fields that most likely made the run stall, from the kind of event that was playing
+    /// when the backstop tripped (in a stall, one kind of event repeats).
+    #[cold]
+    fn likely_spinning(&self, ev: &Event) -> String {
+        match ev {
+            Event::AgentTimer { node } => format!(
+                "a timer of the agents at node `{}` (`snoop.min_rtx_timeout_ms`, `snoop.max_rtx_timeout_ms`, \
+                 `snoop.initial_srtt_ms`, `snoop.persist_timeout_ms` or `nack.timeout_ms`)",
+                self.nodes[*node].name
+            ),
+            Event::EndpointTimer { .. } => "a TCP timer (`tcp.tick_ms`, `tcp.min_rto_ms`, `tcp.max_rto_ms`, \
+                 `tcp.initial_rto_ms`, `tcp.delayed_ack_ms`, `tcp.persist_min_ms`)"
+                .into(),
+            Event::Arrive { link, .. } | Event::TxDone { link, .. } => {
+                let name = &self.links[*link].name;
+                format!("link `{name}` (`links.{name}.rate_mbps`, `delay_ms` or `mac_overhead_us`)")
+            }
+            Event::FlowStart { .. } => "the flows' start times (`flows.*.start_s`, `scale`)".into(),
+            Event::Feature { .. } => "a feature's period (`mobility.interval_s`, `beacon_period_s`, \
+                 `motion_step_s`, `[mobile_ip]`, `links.*.arq.timeout_ms`, `[web]`)"
+                .into(),
         }
     }
 
@@ -1058,17 +1120,26 @@ impl World {
         agents
     }
 
-    /// Sum of agent counter `name` over the nodes of `path` (counters as in `RunResult::agents`).
-    pub(crate) fn path_counter(
-        &self,
-        agents: &BTreeMap<String, BTreeMap<String, u64>>,
-        path: &[usize],
-        name: &str,
-    ) -> u64 {
-        path.iter().filter_map(|&n| agents.get(&self.nodes[n].name)).filter_map(|c| c.get(name)).sum()
+    /// Sum of the per-connection agent counter `name` (`Agent::connection_counters`) over the nodes of
+    /// `path` and the connections whose senders are `senders` (endpoint indices): what the agents did for
+    /// these connections alone, not for every connection through them.
+    pub(crate) fn connection_counter(&self, path: &[usize], senders: &[usize], name: &str) -> u64 {
+        let mut keys: Vec<FlowKey> = senders.iter().map(|&ep| self.endpoints[ep].flow_key()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let agents = path.iter().filter_map(|&n| self.nodes[n].agent.as_deref());
+        agents
+            .flat_map(|a| keys.iter().flat_map(move |k| a.connection_counters(k)))
+            .filter(|&(n, _)| n == name)
+            .map(|(_, v)| v)
+            .sum()
     }
 
     pub(crate) fn finish(mut self) -> Result<RunResult, SimError> {
+        if let Some((at, likely)) = self.stalled.take() {
+            let at_s = at.0 as f64 / 1e9;
+            return Err(SimError::Stalled { at_s, events: STALL_EVENTS, span_ns: STALL_SPAN_NS, likely });
+        }
         let end = self.sched.now().min(self.time_limit);
         let hit_time_limit = self.flows_open > 0;
         let agents = self.agent_counters();
@@ -1085,7 +1156,7 @@ impl World {
                 (self.links[link].kind == LinkKind::Wireless).then(|| self.links[link].dirs[dir].bytes_sent)
             });
             let ratio = |useful: u64, sent: u64| if sent > 0 { useful as f64 / sent as f64 } else { 0.0 };
-            let counter = |name: &str| self.path_counter(&agents, &f.path, name);
+            let counter = |name: &str| self.connection_counter(&f.path, &[f.sender], name);
             flows.push(FlowMetrics {
                 name: f.name.clone(),
                 tcp: f.variant.clone(),
@@ -1251,6 +1322,38 @@ mod tests {
             role: Role::Closed,
             timer: None,
         }
+    }
+
+    /// An agent whose timer is always due: every expiry asks for another at once, so simulated time never
+    /// advances (what a timer of a few nanoseconds amounts to).
+    struct AlwaysDue;
+
+    impl Agent for AlwaysDue {
+        fn on_packet(&mut self, _now: Time, side: lasthop_agents::Side, packet: Bytes, out: &mut Vec<Action>) {
+            out.push(Action::Forward(side, packet));
+        }
+        fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+        fn poll_timeout(&self) -> Option<Time> {
+            Some(Time::ZERO)
+        }
+        fn counters(&self) -> Vec<(&'static str, u64)> {
+            Vec::new()
+        }
+    }
+
+    /// A run whose simulated time stops advancing ends with an error naming the likely fields, instead of
+    /// spinning until killed.
+    #[test]
+    fn a_run_that_stops_advancing_time_ends_with_an_error_naming_the_likely_field() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
+        let s = Scenario::from_str(&text, "snoop.toml").unwrap();
+        let mut w = World::build(&s, &RunOptions::default()).unwrap();
+        let bs = w.node_index("bs");
+        w.nodes[bs].agent = Some(Box::new(AlwaysDue));
+        w.sched.schedule(Time::ZERO, Event::AgentTimer { node: bs });
+        let e = w.run().unwrap_err().to_string();
+        assert!(e.contains("stopped advancing simulated time at 0 s"), "{e}");
+        assert!(e.contains("node `bs`") && e.contains("snoop.persist_timeout_ms"), "{e}");
     }
 
     /// The scan (few endpoints) and the map (many) find the same endpoint: the first open one with the key,

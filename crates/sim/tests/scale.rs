@@ -69,3 +69,27 @@ fn a_cell_of_two_thousand_mobiles_completes() {
     let r = run(&s, &RunOptions::default()).unwrap();
     assert_every_byte_once_in_order(&r, 2000);
 }
+
+/// Several flows through one Snoop base station: each flow's `local_retransmissions` and
+/// `dupacks_suppressed` are its own connection's, not the station's sums. Each of four flows loses its own
+/// packets on the shared hop, so their counts differ, and together they make the station's totals.
+#[test]
+fn each_flow_reports_its_own_connections_snoop_counters() {
+    let s = scenario("scale-flows.toml", 4, 4_000_000);
+    let r = run(&s, &RunOptions::default()).unwrap();
+    assert_every_byte_once_in_order(&r, 4);
+    let station = &r.agents["bs"];
+    for column in ["local_retransmissions", "dupacks_suppressed"] {
+        let per_flow: Vec<u64> = r
+            .flows
+            .iter()
+            .map(|f| if column == "local_retransmissions" { f.local_retransmissions } else { f.dupacks_suppressed })
+            .collect();
+        assert_eq!(per_flow.iter().sum::<u64>(), station[column], "{column}: {per_flow:?}");
+        assert!(
+            per_flow.iter().all(|&n| n > 0 && n < station[column]),
+            "{column}: {per_flow:?} of {}",
+            station[column]
+        );
+    }
+}

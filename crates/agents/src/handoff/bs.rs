@@ -3,7 +3,8 @@
 
 use super::msg::{seq_after, Control, Kind, PROTO_HANDOFF};
 use crate::eln::{Eln, ElnConfig};
-use crate::snoop::{Snoop, SnoopConfig};
+use crate::flow::FlowKey;
+use crate::snoop::{ConnectionStats, Snoop, SnoopConfig};
 use crate::{Action, Agent, DropReason, Side, Time};
 use bytes::Bytes;
 use lasthop_wire::ipip;
@@ -133,6 +134,8 @@ pub struct BaseStation {
     stats: BsStats,
     /// Counters of the Snoop and ELN instances discarded when this BS stopped being primary.
     retired: BTreeMap<&'static str, u64>,
+    /// Per-connection counters of the Snoop instances discarded (`Snoop::all_connection_stats`).
+    retired_connections: BTreeMap<FlowKey, ConnectionStats>,
     /// The host's last report of its queue toward the mobiles (a fraction of its capacity), for ELN.
     queue_to_mobile: f64,
     ident: u16,
@@ -148,6 +151,7 @@ impl BaseStation {
             mobiles: BTreeMap::new(),
             stats: BsStats::default(),
             retired: BTreeMap::new(),
+            retired_connections: BTreeMap::new(),
             queue_to_mobile: 0.0,
             ident: 0,
         }
@@ -247,6 +251,11 @@ impl BaseStation {
     /// This BS stops being `addr`'s primary: its Snoop and ELN state go, their counters kept.
     fn retire_agents(&mut self, addr: Ipv4Addr) {
         let Some(m) = self.mobiles.get_mut(&addr) else { return };
+        if let Some(s) = &m.snoop {
+            for (key, stats) in s.all_connection_stats() {
+                self.retired_connections.entry(key).or_default().add(&stats);
+            }
+        }
         let snoop = m.snoop.take().map(|s| s.counters()).unwrap_or_default();
         let eln = m.eln.take().map(|e| e.counters()).unwrap_or_default();
         for (k, v) in snoop.into_iter().chain(eln) {
@@ -558,5 +567,14 @@ impl Agent for BaseStation {
         ];
         v.extend(snoop);
         v
+    }
+
+    /// Snoop's counts for connection `key`, from this BS's current Snoop instances and those retired.
+    fn connection_counters(&self, key: &FlowKey) -> Vec<(&'static str, u64)> {
+        let mut stats = self.retired_connections.get(key).copied().unwrap_or_default();
+        for s in self.mobiles.values().filter_map(|m| m.snoop.as_ref()) {
+            stats.add(&s.connection_stats(key));
+        }
+        stats.named()
     }
 }

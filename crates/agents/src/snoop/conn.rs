@@ -7,97 +7,13 @@
 
 use super::parse::Segment;
 use super::queue::HeadInline;
-use super::{Cfg, SnoopStats};
+use super::segment::{flag, with_tsval, CachedSeg, SegTx};
+use super::tx::{TxTimed, TX_BACKOFF_GRACE};
+use super::{Cfg, ConnectionStats, SnoopStats};
 use crate::flow::FlowKey;
 use crate::{Action, DropReason, Side};
 use bytes::Bytes;
 use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
-
-/// Bits of [`CachedSeg::flags`]. Set with `|=`, cleared with `&= !FLAG` (ns-2's Snoop cleared with
-/// `|= ~FLAG`, which sets every *other* bit; `tests::clearing_sender_rexmit_clears_only_that_flag`).
-pub(super) mod flag {
-    /// The sender sent this segment again (Balakrishnan 1995 §3.1.1 cases 2 and 3): DUPACKs for it go to the sender.
-    pub const SENDER_REXMIT: u8 = 0x01;
-    /// The segment carries the FIN (cached as data of sequence length payload + 1).
-    pub const FIN: u8 = 0x02;
-    /// Snoop has retransmitted this segment locally at least once.
-    pub const LOCAL_REXMIT: u8 = 0x04;
-    /// The copy now queued was sent because every earlier transmission is known lost (transmit-timed
-    /// inference): once it leaves, it is the only transmission of this segment that can still arrive.
-    pub const PROVEN_LOST: u8 = 0x08;
-    /// Cached on a sender retransmission of a range Snoop had passed uncached (§3.1.1 case 3: past the
-    /// high-water mark, or before it had state): a copy it never saw transmitted may be the one that
-    /// arrives, so the ACK that frees it says nothing about which counted transmission arrived (transmit-
-    /// timed inference). Cleared once every earlier transmission is known lost (`PROVEN_LOST`).
-    pub const UNSEEN_COPIES: u8 = 0x10;
-}
-
-/// One unacknowledged segment in the cache (Balakrishnan 1995 §6: "the packet sequence number, its size, the number
-/// of local retransmissions, and a flag set if the packet was retransmitted by the sender").
-#[derive(Debug, Clone)]
-pub(super) struct CachedSeg {
-    pub seq: SeqNum,
-    /// Sequence-space length (payload, plus one for a FIN).
-    pub len: u32,
-    /// The whole IPv4 packet: a reference-counted clone of what was forwarded, never a copy (§6).
-    pub pkt: Bytes,
-    pub local_rexmits: u8,
-    pub flags: u8,
-    /// When this segment was last sent toward the mobile (by the sender or by us).
-    pub sent_at: Time,
-    /// Value of `Conn::tx_count` when it was last sent: packets sent after it = `tx_count - tx_idx - 1`.
-    pub tx_idx: u64,
-    /// Transmit-timed state (only meaningful once the host calls `on_transmit`, see `Conn::tx_mode`).
-    pub tx: SegTx,
-}
-
-/// When a cached segment actually left the link (the host's `on_transmit`), as opposed to when it was
-/// handed to the interface queue (`sent_at`, `tx_idx`).
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct SegTx {
-    /// Copies handed to the link (forwarded or retransmitted) that have not started transmitting yet.
-    pub pending: u8,
-    /// Transmissions started (saturating).
-    pub count: u8,
-    /// Index (`Conn::txc`, from 1) of the latest transmission; 0 if none.
-    pub last: u64,
-    /// Index of the transmission before the latest; 0 if none.
-    pub prev: u64,
-    /// Index of the earliest transmission not known to be lost: every transmission before it is lost.
-    pub live_from: u64,
-    /// Start of the latest transmission.
-    pub at: Time,
-}
-
-impl SegTx {
-    pub fn queued() -> SegTx {
-        SegTx { pending: 1, ..SegTx::default() }
-    }
-    /// Exactly one transmission of the segment may still arrive: the latest.
-    fn single_live(&self) -> bool {
-        self.count == 1 || self.live_from == self.last
-    }
-}
-
-impl CachedSeg {
-    /// Memory this entry holds: the packet as buffered plus the entry itself. With 1-byte segments the
-    /// entry and headers are most of it, which counting sequence space alone would miss.
-    pub fn held(&self) -> usize {
-        self.pkt.len() + std::mem::size_of::<CachedSeg>()
-    }
-    pub fn end(&self) -> SeqNum {
-        self.seq + self.len
-    }
-    pub fn has(&self, f: u8) -> bool {
-        self.flags & f != 0
-    }
-    pub fn set(&mut self, f: u8) {
-        self.flags |= f;
-    }
-    pub fn clear(&mut self, f: u8) {
-        self.flags &= !f;
-    }
-}
 
 /// The packet timestamped for the wireless RTT (Balakrishnan 1995 §3.1.1 case 1: one per window).
 #[derive(Debug, Clone, Copy)]
@@ -124,16 +40,6 @@ impl MhLast {
         MhLast { seq: seg.seq + seg.payload_len + u32::from(seg.syn()), timestamps: seg.timestamps }
     }
 }
-
-/// How long the least transmit-timed RTT sample stands before a larger one may replace it (ns): long
-/// enough to span a busy period (when ACKs wait behind queued frames), short enough to follow a slower hop.
-const HOP_RTT_WINDOW: u64 = 10_000_000_000;
-
-/// How long the largest ACK-hold sample stands before a smaller one may replace it (ns): as for the hop RTT.
-const ACK_HOLD_WINDOW: u64 = 10_000_000_000;
-
-/// Round-trip timer expiries in a row that do not back off when the timer is transmit-timed.
-const TX_BACKOFF_GRACE: u32 = 4;
 
 /// What the caller must do with the connection after an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,31 +112,33 @@ pub(super) struct Conn {
     // ---- lines 3 to 5: the RTT, the cache and its first segment inline ---------------------------
     /// Smoothed wireless round-trip time in ns; `None` before the first sample.
     srtt: Option<u64>,
-    /// Last ACK or DUPACK from the mobile (transmit-timed: with `last_tx_at`, when the connection's medium
-    /// fell quiet).
-    last_mh_at: Time,
-    /// Lower bound on the index of the transmission whose arrival made the mobile send the current last
-    /// ACK: every DUPACK for it was caused by a later, distinct transmission (the link keeps order).
-    ack_base: u64,
+    /// `tx_count` just after the latest local retransmission.
+    recover: u64,
     /// Unacknowledged segments in sequence order, non-overlapping; a lone one inline (see `queue.rs`).
     cache: HeadInline<CachedSeg>,
     // ---- cold: transmit-timed state (written by `on_transmit`) and rare paths --------------------
-    /// Start of this connection's latest data transmission.
-    last_tx_at: Time,
-    /// Data transmissions reported on this connection; the latest one's index (transmission order).
-    txc: u64,
-    /// Lower bound on the index of the latest transmission known to have reached the mobile.
-    rcvd: u64,
-    /// `tx_count` just after the latest local retransmission.
-    recover: u64,
-    /// The hop's round trip from the start of a transmission to the ACK it causes, with no queue in the
-    /// way: the least transmit-timed sample of the last `HOP_RTT_WINDOW` (ns), and when that window began.
-    hop_rtt: Option<(u64, Time)>,
-    /// The receiver's ACK pacing: the longest a new ACK came after the connection's medium fell quiet (its
-    /// latest transmission or ACK), over the last `ACK_HOLD_WINDOW` (ns), and when that window began. A
-    /// receiver that delays ACKs (BSD up to 200 ms, Linux 40 ms and more) holds the ACK of a lone segment
-    /// that long; the round-trip timer must not take that silence for a loss.
-    ack_hold: Option<(u64, Time)>,
+    /// What the transmit-timed rules know (`tx.rs`); read only in `tx_mode`.
+    tx: TxTimed,
+    /// This connection's share of the station's counters (kept across a SYN: the 4-tuple is the same).
+    counts: Counts,
+}
+
+/// A connection's [`ConnectionStats`], in 32 bits each (saturating) so that the slot stays seven lines.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    local_retransmissions: u32,
+    dupacks_suppressed: u32,
+}
+
+/// Why a segment was retransmitted locally.
+#[derive(Debug, Clone, Copy)]
+enum Cause {
+    /// An unexpected DUPACK, or a hole a partial ACK revealed (§3.1.2 case 3).
+    Dupack,
+    /// The round-trip timer (§6).
+    RtxTimer,
+    /// The persist timer (§6).
+    PersistTimer,
 }
 
 impl Conn {
@@ -260,24 +168,38 @@ impl Conn {
             persist_base: now,
             fin_end: None,
             tx_mode: false,
-            txc: 0,
-            rcvd: 0,
-            ack_base: 0,
-            last_tx_at: now,
-            hop_rtt: None,
-            last_mh_at: now,
-            ack_hold: None,
+            tx: TxTimed::new(now),
             scheduled: None,
+            counts: Counts::default(),
         }
     }
 
     /// Soft state, re-initialised by a SYN (§6: "easily reconstructed from scratch"). Keeps the timer-heap
     /// bookkeeping, which belongs to the table.
     pub fn reset(&mut self, now: Time) {
-        let (scheduled, tx_mode) = (self.scheduled, self.tx_mode);
+        let (scheduled, tx_mode, counts) = (self.scheduled, self.tx_mode, self.counts);
         *self = Conn::new(self.key, now);
         self.scheduled = scheduled;
         self.tx_mode = tx_mode;
+        self.counts = counts;
+    }
+
+    /// Counts a local retransmission, in this connection's counts and the station's.
+    fn count_rexmit(&mut self, cause: Cause, stats: &mut SnoopStats) {
+        self.counts.local_retransmissions = self.counts.local_retransmissions.saturating_add(1);
+        let all = &mut stats.local_retransmissions;
+        match cause {
+            Cause::Dupack => all.dupack += 1,
+            Cause::RtxTimer => all.rtx_timer += 1,
+            Cause::PersistTimer => all.persist_timer += 1,
+        }
+    }
+
+    /// Keeps a DUPACK from the sender: Snoop recovers the loss (or already has) locally.
+    fn suppress_dupack(&mut self, out: &mut Vec<Action>, stats: &mut SnoopStats) {
+        self.counts.dupacks_suppressed = self.counts.dupacks_suppressed.saturating_add(1);
+        stats.dupacks_suppressed += 1;
+        out.push(Action::Drop(DropReason::DupAckSuppressed));
     }
 
     // ---- timers ----------------------------------------------------------------------------------------
@@ -287,14 +209,9 @@ impl Conn {
     /// Karn-clean samples clamped to `max_rtx_timeout`, so the estimate cannot run away at high loss (the
     /// ns-2 failure mode); any new ACK resets the backoff.
     fn rto(&self, cfg: &Cfg) -> u64 {
-        let base = match self.hop_rtt {
-            // Transmit-timed: twice the hop's round trip, counted from the latest transmission, and never less
-            // than the receiver's longest ACK hold seen plus one hop round trip of margin (see `ack_hold`).
-            Some((hop, _)) if self.tx_mode => {
-                let hold = self.ack_hold.map_or(0, |(h, _)| h.saturating_add(hop));
-                hop.saturating_mul(2).max(hold).max(cfg.min_tx_rtx_timeout)
-            }
-            _ => self.srtt.unwrap_or(cfg.initial_srtt).saturating_mul(2).max(cfg.min_rtx_timeout),
+        let base = match self.tx.rto_base(cfg).filter(|_| self.tx_mode) {
+            Some(base) => base,
+            None => self.srtt.unwrap_or(cfg.initial_srtt).saturating_mul(2).max(cfg.min_rtx_timeout),
         };
         // Transmit-timed, the first `TX_BACKOFF_GRACE` expiries in a row do not back off: the timer already
         // waits for a quiet medium, and at high loss a retransmission is lost several times in a row (a
@@ -379,17 +296,11 @@ impl Conn {
             fired = true;
             if self.tx_mode {
                 // Transmit-timed, the timer fires only after twice the hop's round trip without an ACK since
-                // the latest transmission: every transmission so far has been answered or lost. So the copy
-                // resent now is the only one that can still arrive, and the next DUPACK comes from a later
-                // transmission (as after the persist timer, below).
-                self.ack_base = self.ack_base.max(self.txc);
-                self.dupacks_seen = 0;
-                if let Some(i) = self.needed_head() {
-                    self.cache[i].set(flag::PROVEN_LOST);
-                }
+                // the latest transmission: every transmission so far has been answered or lost.
+                self.all_answered();
             }
             if self.timer_retransmit(now, cfg, out) {
-                stats.local_retransmissions.rtx_timer += 1;
+                self.count_rexmit(Cause::RtxTimer, stats);
                 let grace = if self.tx_mode { TX_BACKOFF_GRACE } else { 0 };
                 self.rtx_backoff = (self.rtx_backoff + 1).min(cfg.max_rtx_backoff + grace);
                 self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
@@ -402,7 +313,7 @@ impl Conn {
         if !fired && self.persist_deadline(cfg).is_some_and(|d| d <= now) {
             self.persist_base = now;
             if self.timer_retransmit(now, cfg, out) {
-                stats.local_retransmissions.persist_timer += 1;
+                self.count_rexmit(Cause::PersistTimer, stats);
             }
             // §6: "This timer also sets the number of expected DUPACKS to zero and the next expected
             // acknowledgment to one more than the last ACK seen so far."
@@ -412,12 +323,8 @@ impl Conn {
             }
             if self.tx_mode {
                 // The same in transmit-timed terms: after 200 ms without a packet from either end, the
-                // ACKs of every transmission so far are in, so the next DUPACK comes from a later one.
-                self.ack_base = self.ack_base.max(self.txc);
-                self.dupacks_seen = 0;
-                if let Some(i) = self.needed_head() {
-                    self.cache[i].set(flag::PROVEN_LOST);
-                }
+                // ACKs of every transmission so far are in.
+                self.all_answered();
             }
         }
     }
@@ -452,8 +359,7 @@ impl Conn {
     /// deadline may have moved earlier.
     pub fn on_transmit(&mut self, now: Time, seq: SeqNum, len: u32, cfg: &Cfg) -> bool {
         self.tx_mode = true;
-        self.txc += 1;
-        let idx = self.txc;
+        let idx = self.tx.number_transmission();
         let pos = self.transmitted_position(seq);
         let Some(c) = self.cache.get_mut(pos).filter(|c| c.seq == seq && c.len == len) else { return false };
         c.tx.pending = c.tx.pending.saturating_sub(1);
@@ -480,7 +386,7 @@ impl Conn {
                 p.transmitted = true;
             }
         }
-        self.last_tx_at = now;
+        self.tx.transmitted_at(now);
         if !first && self.in_recovery && pos == 0 && self.needed_head() == Some(0) {
             self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
             return true;
@@ -494,32 +400,28 @@ impl Conn {
         false
     }
 
-    /// Transmit-timed loss inference for the segment the mobile needs next (the last ACK stops at it): every
-    /// transmission of it is lost once the mobile is known to have received a *later* transmission, since
-    /// the link delivers in transmission order. What is known: the ACK that first carried the last ACK value
-    /// was sent on the arrival of a transmission numbered at least `ack_base`, and each DUPACK since was
-    /// caused by a further, distinct transmission (the mobile ACKs every out-of-order or duplicate segment at
-    /// once), so with `d` DUPACKs the latest transmission received is numbered at least `ack_base + d`; none
-    /// of them is the needed segment (or the ACK would have moved), so `ack_base + d >= last` means one came
-    /// after its latest transmission. Lost ACKs only make the bound smaller (later inference, never a wrong
-    /// one). A copy still queued (handed to the link, not yet transmitted) is never declared lost.
+    /// Transmit-timed: every transmission of `c`, the segment the mobile needs next, is lost
+    /// ([`TxTimed::head_lost`]).
     fn head_lost(&self, c: &CachedSeg) -> bool {
-        self.tx_mode && c.tx.pending == 0 && c.tx.count > 0 && self.lost_bound(c) >= c.tx.last
+        self.tx_mode && self.tx.head_lost(c, self.dupacks_seen)
     }
 
-    /// Lower bound on the latest transmission the mobile received, as compared with the needed segment's
-    /// latest transmission in [`head_lost`](Self::head_lost): `ack_base + d`, plus one if the segment's
-    /// previous transmission lies after `ack_base` (no DUPACK came from it, so the `d` transmissions that
-    /// caused them skip that number).
-    fn lost_bound(&self, c: &CachedSeg) -> u64 {
-        self.ack_base + u64::from(self.dupacks_seen) + u64::from(c.tx.count > 1 && c.tx.prev > self.ack_base)
+    /// Transmit-timed: a timer fired after the medium stayed quiet, so every transmission so far has been
+    /// answered or lost. The copy of the needed segment resent now is the only one that can still arrive,
+    /// and the next DUPACK comes from a later transmission.
+    fn all_answered(&mut self) {
+        self.tx.all_answered();
+        self.dupacks_seen = 0;
+        if let Some(i) = self.needed_head() {
+            self.cache[i].set(flag::PROVEN_LOST);
+        }
     }
 
     /// Retransmits the needed head `i` because [`head_lost`](Self::head_lost) holds.
     fn retransmit_lost(&mut self, i: usize, now: Time, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
         self.cache[i].set(flag::PROVEN_LOST);
         self.retransmit(i, now, out);
-        stats.local_retransmissions.dupack += 1;
+        self.count_rexmit(Cause::Dupack, stats);
         self.next_exp_ack = self.cache[i].end();
         self.in_recovery = true;
         self.rtx_deadline = Some(Time(now.0.saturating_add(self.rto(cfg))));
@@ -731,11 +633,8 @@ impl Conn {
         }
         let ack = seg.ack;
         let carries = seg.seg_len() > 0; // data, SYN or FIN from the mobile: never dropped, never a DUPACK
-        let quiet_since = self.last_tx_at.max(self.last_mh_at);
-        self.last_mh_at = now;
-        if self.tx_mode && !carries && self.txc > 0 && self.last_ack.is_some_and(|l| ack > l) {
-            self.sample_ack_hold(now, now.0.saturating_sub(quiet_since.0), cfg);
-        }
+        let new_ack_sample = self.tx_mode && !carries && self.last_ack.is_some_and(|l| ack > l);
+        self.tx.on_mobile_ack(now, new_ack_sample, cfg);
         match self.last_ack {
             Some(last) if ack < last => {
                 if carries {
@@ -766,18 +665,6 @@ impl Conn {
         }
     }
 
-    /// Transmit-timed round-trip timer (§6, deviation): a new ACK came `hold` ns after the connection's
-    /// medium fell quiet. The largest such hold of the last `ACK_HOLD_WINDOW` bounds the timer from below,
-    /// so a receiver's delayed ACK (a lone segment acknowledged 40–200 ms late) is not taken for a loss,
-    /// while a receiver that ACKs at once keeps the two-hop-RTT timer. Clamped to `max_rtx_timeout`.
-    fn sample_ack_hold(&mut self, now: Time, hold: u64, cfg: &Cfg) {
-        let hold = hold.min(cfg.max_rtx_timeout);
-        self.ack_hold = match self.ack_hold {
-            Some((m, since)) if hold <= m && now.0.saturating_sub(since.0) < ACK_HOLD_WINDOW => Some((m, since)),
-            _ => Some((hold, now)),
-        };
-    }
-
     /// Case 1: a new ACK (§3.1.2): free the acknowledged packets, update the wireless RTT once per window
     /// if the window was free of retransmissions, forward.
     fn on_new_ack(
@@ -798,7 +685,7 @@ impl Conn {
         let mut received = 0u64;
         // Transmissions of the packet that was needed up to this ACK numbered at most `old_bound` are lost
         // (a later one had reached the mobile while it was still missing).
-        let old_bound = self.ack_base + u64::from(self.dupacks_seen);
+        let old_bound = self.tx.received_bound(self.dupacks_seen);
         let mut hop_sample: Option<u64> = None;
         while let Some(h) = self.cache.front() {
             if h.end() <= ack {
@@ -863,17 +750,11 @@ impl Conn {
         let dupacks = std::mem::take(&mut self.dupacks_seen);
         self.rtx_deadline = None;
         if let Some(rtt) = hop_sample.filter(|_| self.tx_mode) {
-            self.hop_rtt = match self.hop_rtt {
-                Some((m, since)) if rtt >= m && now.0.saturating_sub(since.0) < HOP_RTT_WINDOW => Some((m, since)),
-                _ => Some((rtt.min(cfg.max_rtx_timeout), now)),
-            };
+            self.tx.sample_hop_rtt(now, rtt, cfg);
             stats.rtt_samples += 1;
         }
         if self.tx_mode {
-            // The new ACK was sent on the arrival of a transmission later than every one known received
-            // before it (the old ACK's base plus its DUPACKs) and than those of the freed segments.
-            self.rcvd = self.rcvd.max(self.ack_base + u64::from(dupacks)).max(received);
-            self.ack_base = self.rcvd;
+            self.tx.on_new_ack(dupacks, received);
             // The exact partial-ACK rule: the segment at the new ACK was transmitted before one that reached
             // the mobile (e.g. before the local retransmission this ACK covers): it is lost, and no DUPACK
             // may announce it (the packets after it may have spent theirs on the old hole, or there may be
@@ -895,7 +776,7 @@ impl Conn {
             {
                 let sent_after = self.tx_count - h.tx_idx - 1;
                 self.retransmit(0, now, out);
-                stats.local_retransmissions.dupack += 1;
+                self.count_rexmit(Cause::Dupack, stats);
                 // Packets sent after it that have not already reached the mobile (`beyond` of them have).
                 self.exp_dupacks = sent_after.saturating_sub(u64::from(beyond)).min(u64::from(u32::MAX)) as u32;
                 self.next_exp_ack = self.cache[0].end();
@@ -955,20 +836,20 @@ impl Conn {
             // normal sequence, or one more than the transmissions between the hole and its retransmission
             // can explain (the retransmission was lost). Any other DUPACK is expected: dropped.
             if !self.head_lost(head) {
-                suppress_dupack(out, stats);
+                self.suppress_dupack(out, stats);
                 return;
             }
             if head.local_rexmits >= cfg.max_local_rexmit {
                 forward_dupack(pkt, out, stats);
                 return;
             }
-            suppress_dupack(out, stats);
+            self.suppress_dupack(out, stats);
             self.retransmit_lost(i, now, cfg, out, stats);
             return;
         }
         if self.exp_dupacks > 0 {
             self.exp_dupacks -= 1;
-            suppress_dupack(out, stats);
+            self.suppress_dupack(out, stats);
             return;
         }
         if head.local_rexmits >= cfg.max_local_rexmit {
@@ -979,9 +860,9 @@ impl Conn {
         // been acknowledged: their DUPACKs were spent on an earlier loss (a hole revealed by a partial ACK).
         let sent_after = self.tx_count - head.tx_idx.max(self.acked_tx.saturating_sub(1)) - 1;
         let end = head.end();
-        suppress_dupack(out, stats);
+        self.suppress_dupack(out, stats);
         self.retransmit(i, now, out);
-        stats.local_retransmissions.dupack += 1;
+        self.count_rexmit(Cause::Dupack, stats);
         self.exp_dupacks = sent_after.saturating_sub(1).min(u64::from(u32::MAX)) as u32;
         self.next_exp_ack = end;
         // §6: the round-trip timer is armed by a DUPACK-caused local retransmission.
@@ -1010,6 +891,13 @@ impl Conn {
     pub fn srtt(&self) -> Option<u64> {
         self.srtt
     }
+    /// What Snoop did for this connection so far.
+    pub fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            local_retransmissions: self.counts.local_retransmissions.into(),
+            dupacks_suppressed: self.counts.dupacks_suppressed.into(),
+        }
+    }
     /// DUPACKs still expected for the packet the mobile needs. Transmit-timed: those the transmissions
     /// after the one that produced the last ACK and before the needed packet's latest transmission can
     /// still cause, less those already seen.
@@ -1017,7 +905,8 @@ impl Conn {
     pub fn exp_dupacks(&self) -> u32 {
         match self.needed_head().map(|i| &self.cache[i]) {
             Some(h) if self.tx_mode && h.tx.count > 0 => {
-                let still = h.tx.last.saturating_sub(self.lost_bound(h) - u64::from(self.dupacks_seen) + 1);
+                let bound = self.tx.lost_bound(h, self.dupacks_seen);
+                let still = h.tx.last.saturating_sub(bound - u64::from(self.dupacks_seen) + 1);
                 still.saturating_sub(u64::from(self.dupacks_seen)) as u32
             }
             _ => self.exp_dupacks,
@@ -1033,7 +922,7 @@ impl Conn {
     }
     /// The receiver's longest ACK hold in the current window (ns), once seen.
     pub fn ack_hold(&self) -> Option<u64> {
-        self.ack_hold.map(|(h, _)| h)
+        self.tx.ack_hold()
     }
     #[cfg(test)]
     pub fn last_ack(&self) -> Option<SeqNum> {
@@ -1041,48 +930,10 @@ impl Conn {
     }
 }
 
-/// A copy of the IPv4/TCP packet `pkt` with its timestamps option's TSval set to `tsval` if that is newer
-/// (RFC 7323 modular order) than the one it carries; `None` (use the packet as it is) when it has no
-/// timestamps option, already carries `tsval` or a newer one, or cannot be parsed. The TCP checksum is
-/// updated incrementally (RFC 1624), never recomputed: a segment corrupted on the wired path keeps its bad
-/// checksum and is discarded by the mobile, instead of being delivered as valid with corrupted bytes.
-pub(super) fn with_tsval(pkt: &Bytes, tsval: u32) -> Option<Bytes> {
-    let ip = lasthop_wire::Ipv4Packet::new_checked(&pkt[..]).ok()?;
-    // The segment is what the IPv4 total length covers; bytes after it are not part of the checksum.
-    let seg_range = ip.payload_range();
-    let tcp = pkt.get(seg_range.clone())?;
-    let hl = usize::from(tcp.get(12)? >> 4) * 4;
-    let opts = tcp.get(20..hl)?;
-    let mut i = 0;
-    let at = loop {
-        match *opts.get(i)? {
-            0 => return None,
-            1 => i += 1,
-            8 if opts.get(i + 1) == Some(&10) && i + 10 <= opts.len() => break 20 + i + 2,
-            _ => i += usize::from(*opts.get(i + 1)?).max(2),
-        }
-    };
-    let old = u32::from_be_bytes(tcp[at..at + 4].try_into().ok()?);
-    if tsval.wrapping_sub(old) as i32 <= 0 {
-        return None;
-    }
-    let mut v = pkt.to_vec();
-    const TCP_CHECKSUM_AT: usize = 16;
-    let rewritten =
-        lasthop_wire::checksum::rewrite_incremental(&mut v[seg_range], TCP_CHECKSUM_AT, at, &tsval.to_be_bytes());
-    rewritten.then(|| Bytes::from(v))
-}
-
 /// Passes a DUPACK on to the sender, whose own recovery needs it.
 fn forward_dupack(pkt: Bytes, out: &mut Vec<Action>, stats: &mut SnoopStats) {
     stats.dupacks_forwarded += 1;
     out.push(Action::Forward(Side::ToWired, pkt));
-}
-
-/// Keeps a DUPACK from the sender: Snoop recovers the loss (or already has) locally.
-fn suppress_dupack(out: &mut Vec<Action>, stats: &mut SnoopStats) {
-    stats.dupacks_suppressed += 1;
-    out.push(Action::Drop(DropReason::DupAckSuppressed));
 }
 
 #[cfg(test)]
@@ -1138,10 +989,7 @@ mod tests {
         assert!(at(offset_of!(Conn, probe)) >= 128 && at(offset_of!(Conn, in_recovery) + 1) <= 192, "line 2");
         let hot_end = at(offset_of!(Conn, cache) + std::mem::size_of::<HeadInline<CachedSeg>>());
         assert!(at(offset_of!(Conn, srtt)) >= 192 && hot_end <= 6 * 64, "lines 3 to 5");
-        assert_eq!(
-            offset_of!(Conn, last_tx_at),
-            offset_of!(Conn, cache) + std::mem::size_of::<HeadInline<CachedSeg>>()
-        );
+        assert_eq!(offset_of!(Conn, tx), offset_of!(Conn, cache) + std::mem::size_of::<HeadInline<CachedSeg>>());
         assert!(at(std::mem::size_of::<Conn>()) <= 7 * 64, "the slot is seven lines");
     }
 }

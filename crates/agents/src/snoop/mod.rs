@@ -14,7 +14,13 @@
 //! # Layout
 //!
 //! - `parse`: validates IPv4/TCP once per packet and copies out the fields the state machine reads.
-//! - `conn`: the per-connection state and the cases of §3.1.1, §3.1.2 and §6, each cited where it is handled.
+//! - `conn`: the per-connection state and the cases of §3.1.1 (`snoop_data()`), §3.1.2 (`snoop_ack()`) and
+//!   §6 (the timers), each cited where it is handled.
+//! - `segment`: the cache entry of §6 (sequence number, size, local retransmissions, sender-retransmitted
+//!   flag) with its transmissions, and the copy a local retransmission sends.
+//! - `tx`: the transmit-timed rules (below), which refine §3.1.2 case 3 and the §6 round-trip timer once the
+//!   host reports transmissions.
+//! - `window`: the windowed least / largest sample those rules keep (hop round trip, receiver's ACK hold).
 //! - `table`: the bounded connection table (least recently active evicted) and the timer heap.
 //! - `index`: the table's index from a key's hash to its slot, one cache line per lookup.
 //! - `queue`: a connection's cache of segments, a lone one inline in the connection's state.
@@ -125,11 +131,14 @@ mod conn;
 mod index;
 mod parse;
 mod queue;
+mod segment;
 mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_lossy;
+mod tx;
+mod window;
 
 use crate::flow::FlowKey;
 #[cfg(test)]
@@ -137,6 +146,7 @@ use crate::DropReason;
 use crate::{Action, Agent, PassCounters, Side, Time};
 use bytes::Bytes;
 use conn::{After, Conn};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use table::Table;
 
@@ -189,6 +199,11 @@ pub struct SnoopConfig {
     /// Key of the connection table's hash. Default 0 (the simulator needs nothing else); a real base station
     /// exposed to untrusted traffic should pass a random value to resist hash flooding.
     pub hash_seed: u64,
+    /// Keep each connection's [`ConnectionStats`] after its state goes (FIN acknowledged, RST, eviction), so
+    /// that [`Snoop::connection_stats`] covers whole connections: one small record per connection ever
+    /// seen. For hosts that report per connection over a bounded run (the simulator); off by default, so
+    /// that a base station's memory stays bounded by `max_connections`.
+    pub keep_closed_connection_stats: bool,
 }
 
 impl Default for SnoopConfig {
@@ -206,6 +221,7 @@ impl Default for SnoopConfig {
             persist_timeout: Duration::from_millis(200),
             inject_ttl: 64,
             hash_seed: 0,
+            keep_closed_connection_stats: false,
         }
     }
 }
@@ -271,6 +287,33 @@ impl LocalRetransmissions {
     }
 }
 
+/// What Snoop did for one connection (keyed by its FH→MH 4-tuple): the part of [`SnoopStats`] that tells
+/// one connection's recovery from another's when several share a base station. Exported by
+/// [`Agent::connection_counters`] under the names [`Agent::counters`] gives the station's sums.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Local retransmissions, whatever their cause.
+    pub local_retransmissions: u64,
+    /// DUPACKs dropped (answered by a local retransmission, or expected after one).
+    pub dupacks_suppressed: u64,
+}
+
+impl ConnectionStats {
+    fn is_zero(&self) -> bool {
+        *self == ConnectionStats::default()
+    }
+
+    pub fn add(&mut self, other: &ConnectionStats) {
+        self.local_retransmissions += other.local_retransmissions;
+        self.dupacks_suppressed += other.dupacks_suppressed;
+    }
+
+    /// The counters under the names of [`Agent::counters`].
+    pub fn named(&self) -> Vec<(&'static str, u64)> {
+        vec![("local_retransmissions", self.local_retransmissions), ("dupacks_suppressed", self.dupacks_suppressed)]
+    }
+}
+
 /// What Snoop did, summed over all connections. Exported by [`Agent::counters`] under the field names
 /// (`local_retransmissions` and its parts as `local_retransmissions_dupack` etc.).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -310,6 +353,8 @@ pub struct Snoop {
     config: SnoopConfig,
     table: Table,
     stats: SnoopStats,
+    /// Counts of connections whose state has gone (`keep_closed_connection_stats`).
+    closed: BTreeMap<FlowKey, ConnectionStats>,
 }
 
 impl Snoop {
@@ -319,6 +364,7 @@ impl Snoop {
             table: Table::new(config.max_connections, config.hash_seed),
             config,
             stats: SnoopStats::default(),
+            closed: BTreeMap::new(),
         }
     }
 
@@ -378,13 +424,51 @@ impl Snoop {
         self.table.lookup(key).and_then(|s| self.table.conn(s).ack_hold()).map(Duration::from_nanos)
     }
 
+    /// What Snoop did for connection `key` (FH→MH): its live state's counts, plus, with
+    /// `keep_closed_connection_stats`, those of its earlier state since gone.
+    pub fn connection_stats(&self, key: &FlowKey) -> ConnectionStats {
+        let mut total = self.closed.get(key).copied().unwrap_or_default();
+        if let Some(s) = self.table.lookup(key) {
+            total.add(&self.table.conn(s).stats());
+        }
+        total
+    }
+
+    /// [`connection_stats`](Self::connection_stats) of every connection with any count.
+    pub fn all_connection_stats(&self) -> BTreeMap<FlowKey, ConnectionStats> {
+        let mut all = self.closed.clone();
+        for c in self.table.conns() {
+            let stats = c.stats();
+            if !stats.is_zero() {
+                all.entry(c.key).or_default().add(&stats);
+            }
+        }
+        all
+    }
+
     fn create(&mut self, key: FlowKey, now: Time) -> Option<u32> {
         let (slot, evicted) = self.table.insert(Conn::new(key, now))?;
         self.stats.pass.connections_created += 1;
-        if evicted {
+        if let Some(old) = evicted {
             self.stats.pass.connections_evicted += 1;
+            self.keep_stats(&old);
         }
         Some(slot)
+    }
+
+    /// Drops connection `slot`'s state (RST, or its FIN acknowledged), keeping its counts if configured to.
+    fn close(&mut self, slot: u32) {
+        if let Some(conn) = self.table.remove(slot) {
+            self.stats.pass.connections_closed += 1;
+            self.keep_stats(&conn);
+        }
+    }
+
+    fn keep_stats(&mut self, conn: &Conn) {
+        let stats = conn.stats();
+        if self.config.keep_closed_connection_stats && !stats.is_zero() {
+            self.closed.entry(conn.key).or_default().add(&stats);
+        }
     }
 
     /// A packet travelling toward the mobile: the fixed host's data (snoop_data) or its ACKs for the
@@ -394,8 +478,7 @@ impl Snoop {
         let slot = self.table.find(&key);
         if seg.rst() {
             if let Some(s) = slot {
-                self.table.remove(s);
-                self.stats.pass.connections_closed += 1;
+                self.close(s);
             }
             out.push(Action::Forward(Side::ToMobile, packet));
             return;
@@ -453,8 +536,7 @@ impl Snoop {
             return;
         };
         if seg.rst() {
-            self.table.remove(s);
-            self.stats.pass.connections_closed += 1;
+            self.close(s);
             out.push(Action::Forward(Side::ToWired, packet));
             return;
         }
@@ -463,8 +545,7 @@ impl Snoop {
             self.table.conn_mut(s).on_syn_from_mobile(now, &seg);
             out.push(Action::Forward(Side::ToWired, packet));
         } else if self.table.conn_mut(s).on_ack(now, &seg, packet, &self.cfg, out, &mut self.stats) == After::Remove {
-            self.table.remove(s);
-            self.stats.pass.connections_closed += 1;
+            self.close(s);
             return;
         }
         self.table.schedule(s, &self.cfg);
@@ -556,5 +637,9 @@ impl Agent for Snoop {
         ];
         named.extend(s.pass.named());
         named
+    }
+
+    fn connection_counters(&self, key: &FlowKey) -> Vec<(&'static str, u64)> {
+        self.connection_stats(key).named()
     }
 }

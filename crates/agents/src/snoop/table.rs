@@ -301,15 +301,14 @@ impl Table {
 
     /// Inserts a fresh connection, evicting the least recently active one if the table is full. Returns the
     /// new slot and whether an eviction happened; `None` if the table holds no connections at all (max 0).
-    pub fn insert(&mut self, conn: Conn) -> Option<(u32, bool)> {
+    pub fn insert(&mut self, conn: Conn) -> Option<(u32, Option<Conn>)> {
         if self.max == 0 {
             return None;
         }
-        let mut evicted = false;
+        let mut evicted = None;
         if self.live >= self.max {
             let victim = self.oldest();
-            self.remove(victim);
-            evicted = true;
+            evicted = self.remove(victim);
         }
         let key = pack(&conn.key);
         let slot = match self.free.pop() {
@@ -330,10 +329,10 @@ impl Table {
         Some((slot, evicted))
     }
 
-    /// Drops a connection's state (RST, FIN acknowledged, eviction).
-    pub fn remove(&mut self, slot: u32) {
+    /// Drops a connection's state (RST, FIN acknowledged, eviction), handing it back.
+    pub fn remove(&mut self, slot: u32) -> Option<Conn> {
         let s = &mut self.slots[slot as usize];
-        let Some(conn) = s.conn.take() else { return };
+        let conn = s.conn.take()?;
         s.gen = s.gen.wrapping_add(1);
         s.stamp = FREE;
         let hash = self.hasher.hash_one(pack(&conn.key));
@@ -346,6 +345,12 @@ impl Table {
         }
         self.free.push(slot);
         self.live -= 1;
+        Some(conn)
+    }
+
+    /// Every connection with state, in slot order.
+    pub fn conns(&self) -> impl Iterator<Item = &Conn> {
+        self.slots.iter().filter_map(|s| s.conn.as_ref())
     }
 
     /// Re-queues `slot` if its deadline moved earlier than its queued entry (see the module docs).
@@ -538,7 +543,7 @@ mod tests {
                         let victim = (p.model.len() >= max).then(|| p.model.remove(0));
                         p.model.push(port);
                         let (_, evicted) = p.t.insert(Conn::new(key(port), Time::ZERO)).expect("max > 0");
-                        prop_assert_eq!(evicted, victim.is_some());
+                        prop_assert_eq!(evicted.map(|c| c.key), victim.map(key));
                         if let Some(v) = victim {
                             prop_assert!(p.t.lookup(&key(v)).is_none(), "evicted {} instead", v);
                         }
@@ -584,7 +589,7 @@ mod tests {
             let s = t.find(&key(port)).unwrap();
             t.touch(s);
         }
-        assert_eq!(t.insert(Conn::new(key(5), Time::ZERO)).map(|(_, e)| e), Some(true));
+        assert_eq!(t.insert(Conn::new(key(5), Time::ZERO)).and_then(|(_, e)| e).map(|c| c.key), Some(key(4)));
         assert!(t.lookup(&key(4)).is_none());
         assert!(t.ordered, "the eviction ordered the live slots");
         // A calm period: two compactions without an eviction between them drop the queue.

@@ -2,7 +2,8 @@
 //! actions into [`Out`] so that each test reads like a packet trace: `h.data(2)` hands in data segment 2
 //! (sequence `ISS + 1 + 2·MSS`), `h.ack(2)` the mobile's ACK for everything before segment 2.
 
-use super::conn::{flag, CachedSeg, Conn};
+use super::conn::Conn;
+use super::segment::{flag, CachedSeg};
 use super::*;
 use lasthop_wire::ipv4::PROTO_UDP;
 use lasthop_wire::{Ipv4Packet, SeqNum, TcpFlags, TcpPacket, TcpRepr};
@@ -1000,6 +1001,62 @@ fn two_interleaved_connections_keep_separate_state() {
     assert_eq!(h.s.connections(), 2);
 }
 
+/// Each connection counts its own local retransmissions and suppressed DUPACKs (keyed by its 4-tuple), the
+/// station's totals are their sums, and with `keep_closed_connection_stats` a connection's counts outlive
+/// its state (its FIN acknowledged, or evicted).
+#[test]
+fn each_connection_counts_its_own_recovery() {
+    let mut h = H::established(SnoopConfig { keep_closed_connection_stats: true, ..SnoopConfig::default() });
+    let iss2 = 500_000;
+    let k2 = FlowKey { dst_port: MP + 1, ..key() };
+    h.handshake(iss2, FP, MP + 1);
+    let a2 = |i| ack_on(iss2, FP, MP + 1, i, WIN);
+    for i in 0..4 {
+        h.data(i);
+        h.raw(Side::ToMobile, data_on(iss2, FP, MP + 1, i, TcpFlags::PSH));
+    }
+    // Connection 1: segment 0 lost, three DUPACKs (one retransmission, two expected DUPACKs).
+    for _ in 0..3 {
+        h.ack(0);
+    }
+    // Connection 2: segment 2 lost, one DUPACK.
+    h.raw(Side::ToWired, a2(2));
+    h.raw(Side::ToWired, a2(2));
+    let one = h.s.connection_stats(&key());
+    let two = h.s.connection_stats(&k2);
+    assert_eq!((one.local_retransmissions, one.dupacks_suppressed), (1, 3));
+    assert_eq!((two.local_retransmissions, two.dupacks_suppressed), (1, 1));
+    let st = h.s.stats();
+    assert_eq!(st.local_retransmissions.total(), one.local_retransmissions + two.local_retransmissions);
+    assert_eq!(st.dupacks_suppressed, one.dupacks_suppressed + two.dupacks_suppressed);
+    let named: std::collections::HashMap<_, _> = h.s.connection_counters(&k2).into_iter().collect();
+    assert_eq!((named["local_retransmissions"], named["dupacks_suppressed"]), (1, 1));
+    // Connection 2 ends (its FIN acknowledged): its counts stay, and a connection never seen has none.
+    h.raw(Side::ToMobile, data_on(iss2, FP, MP + 1, 4, TcpFlags::FIN));
+    let fin_acked = TcpRepr {
+        src_port: MP + 1,
+        dst_port: FP,
+        seq: SeqNum(MH_ISS + 1),
+        ack: Some(SeqNum(iss2.wrapping_add(1 + 5 * MSS + 1))),
+        window: WIN,
+        ..TcpRepr::default()
+    };
+    h.raw(Side::ToWired, tcp(MH, FH, fin_acked, 0));
+    assert_eq!(h.s.connections(), 1);
+    assert_eq!(h.s.connection_stats(&k2), two);
+    assert_eq!(h.s.connection_stats(&FlowKey { dst_port: 9, ..key() }), ConnectionStats::default());
+    // Without `keep_closed_connection_stats` a closed connection's record goes with its state.
+    let mut plain = established();
+    plain.data(0);
+    plain.data(1);
+    plain.ack(0);
+    assert_eq!(plain.s.connection_stats(&key()).dupacks_suppressed, 1);
+    let rst =
+        TcpRepr { src_port: MP, dst_port: FP, seq: SeqNum(MH_ISS + 1), flags: TcpFlags::RST, ..TcpRepr::default() };
+    plain.raw(Side::ToWired, tcp(MH, FH, rst, 0));
+    assert_eq!(plain.s.connection_stats(&key()), ConnectionStats::default());
+}
+
 #[test]
 fn table_is_bounded_and_evicts_the_least_recently_active() {
     let mut h = H::new(SnoopConfig { max_connections: 2, ..SnoopConfig::default() });
@@ -1445,9 +1502,9 @@ fn local_retransmission_is_the_cached_buffer_when_its_timestamp_is_acceptable() 
     let _ = h.raw(Side::ToWired, ack_ts(0, 500));
     assert_eq!(local_rexmit(&h.out).as_ptr(), h.conn().cache()[0].pkt.as_ptr());
     // Malformed or option-less input to the patcher: no copy, no panic.
-    assert!(conn::with_tsval(&Bytes::from_static(&[0x45, 0, 0]), 9).is_none());
-    assert!(conn::with_tsval(&data_on(ISS, FP, MP, 0, TcpFlags::PSH), 9).is_none());
-    assert!(conn::with_tsval(&data_ts(0, 100), 100).is_none(), "already carries it");
+    assert!(segment::with_tsval(&Bytes::from_static(&[0x45, 0, 0]), 9).is_none());
+    assert!(segment::with_tsval(&data_on(ISS, FP, MP, 0, TcpFlags::PSH), 9).is_none());
+    assert!(segment::with_tsval(&data_ts(0, 100), 100).is_none(), "already carries it");
 }
 
 // ---- checksums across the timestamp rewrite (RFC 1624) ---------------------------------------------------
@@ -1520,7 +1577,7 @@ fn a_large_segment_keeps_its_good_checksum_when_its_timestamp_is_rewritten() {
                 pkt.extend(std::iter::repeat_n(0x5a, trailer));
                 let pkt = Bytes::from(pkt);
                 assert!(tcp_checksum_verifies(&pkt));
-                let copy = conn::with_tsval(&pkt, new).expect("a newer TSval is written");
+                let copy = segment::with_tsval(&pkt, new).expect("a newer TSval is written");
                 let what = format!("{} bytes, trailer {trailer}, fill {fill:#x}, TSval {old} -> {new}", pkt.len());
                 assert!(tcp_checksum_verifies(&copy), "{what}");
                 assert_eq!(copy.len(), pkt.len(), "{what}");

@@ -496,7 +496,8 @@ impl Feature for WebWorkloads {
                     duplicates += r.stats().duplicate_segments;
                 }
             }
-            let counter = |name: &str| world.path_counter(&result.agents, &w.path, name);
+            let senders: Vec<usize> = w.conns.iter().map(|c| c.sender).collect();
+            let counter = |name: &str| world.connection_counter(&w.path, &senders, name);
             let p = w.client.params();
             let metrics = WebMetrics {
                 name: w.name.clone(),
