@@ -687,13 +687,7 @@ impl Sender {
     /// and the RTO as they were (the cut was no congestion), and the timers restart from now.
     pub fn thaw(&mut self, now: Time) {
         if self.state == State::Established {
-            self.nxt = self.una;
-            self.in_recovery = false;
-            self.dupacks = 0;
-            self.high_rxt = self.una;
-            self.scoreboard.clear();
-            self.rexmit_pending = None;
-            self.timing = None;
+            self.rewind();
             if self.una < self.max {
                 self.rtx_deadline = Some(self.rto.deadline(now));
             }
