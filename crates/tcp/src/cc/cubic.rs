@@ -8,7 +8,7 @@
 //! idle period (`CA_EVENT_TX_START`: the sender tells no controller when it restarts), undo, PRR, and
 //! `tcp_is_cwnd_limited` (the window grows whether or not the application fills it).
 
-use super::linux::{SegmentWindow, JIFFY_NS};
+use super::linux::{segment_window_controller, SegmentWindow, JIFFY_NS};
 use super::{AckEvent, CongestionEvent, Controller};
 use crate::config::TcpConfig;
 use crate::rto::Rto;
@@ -232,21 +232,7 @@ impl Cubic {
 }
 
 impl Controller for Cubic {
-    fn window(&self) -> u32 {
-        self.w.cwnd
-    }
-
-    fn ssthresh(&self) -> u32 {
-        self.w.ssthresh
-    }
-
-    fn start(&mut self, mss: u32) {
-        self.w.start(mss);
-    }
-
-    fn wants_ack_events(&self) -> bool {
-        true
-    }
+    segment_window_controller!();
 
     /// `bictcp_acked`.
     fn on_ack_event(&mut self, now: Time, ack: &AckEvent) {
@@ -302,10 +288,6 @@ impl Controller for Cubic {
             }
             CongestionEvent::Eln => {}
         }
-    }
-
-    fn set_window(&mut self, cwnd: u32) {
-        self.w.cwnd = cwnd;
     }
 }
 
@@ -453,6 +435,26 @@ mod tests {
         c.on_congestion_event(ms(1000), CongestionEvent::FastRetransmit { halved_flight: 50_000 });
         c.on_ack(ms(1000), u64::from(MSS), &rto);
         assert_eq!((c.k, c.cnt), (4316, 7));
+    }
+
+    /// An idle period: 10 s without ACKs after the epoch began at a cut from 100 to 70 segments. Linux
+    /// would shift the epoch by the idle time (`CA_EVENT_TX_START`, not modelled), so here the first ACK
+    /// after it reads the curve at t = 10 s = 10 240/1024: offs = 10 240 − 4316 = 5924, delta =
+    /// ⌊410 × 5924³ / 2^40⌋ = 77, target 177, cnt = ⌊70 / 107⌋ = 0, raised to the cap of 2: one segment per
+    /// two acknowledged.
+    #[test]
+    fn after_an_idle_period_growth_is_capped_at_one_segment_per_two_acknowledged() {
+        let (mut c, rto) = cubic(100, 50_000);
+        c.on_congestion_event(ms(1000), CongestionEvent::FastRetransmit { halved_flight: 50_000 });
+        c.on_ack(ms(1000), u64::from(MSS), &rto);
+        c.on_ack(ms(11_000), u64::from(MSS), &rto);
+        assert_eq!(c.cnt, 2);
+        for _ in 0..4 {
+            c.on_ack(ms(11_000), u64::from(MSS), &rto);
+        }
+        // Six segments acknowledged in all, each counting towards snd_cwnd_cnt (the first one's count
+        // carried over from cnt 70): 6 / 2 = three segments more.
+        assert_eq!(c.window(), 73 * MSS);
     }
 
     /// Through the sender: slow start counts segments acknowledged (1, 2, 4, 8 segments after three

@@ -7,6 +7,33 @@ use crate::config::TcpConfig;
 use lasthop_wire::Time;
 use std::collections::VecDeque;
 
+/// The [`Controller`](super::Controller) methods every Linux-style controller shares: its window is the
+/// [`SegmentWindow`] in its field `w`, and it reads every ACK.
+macro_rules! segment_window_controller {
+    () => {
+        fn window(&self) -> u32 {
+            self.w.cwnd
+        }
+
+        fn ssthresh(&self) -> u32 {
+            self.w.ssthresh
+        }
+
+        fn start(&mut self, mss: u32) {
+            self.w.start(mss);
+        }
+
+        fn set_window(&mut self, cwnd: u32) {
+            self.w.cwnd = cwnd;
+        }
+
+        fn wants_ack_events(&self) -> bool {
+            true
+        }
+    };
+}
+pub(crate) use segment_window_controller;
+
 /// Linux's `HZ` as this crate counts jiffies: one jiffy is a millisecond.
 pub(crate) const JIFFY_NS: u64 = 1_000_000;
 

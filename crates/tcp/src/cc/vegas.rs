@@ -9,7 +9,7 @@
 //! next ACK outside recovery arrives (`vegas_state` back to Open). Not modelled: the reset after an idle
 //! period (`CA_EVENT_TX_START`), undo, PRR.
 
-use super::linux::SegmentWindow;
+use super::linux::{segment_window_controller, SegmentWindow};
 use super::{AckEvent, CongestionEvent, Controller};
 use crate::config::TcpConfig;
 use crate::rto::Rto;
@@ -94,21 +94,7 @@ impl Vegas {
 }
 
 impl Controller for Vegas {
-    fn window(&self) -> u32 {
-        self.w.cwnd
-    }
-
-    fn ssthresh(&self) -> u32 {
-        self.w.ssthresh
-    }
-
-    fn start(&mut self, mss: u32) {
-        self.w.start(mss);
-    }
-
-    fn wants_ack_events(&self) -> bool {
-        true
-    }
+    segment_window_controller!();
 
     /// `tcp_vegas_pkts_acked`.
     fn on_ack_event(&mut self, _now: Time, ack: &AckEvent) {
@@ -163,10 +149,6 @@ impl Controller for Vegas {
             }
             CongestionEvent::Eln => self.doing_vegas_now = true,
         }
-    }
-
-    fn set_window(&mut self, cwnd: u32) {
-        self.w.cwnd = cwnd;
     }
 }
 

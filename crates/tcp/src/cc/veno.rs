@@ -7,7 +7,7 @@
 //! Below three RTT samples it is Reno. Growth is counted per segment acknowledged, as Linux does. Not
 //! modelled: the reset after an idle period (`CA_EVENT_TX_START`), undo, PRR.
 
-use super::linux::SegmentWindow;
+use super::linux::{segment_window_controller, SegmentWindow};
 use super::{AckEvent, CongestionEvent, Controller};
 use crate::config::TcpConfig;
 use crate::rto::Rto;
@@ -66,21 +66,7 @@ impl Veno {
 }
 
 impl Controller for Veno {
-    fn window(&self) -> u32 {
-        self.w.cwnd
-    }
-
-    fn ssthresh(&self) -> u32 {
-        self.w.ssthresh
-    }
-
-    fn start(&mut self, mss: u32) {
-        self.w.start(mss);
-    }
-
-    fn wants_ack_events(&self) -> bool {
-        true
-    }
+    segment_window_controller!();
 
     /// `tcp_veno_pkts_acked`.
     fn on_ack_event(&mut self, _now: Time, ack: &AckEvent) {
@@ -149,10 +135,6 @@ impl Controller for Veno {
             }
             CongestionEvent::Eln => {}
         }
-    }
-
-    fn set_window(&mut self, cwnd: u32) {
-        self.w.cwnd = cwnd;
     }
 }
 

@@ -10,7 +10,7 @@
 //! Linux's fast path (`westwood_fast_bw`), any other the slow path (`westwood_acked_count`). Not
 //! modelled: undo, PRR.
 
-use super::linux::{SegmentWindow, JIFFY_NS};
+use super::linux::{segment_window_controller, SegmentWindow, JIFFY_NS};
 use super::{AckEvent, CongestionEvent, Controller};
 use crate::config::TcpConfig;
 use crate::rto::Rto;
@@ -120,21 +120,7 @@ impl Westwood {
 }
 
 impl Controller for Westwood {
-    fn window(&self) -> u32 {
-        self.w.cwnd
-    }
-
-    fn ssthresh(&self) -> u32 {
-        self.w.ssthresh
-    }
-
-    fn start(&mut self, mss: u32) {
-        self.w.start(mss);
-    }
-
-    fn wants_ack_events(&self) -> bool {
-        true
-    }
+    segment_window_controller!();
 
     /// `tcp_westwood_ack` (slow path), then `tcp_westwood_pkts_acked`.
     fn on_ack_event(&mut self, now: Time, ack: &AckEvent) {
@@ -181,10 +167,6 @@ impl Controller for Westwood {
             }
             CongestionEvent::Eln => {}
         }
-    }
-
-    fn set_window(&mut self, cwnd: u32) {
-        self.w.cwnd = cwnd;
     }
 }
 
