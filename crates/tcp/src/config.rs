@@ -156,7 +156,8 @@ pub struct TcpConfig {
     /// What ssthresh halves after a loss ([`SsthreshFrom`]). Default `snd_max` (SND.MAX − SND.UNA).
     pub ssthresh_from: Option<SsthreshFrom>,
     /// Which duplicate ACKs may start a second fast retransmit for losses of one window
-    /// ([`RecoverGuard`]). Default by variant: `careful` for newreno and sack, `none` for tahoe and reno.
+    /// ([`RecoverGuard`]). Default by variant: `careful` for newreno, sack and today's senders (cubic, westwood,
+    /// veno, vegas), `none` for tahoe and reno.
     pub recover_guard: Option<RecoverGuard>,
     /// The receiver acknowledges this many of the connection's first in-order data segments at once,
     /// not delayed (Linux's quick-ACK mode at the first data, `tcp_event_data_recv`: up to
