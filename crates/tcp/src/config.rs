@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// Which loss-recovery algorithm the sender runs.
+/// Which sender runs: a loss-recovery algorithm with Reno's window growth, or one of today's congestion
+/// controls (with NewReno's recovery, or SACK's when `sack` is on and the peer agrees).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Variant {
@@ -17,10 +18,27 @@ pub enum Variant {
     NewReno,
     /// SACK-based conservative loss recovery (RFC 2018, RFC 6675).
     Sack,
+    /// CUBIC with HyStart (RFC 9438; Linux `tcp_cubic.c`).
+    Cubic,
+    /// Westwood+: ssthresh from the estimated bandwidth after a loss (Mascolo 2001; Linux `tcp_westwood.c`).
+    Westwood,
+    /// Veno: a loss with a small backlog is taken as random and cuts to 4/5 (Fu 2003; Linux `tcp_veno.c`).
+    Veno,
+    /// Vegas: the window follows the RTT's growth over its base (Brakmo 1995; Linux `tcp_vegas.c`).
+    Vegas,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 4] = [Variant::Tahoe, Variant::Reno, Variant::NewReno, Variant::Sack];
+    pub const ALL: [Variant; 8] = [
+        Variant::Tahoe,
+        Variant::Reno,
+        Variant::NewReno,
+        Variant::Sack,
+        Variant::Cubic,
+        Variant::Westwood,
+        Variant::Veno,
+        Variant::Vegas,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -28,6 +46,10 @@ impl Variant {
             Variant::Reno => "reno",
             Variant::NewReno => "newreno",
             Variant::Sack => "sack",
+            Variant::Cubic => "cubic",
+            Variant::Westwood => "westwood",
+            Variant::Veno => "veno",
+            Variant::Vegas => "vegas",
         }
     }
 }
@@ -41,10 +63,11 @@ impl std::fmt::Display for Variant {
 impl std::str::FromStr for Variant {
     type Err = String;
     fn from_str(s: &str) -> Result<Variant, String> {
-        Variant::ALL
-            .into_iter()
-            .find(|v| v.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown TCP variant `{s}`, expected one of tahoe, reno, newreno, sack"))
+        Variant::ALL.into_iter().find(|v| v.as_str().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            format!(
+                "unknown TCP variant `{s}`, expected one of tahoe, reno, newreno, sack, cubic, westwood, veno, vegas"
+            )
+        })
     }
 }
 
@@ -133,7 +156,8 @@ pub struct TcpConfig {
     /// What ssthresh halves after a loss ([`SsthreshFrom`]). Default `snd_max` (SND.MAX − SND.UNA).
     pub ssthresh_from: Option<SsthreshFrom>,
     /// Which duplicate ACKs may start a second fast retransmit for losses of one window
-    /// ([`RecoverGuard`]). Default by variant: `careful` for newreno and sack, `none` for tahoe and reno.
+    /// ([`RecoverGuard`]). Default by variant: `careful` for newreno, sack and today's senders (cubic, westwood,
+    /// veno, vegas), `none` for tahoe and reno.
     pub recover_guard: Option<RecoverGuard>,
     /// The receiver acknowledges this many of the connection's first in-order data segments at once,
     /// not delayed (Linux's quick-ACK mode at the first data, `tcp_event_data_recv`: up to
@@ -304,7 +328,12 @@ impl TcpConfig {
             limited_transmit: self.limited_transmit.or(p.map(|p| p.limited_transmit)).unwrap_or(false),
             ssthresh_from: self.ssthresh_from.or(p.map(|p| p.ssthresh_from)).unwrap_or(SsthreshFrom::SndMax),
             recover_guard: self.recover_guard.or(p.map(|p| p.recover_guard)).unwrap_or(match self.variant {
-                Variant::NewReno | Variant::Sack => RecoverGuard::Careful,
+                Variant::NewReno
+                | Variant::Sack
+                | Variant::Cubic
+                | Variant::Westwood
+                | Variant::Veno
+                | Variant::Vegas => RecoverGuard::Careful,
                 Variant::Tahoe | Variant::Reno => RecoverGuard::None,
             }),
             quick_acks: self.quick_acks.or(p.map(|p| p.quick_acks)).unwrap_or(0),
@@ -316,8 +345,27 @@ impl TcpConfig {
         }
     }
 
-    /// Range checks of the behaviour and persist fields: `Err((field, what was expected))`.
+    /// Range checks of the behaviour and persist fields, and knobs the variant would ignore:
+    /// `Err((field, what was expected))`.
     pub fn check_behaviours(&self) -> Result<(), (&'static str, String)> {
+        // CUBIC, Westwood+ and Veno set ssthresh by their own rule, not from a halved flight.
+        if self.ssthresh_from.is_some() && matches!(self.variant, Variant::Cubic | Variant::Westwood | Variant::Veno) {
+            return Err((
+                "ssthresh_from",
+                format!(
+                    "no `ssthresh_from` with variant `{}`, which sets ssthresh by its own rule (leave it unset)",
+                    self.variant
+                ),
+            ));
+        }
+        if self.tahoe_go_back
+            && !matches!(self.variant, Variant::Tahoe | Variant::Reno | Variant::NewReno | Variant::Sack)
+        {
+            return Err((
+                "tahoe_go_back",
+                format!("`tahoe_go_back` is Tahoe's; variant `{}` has no use for it (leave it false)", self.variant),
+            ));
+        }
         if self.quick_acks.is_some_and(|n| n > 65_535) {
             return Err(("quick_acks", "expected 0 to 65535 segments".into()));
         }
@@ -473,7 +521,8 @@ mod tests {
             assert_eq!(v.to_string().parse::<Variant>().unwrap(), v);
         }
         assert_eq!("NewReno".parse::<Variant>().unwrap(), Variant::NewReno);
-        assert!("vegas".parse::<Variant>().is_err());
+        assert_eq!("vegas".parse::<Variant>().unwrap(), Variant::Vegas);
+        assert!("bbr".parse::<Variant>().is_err());
     }
 
     #[test]
@@ -485,7 +534,9 @@ mod tests {
         let d: MapDeserializer<_, Error> = MapDeserializer::new([("varient", "sack")].into_iter());
         let e = TcpConfig::deserialize(d).unwrap_err().to_string();
         assert!(e.contains("varient"), "{e}");
-        let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "vegas")].into_iter());
+        let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "cubic")].into_iter());
+        assert_eq!(TcpConfig::deserialize(d).unwrap().variant, Variant::Cubic);
+        let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "bbr")].into_iter());
         assert!(TcpConfig::deserialize(d).is_err());
     }
 
@@ -523,5 +574,25 @@ mod validate_tests {
             break_it(&mut c);
             assert_eq!(c.validate().map_err(|(f, _)| f), Err(field));
         }
+    }
+
+    #[test]
+    fn knobs_a_variant_ignores_are_refused_by_name() {
+        for v in [Variant::Cubic, Variant::Westwood, Variant::Veno] {
+            let c = TcpConfig { variant: v, ssthresh_from: Some(SsthreshFrom::Flight), ..TcpConfig::default() };
+            let (field, why) = c.check_behaviours().unwrap_err();
+            assert_eq!(field, "ssthresh_from");
+            assert!(why.contains(v.as_str()), "{why}");
+        }
+        let vegas =
+            TcpConfig { variant: Variant::Vegas, ssthresh_from: Some(SsthreshFrom::Flight), ..TcpConfig::default() };
+        assert_eq!(vegas.check_behaviours(), Ok(()), "Vegas halves the flight after a loss, as Reno");
+        for v in Variant::ALL {
+            let c = TcpConfig { variant: v, tahoe_go_back: true, ..TcpConfig::default() };
+            let today = matches!(v, Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas);
+            assert_eq!(c.check_behaviours().map_err(|(f, _)| f), if today { Err("tahoe_go_back") } else { Ok(()) });
+        }
+        let linux = TcpConfig { variant: Variant::Cubic, profile: Some(Profile::Linux), ..TcpConfig::default() };
+        assert_eq!(linux.check_behaviours(), Ok(()), "a profile's ssthresh_from is not an explicit knob");
     }
 }

@@ -158,7 +158,7 @@ impl Sender {
 
     /// The next segment to send is the one at SND.UNA (go-back-N); recovery and SACK information
     /// forgotten. No change to cwnd or ssthresh.
-    fn rewind(&mut self) {
+    pub(crate) fn rewind(&mut self) {
         self.nxt = self.una;
         self.dupacks = 0;
         self.recovery.forget(self.una);

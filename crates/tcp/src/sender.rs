@@ -7,7 +7,7 @@
 //! `poll_timeout`/`handle_timeout` contract as the retransmit timer.
 
 use crate::cc::eln::Eln;
-use crate::cc::{AnyController, AnyRecovery, Controller, LossRecovery, Segment};
+use crate::cc::{AckEvent, AckSampler, AnyController, AnyRecovery, Controller, LossRecovery, Segment};
 use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
 use crate::rto::Rto;
@@ -77,6 +77,9 @@ pub struct Sender {
     pub(crate) rtx_deadline: Option<Time>,
     /// The one segment being timed, as BSD did: (offset its ACK must reach, when it was sent).
     pub(crate) timing: Option<(u64, Time)>,
+    /// Send times for a per-ACK RTT, kept only for a controller that reads every ACK
+    /// ([`Controller::wants_ack_events`]).
+    ack_sampler: Option<AckSampler>,
     syn_pending: bool,
     ack_pending: bool,
     /// A single retransmission ordered by loss recovery (fast retransmit, NewReno partial ACK).
@@ -109,7 +112,9 @@ pub struct Sender {
 impl Sender {
     pub fn new(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum, total_bytes: u64) -> Sender {
         let mss = u32::from(cfg.mss.max(1));
+        let cc = AnyController::for_variant(&cfg, mss);
         Sender {
+            ack_sampler: cc.wants_ack_events().then(AckSampler::default),
             rto: Rto::new(&cfg),
             local,
             remote,
@@ -126,7 +131,7 @@ impl Sender {
             nxt: 0,
             max: 0,
             peer_wnd: 0,
-            cc: AnyController::for_variant(&cfg, mss),
+            cc,
             // Replaced once the handshake says whether the peer agreed to SACK.
             recovery: LossRecovery::new(AnyRecovery::for_variant(&cfg, false, 0)),
             dupacks: 0,
@@ -323,6 +328,9 @@ impl Sender {
             let pure = seg.payload.is_empty() && !r.flags.contains(TcpFlags::FIN);
             if pure && !window_changed && self.una < self.max && !self.is_persisting() {
                 self.stats.dupacks_received += 1;
+                if self.ack_sampler.is_some() {
+                    self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked: 0, rtt_ns: None });
+                }
                 if eln {
                     // Balakrishnan 1998: ELN DUPACKs bypass the dupack counter, fast retransmit and the fast-recovery
                     // inflation altogether; they lead only to the ELN retransmission.
@@ -349,6 +357,7 @@ impl Sender {
             return;
         }
         let acked = a - self.una;
+        let rtt_ns = self.ack_sampler.as_mut().map(|t| t.on_ack(self.una, a, now));
         self.last_advance = acked;
         self.lt_bytes = 0;
         let ns_timer = self.cfg.timer == TimerStyle::Ns;
@@ -365,6 +374,9 @@ impl Sender {
         if ns_timer {
             // ns-2 `TcpAgent::newack` re-arms the timer (`newtimer`) before it updates the RTT estimate.
             self.take_rtt_sample(now, a);
+        }
+        if let Some(rtt_ns) = rtt_ns {
+            self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked, rtt_ns });
         }
         self.on_new_ack(now, acked);
         if eln {
@@ -599,6 +611,9 @@ impl Sender {
         } else if self.timing.is_none() {
             self.timing = Some((end, now));
         }
+        if let Some(t) = &mut self.ack_sampler {
+            t.on_send(end, now, rexmit);
+        }
         if off <= self.nxt && end > self.nxt {
             self.nxt = end;
         }
@@ -687,13 +702,7 @@ impl Sender {
     /// and the RTO as they were (the cut was no congestion), and the timers restart from now.
     pub fn thaw(&mut self, now: Time) {
         if self.state == State::Established {
-            self.nxt = self.una;
-            self.in_recovery = false;
-            self.dupacks = 0;
-            self.high_rxt = self.una;
-            self.scoreboard.clear();
-            self.rexmit_pending = None;
-            self.timing = None;
+            self.rewind();
             if self.una < self.max {
                 self.rtx_deadline = Some(self.rto.deadline(now));
             }

@@ -6,17 +6,26 @@
 //!   event (fast retransmit, timeout, ELN) does to it. [`aimd`]: slow start and congestion avoidance.
 //! - A [`Recovery`] decides what happens between a fast retransmit and the ACK that ends it: the window of
 //!   that phase, partial ACKs, and which segment goes next. [`tahoe`], [`reno`], [`newreno`], [`sack`].
+//! - [`cubic`], [`westwood`], [`veno`], [`vegas`]: today's window-clocked senders, each as Linux has it;
+//!   they read every ACK through [`Controller::on_ack_event`], with a per-ACK RTT from [`AckSampler`].
 //! - [`eln`]: the ELN reaction of Balakrishnan 1998, which retransmits without a congestion response.
 //!
 //! The sender keeps what every algorithm shares (SND.UNA, SND.MAX, `recover`, the duplicate-ACK count,
 //! the scoreboard, the retransmit timer) and calls these at its events (`recovery.rs`).
 
 pub(crate) mod aimd;
+pub(crate) mod cubic;
 pub(crate) mod eln;
+pub(crate) mod linux;
 pub(crate) mod newreno;
 pub(crate) mod reno;
 pub(crate) mod sack;
 pub(crate) mod tahoe;
+pub(crate) mod vegas;
+pub(crate) mod veno;
+pub(crate) mod westwood;
+
+pub(crate) use linux::AckSampler;
 
 use crate::config::{TcpConfig, Variant};
 use crate::rto::Rto;
@@ -40,6 +49,21 @@ pub(crate) enum CongestionEvent {
     /// Balakrishnan 1998's ELN: the receiver's base station reported the segment at SND.UNA lost to wireless
     /// corruption, and it is being retransmitted. Not a sign of congestion.
     Eln,
+}
+
+/// One ACK as a controller that measures the path sees it (Linux's `pkts_acked` and `in_ack_event`),
+/// outside recovery and during it, duplicate ACKs included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AckEvent {
+    /// SND.UNA after the ACK (offset).
+    pub una: u64,
+    /// SND.NXT after the ACK: the next new byte the sender will send (offset).
+    pub nxt: u64,
+    /// Bytes the cumulative ACK advanced; 0 for a duplicate ACK.
+    pub acked: u64,
+    /// The RTT this ACK measured, nanoseconds ([`AckSampler`]): none for a duplicate ACK or one that
+    /// acknowledges retransmitted data (Karn).
+    pub rtt_ns: Option<u64>,
 }
 
 /// A congestion controller: the window the sender may have outstanding, and how it moves.
@@ -68,12 +92,26 @@ pub(crate) trait Controller {
     /// Loss recovery sets the window of its phase (Reno's inflation, NewReno's partial deflation,
     /// Tahoe's one segment).
     fn set_window(&mut self, cwnd: u32);
+
+    /// Whether the controller reads every ACK ([`on_ack_event`](Self::on_ack_event)); the sender then
+    /// keeps the send times a per-ACK RTT needs. The classic controllers do not, and pay nothing.
+    fn wants_ack_events(&self) -> bool {
+        false
+    }
+
+    /// Every ACK, before [`on_ack`](Self::on_ack) for a new one outside recovery: what it acknowledged
+    /// and the RTT it measured. Called only when [`wants_ack_events`](Self::wants_ack_events).
+    fn on_ack_event(&mut self, _now: Time, _ack: &AckEvent) {}
 }
 
 /// Every congestion controller, dispatched statically.
 #[derive(Debug, Clone)]
 pub(crate) enum AnyController {
     Aimd(aimd::Aimd),
+    Cubic(cubic::Cubic),
+    Westwood(westwood::Westwood),
+    Veno(veno::Veno),
+    Vegas(vegas::Vegas),
 }
 
 /// Binds `$c` to the controller inside `$any` and evaluates `$body`.
@@ -81,18 +119,26 @@ macro_rules! each_controller {
     ($any:expr, $c:ident => $body:expr) => {
         match $any {
             AnyController::Aimd($c) => $body,
+            AnyController::Cubic($c) => $body,
+            AnyController::Westwood($c) => $body,
+            AnyController::Veno($c) => $body,
+            AnyController::Vegas($c) => $body,
         }
     };
 }
 
 impl AnyController {
-    /// The controller a variant runs: every variant so far grows its window by slow start and
-    /// congestion avoidance.
+    /// The controller a variant runs: the classic ones grow their window by slow start and congestion
+    /// avoidance, today's senders by their own rules.
     pub(crate) fn for_variant(cfg: &TcpConfig, mss: u32) -> AnyController {
         match cfg.variant {
             Variant::Tahoe | Variant::Reno | Variant::NewReno | Variant::Sack => {
                 AnyController::Aimd(aimd::Aimd::new(cfg, mss))
             }
+            Variant::Cubic => AnyController::Cubic(cubic::Cubic::new(cfg, mss)),
+            Variant::Westwood => AnyController::Westwood(westwood::Westwood::new(cfg, mss)),
+            Variant::Veno => AnyController::Veno(veno::Veno::new(cfg, mss)),
+            Variant::Vegas => AnyController::Vegas(vegas::Vegas::new(cfg, mss)),
         }
     }
 }
@@ -125,6 +171,14 @@ impl Controller for AnyController {
     #[inline]
     fn set_window(&mut self, cwnd: u32) {
         each_controller!(self, c => c.set_window(cwnd))
+    }
+    #[inline]
+    fn wants_ack_events(&self) -> bool {
+        each_controller!(self, c => c.wants_ack_events())
+    }
+    #[inline]
+    fn on_ack_event(&mut self, now: Time, ack: &AckEvent) {
+        each_controller!(self, c => c.on_ack_event(now, ack))
     }
 }
 
@@ -220,6 +274,14 @@ impl AnyRecovery {
             Variant::NewReno => AnyRecovery::NewReno(newreno::NewReno::default()),
             Variant::Sack if sack_ok => AnyRecovery::Sack(sack::Sack::new(una)),
             Variant::Sack => AnyRecovery::NewReno(newreno::NewReno::default()),
+            // Today's senders recover as Linux does without PRR: by SACK when the peer agreed to it
+            // (`[tcp] sack = true`), else NewReno; both end recovery at the controller's ssthresh.
+            Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas if sack_ok => {
+                AnyRecovery::Sack(sack::Sack::new(una))
+            }
+            Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas => {
+                AnyRecovery::NewReno(newreno::NewReno::default())
+            }
         }
     }
 }
