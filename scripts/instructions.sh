@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Counts the instructions of the speed benchmark's two runs (Balakrishnan 1995's 10 MB transfer at BER 1.6e-5, with
 # Snoop at the base station and without), and of the fixed cost (the same scenario moving 1,000 bytes), as
-# whole `lasthop run` processes under valgrind's cachegrind. Unlike a time, the count is the same on every
-# run and does not move with other processes' load, so on a shared machine it separates two builds whose
-# times do not (README, "Speed"). It does not see every cost: a memset or memcpy is a few instructions however
-# many bytes it moves, and a cache miss is one instruction however long it waits.
+# whole `lasthop run` processes under valgrind's cachegrind. Unlike a time, the count is the same on every run
+# and does not move with other processes' load, so on a shared machine it separates two builds whose times do
+# not (docs/src/dev/performance.md). It does not see every cost: a memset or memcpy is a few instructions
+# however many bytes it moves, and a cache miss is one instruction however long it waits.
 #
 #   scripts/instructions.sh [LASTHOP_BINARY ...]
 #   scripts/instructions.sh --calls AGENT [LASTHOP_BINARY]

@@ -1,7 +1,7 @@
 """The speed benchmark's run, per step of a packet's way: each step's instructions with everything it calls,
 its calls and the quotient; then the event loop split into the protocols' own work and the rest. From
 `callgrind_annotate --inclusive=yes --tree=caller --threshold=100` of one whole `lasthop run` (run by
-`scripts/instructions.sh --calls`; README, "Speed").
+`scripts/instructions.sh --calls`; docs/src/dev/performance.md, "The simulator: one 10 MB run").
 
     per_call.py TREE METRICS_JSON
 """
@@ -70,7 +70,8 @@ for label, fn in STEPS:
     row(label, ir, calls)
 
 # The event loop split in two: the protocols' own work, each entry point with everything it calls, and the
-# rest, which is what the simulator spends carrying packets between them (README, "Speed": where it stands).
+# rest, which is what the simulator spends carrying packets between them (docs/src/dev/performance.md, "The
+# simulator: one 10 MB run").
 PROTOCOL_WORK = [
     "lasthop_tcp::sender::Sender::poll_transmit",
     "lasthop_tcp::sender::Sender::handle_packet",

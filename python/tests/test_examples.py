@@ -1,4 +1,4 @@
-"""The examples in examples/python run as the README shows them."""
+"""The examples in examples/python run as the guide's Python tutorial (docs/src/tutorials/python-sweeps.md) shows."""
 
 import os
 import subprocess

@@ -22,10 +22,11 @@
 //! table's own accounting of its memory (`Snoop::table_bytes`) per connection and the `size_of` of one
 //! connection's inline state.
 //!
-//! It also prints what one load costs when its line is anywhere in memory of the table's size (a chase through
-//! that many bytes, allocated as the slots are): the least a step on a connection whose state is not in the
-//! caches can wait, so the floor under the ratio to one connection on the machine at hand (README, "Snoop's
-//! table: the floor under the ratio"); and the same over 1 to 64 MB, where the caches end.
+//! It also prints what one load costs when its line is anywhere in memory of the table's size (a chase
+//! through that many bytes, allocated as the slots are): the least a step on a connection whose state is not
+//! in the caches can wait, so the floor under the ratio to one connection on the machine at hand (user guide,
+//! docs/src/dev/performance.md, "Snoop's cost per packet"); and the same over 1 to 64 MB, where the caches
+//! end.
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

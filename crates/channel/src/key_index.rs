@@ -1,12 +1,12 @@
 //! Keys fixed once (a medium's link numbers, the nodes' IPv4 addresses) to their positions, read on every
 //! packet: the simulator's node by address and a shared medium's link by number.
 //!
-//! Such keys come in runs of consecutive ones (a scale copy's N mobiles take consecutive addresses, their
-//! N links consecutive numbers), so the index keeps the positions in key order and finds a key's run by
-//! binary search over a handful of runs: a few reads of one small array and one of the positions, where a
-//! hash map read a bucket scattered over its whole table (4–6 % of a 10,000-mobile cell's event loop each,
-//! README "Scale"). Keys that make many runs keep a map (foldhash's fixed seed: nothing random); a handful
-//! of keys (a topology of a few nodes) are scanned.
+//! Such keys come in runs of consecutive ones (a scale copy's N mobiles take consecutive addresses, their N
+//! links consecutive numbers), so the index keeps the positions in key order and finds a key's run by binary
+//! search over a handful of runs: a few reads of one small array and one of the positions, where a hash map
+//! read a bucket scattered over its whole table (4–6 % of a 10,000-mobile cell's event loop each, user guide,
+//! docs/src/dev/performance.md, "Scale: many mobiles in one cell"). Keys that make many runs keep a map
+//! (foldhash's fixed seed: nothing random); a handful of keys (a topology of a few nodes) are scanned.
 
 use std::collections::HashMap;
 

@@ -1,6 +1,7 @@
-//! Wall time and events per second of the simulator on Balakrishnan 1995's 10 MB transfer at BER 1.6e-5, with Snoop
-//! at the base station and with plain Reno (target: ≤ 5 ms per run each on one core, release build; the
-//! README's "Speed" section has the medians measured and where the time goes).
+//! Wall time and events per second of the simulator on Balakrishnan 1995's 10 MB transfer at BER 1.6e-5, with
+//! Snoop at the base station and with plain Reno (target: ≤ 5 ms per run each on one core, release build; the
+//! user guide's docs/src/dev/performance.md, "The simulator: one 10 MB run", has the medians measured and
+//! where the time goes).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lasthop_sim::{run, RunOptions, Scenario};

@@ -1,6 +1,6 @@
 //! Scenario files: the TOML description of one simulated run (nodes, links, channel, agents, flows, seed).
-//! Every field has a default documented here and in the README; a mistake is reported with the file, the
-//! field, the line and what was expected.
+//! Every field has a default documented here and in the user guide (docs/src/reference/scenario/); a mistake
+//! is reported with the file, the field, the line and what was expected.
 
 use crate::error_model::ErrorModelConfig;
 use lasthop_tcp::TcpConfig;

@@ -141,7 +141,8 @@ fn every_scheme_delivers_every_byte_through_handoffs() {
             set(&mut v, "mobility.interval_s", 3.0);
             // I-TCP's relay must reach the new base station while the mobile is still in its cell: a 16 KB
             // buffer moves in 0.85 s (`[split.handoff]`), inside the 2 s the mobile stays. With the default
-            // 64 KB (2.6 s) the relay would chase the mobile from cell to cell and never send (README).
+            // 64 KB (2.6 s) the relay would chase the mobile from cell to cell and never send
+            // (docs/src/models/itcp.md).
             set(&mut v, "split.buffer_bytes", 16384);
             let r = run_intact(v, &what);
             assert!(r.handoffs.len() >= 2, "{what}: {:?}", r.handoffs);

@@ -1,7 +1,8 @@
 //! A double-ended queue that keeps a lone element inline, for a connection's cache of unacknowledged
 //! segments: a connection with at most one segment in flight (most of a base station's many mostly idle
 //! mobiles) keeps it in its own state, on cache lines the packet reads anyway, instead of in a separate
-//! allocation that costs one more dependent cache miss per packet (README, "Scale": Snoop's table).
+//! allocation that costs one more dependent cache miss per packet (docs/src/dev/performance.md, "Snoop's cost
+//! per packet").
 
 use std::collections::VecDeque;
 

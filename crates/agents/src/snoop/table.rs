@@ -229,7 +229,7 @@ impl Table {
     fn find_in_map(&mut self, k: u128) -> Option<u32> {
         let slot = self.get(k)?;
         // Only once the key has compared equal: asked for on a tag match, before the key's line had arrived,
-        // the lines made 100,000 connections slower (README, "Snoop's table: one index line, and batches").
+        // the lines made 100,000 connections slower (docs/src/dev/performance.md, "Snoop's cost per packet").
         prefetch_hot(&self.slots[slot as usize], 1);
         self.last = Some((k, slot));
         Some(slot)

@@ -1,6 +1,7 @@
 //! The scenario's `[mobile_ip]` table: which nodes play Mobile IP's roles, the scheme (base Mobile IP or
 //! route optimisation), Eom 2002's BS buffering and its §4 fixes, the local handoff protocol's timing, and
-//! the handoff schedule. Every field is documented in the README with its default.
+//! the handoff schedule. Every field is documented with its default in
+//! the user guide, docs/src/reference/scenario/mobile-ip.md.
 
 use serde::Deserialize;
 
@@ -41,7 +42,8 @@ pub struct MobileIpConfig {
     #[serde(default)]
     pub scheme: MipScheme,
     /// The correspondent host (node name). Its binding cache (route optimisation) runs where its one link
-    /// ends, on the packets it sends; give that link no delay (see the README).
+    /// ends, on the packets it sends; give that link no delay (see
+    /// docs/src/reference/scenario/mobile-ip.md).
     pub correspondent: String,
     pub home_agent: String,
     pub mobile: String,
