@@ -863,7 +863,7 @@ mod tests {
             ("rate_mbps = 2.0", "rate_mbps = -2.0", "rate_mbps"),
             ("bytes = 10_000_000", "bytes = 0", "bytes"),
             ("ber = 3.9e-6", "ber = 2.0", "ber"),
-            ("variant = \"reno\"", "variant = \"vegas\"", "vegas"),
+            ("variant = \"reno\"", "variant = \"hybla\"", "hybla"),
             ("agent = \"snoop\"", "agent = \"spoof\"", "spoof"),
         ] {
             let text = example().replace(from, to);
