@@ -44,7 +44,7 @@ def _hits(pattern):
 
 
 @pytest.mark.parametrize("what,pattern", [
-    ("a private key for a source paper (cite it by author and year)", r"\bseed 00\d\b"),
+    ("a private key for a source paper (cite it by author and year)", r"\bseed 0{2}\d\b"),
     ("a path outside the repository", r"\.\./shared\b|/work/"),
     ("a numbered issue reference", r"\bissues? #?\d+\b"),
 ])
