@@ -7,7 +7,7 @@ use crate::table::fmt_num;
 use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -158,10 +158,16 @@ where
         Command::Experiments { experiments } => {
             let dir = experiments_dir(experiments.as_deref());
             let all = load_dir(&dir).with_context(|| format!("loading experiments from {}", dir.display()))?;
+            let mut out = std::io::stdout().lock();
             for e in all {
                 let default = if e.default { "default" } else { "-" };
                 let runner = if e.runner == crate::experiment::RunnerKind::Testbed { " (testbed, root)" } else { "" };
-                println!("{:<20} {:<8} {:<18} {}{runner}", e.id, default, e.paper, e.title);
+                let line = writeln!(out, "{:<20} {:<8} {:<18} {}{runner}", e.id, default, e.paper, e.title);
+                // A reader that stops early (`lasthop experiments | head`) is not an error.
+                match line {
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+                    other => other.context("writing the list")?,
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
