@@ -164,7 +164,11 @@ where
             let all = load_dir(&dir).with_context(|| format!("loading experiments from {}", dir.display()))?;
             for e in all {
                 let default = if e.default { "default" } else { "-" };
-                let runner = if e.runner == crate::experiment::RunnerKind::Testbed { " (testbed, root)" } else { "" };
+                let runner = match e.runner {
+                    crate::experiment::RunnerKind::Testbed => " (testbed, root)",
+                    crate::experiment::RunnerKind::Twin => " (twin, root)",
+                    _ => "",
+                };
                 println!("{:<20} {:<8} {:<18} {}{runner}", e.id, default, e.paper, e.title);
             }
             Ok(ExitCode::SUCCESS)

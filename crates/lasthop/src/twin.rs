@@ -332,9 +332,9 @@ pub fn cwnd_csv(curves: &[(String, Vec<(f64, f64)>)]) -> String {
     let header = ["face".to_string(), "time_s".into(), "cwnd_segments".into()];
     crate::table::csv_text(
         std::iter::once(header.to_vec()).chain(
-            curves
-                .iter()
-                .flat_map(|(face, pts)| pts.iter().map(move |(t, w)| vec![face.clone(), format!("{t}"), format!("{w}")])),
+            curves.iter().flat_map(|(face, pts)| {
+                pts.iter().map(move |(t, w)| vec![face.clone(), format!("{t}"), format!("{w}")])
+            }),
         ),
     )
 }
@@ -373,7 +373,8 @@ pub fn twin_cmd(a: TwinArgs, runner: &dyn Runner) -> Result<std::process::ExitCo
     print!("{}", table_text(&r)?);
     if let Some(out) = &a.out {
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-        let json = serde_json::json!({ "testbed": r.testbed, "sim": r.sim, "kernel": r.kernel, "kernel_cwnd": r.kernel_cwnd });
+        let json =
+            serde_json::json!({ "testbed": r.testbed, "sim": r.sim, "kernel": r.kernel, "kernel_cwnd": r.kernel_cwnd });
         crate::runner::write_file(&out.join("twin.json"), serde_json::to_string_pretty(&json)? + "\n")?;
         if a.trace {
             let curves = cwnd_curves(&r);
