@@ -71,6 +71,7 @@ pub fn run(runner: &(impl Runner + ?Sized), req: &RunRequest<'_>) -> Result<Twin
 }
 
 /// A scenario the testbed can run.
+#[derive(Debug)]
 pub struct Checked {
     pub testbed: TestbedConfig,
     /// The scenario's name in messages.
