@@ -659,7 +659,9 @@ mod tests {
             match r.expect("every job reported") {
                 Ok(RunOutput::Sim(r)) => assert_eq!((r.seed, job.seed == 3), (job.seed, false)),
                 Err(e) => assert!(job.seed == 3 && e.starts_with("panicked: ") && e.contains("seed 3 breaks"), "{e}"),
-                Ok(RunOutput::Testbed(_) | RunOutput::Scale(_)) => panic!("a simulator experiment ran elsewhere"),
+                Ok(RunOutput::Testbed(_) | RunOutput::Scale(_) | RunOutput::Twin(_)) => {
+                    panic!("a simulator experiment ran elsewhere")
+                }
             }
         }
     }
