@@ -160,7 +160,11 @@ pub fn testbed_of(s: &Scenario, doc: &toml::Value) -> Result<TestbedConfig, Stri
     let Some(bs) = wireless.ends.iter().find(|e| *e != mobile) else {
         return cannot(&format!("links.{wl_name}.ends"), "a wireless link that does not reach the flow's receiver");
     };
-    if !wireless.ends.contains(mobile) || !wired.ends.contains(bs) || !wired.ends.contains(&flow.from) {
+    if !wireless.ends.contains(mobile)
+        || !wired.ends.contains(bs)
+        || !wired.ends.contains(&flow.from)
+        || flow.from == *bs
+    {
         return cannot(
             &format!("flows.{flow_name}"),
             &format!(
