@@ -43,7 +43,7 @@ MAX_SVG_BYTES = 300_000
 
 # The index's sections, in reading order; an experiment not named here goes under the last heading.
 SECTIONS = [
-    ("Snoop under bit errors (Balakrishnan 1995)", ["snoop-ber", "snoop-seq", "tcp-behaviours", "testbed-ber", "testbed-rtt"]),
+    ("Snoop under bit errors (Balakrishnan 1995)", ["snoop-ber", "snoop-seq", "tcp-behaviours", "testbed-ber", "testbed-rtt", "twin-ber"]),
     ("Handoffs (Balakrishnan 1995)", ["handoff-seq", "handoff-latency", "snoop-handoff-ber", "handoff-rate",
                                       "handoff-window", "handoff-walk", "handoff-schemes"]),
     ("ELN, NACKs, Snoop's memory, the Web (Balakrishnan 1998)", ["eln-ber", "eln-transit", "nack-ber", "snoop-memory", "web"]),

@@ -338,6 +338,39 @@ pub fn testbed_columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
+/// Columns of a twin experiment that describe the run, added after `face` unless they are grid columns.
+pub const TWIN_CONFIG_COLUMNS: &[&str] = &["cc", "agent", "ber", "wired_delay_ms"];
+
+/// What each face of a twin run measured, one row per face: the grid point's values joined by `/` (`point`,
+/// what a claim compares the faces of), the sender that ran (`sender`: the simulator's variant, the
+/// kernel's congestion control), goodput, the sender's retransmitted segments, timeouts and fast
+/// retransmits (the kernel's `RetransSegs`, `TCPTimeouts`, `TCPFastRetrans`), the base station's local
+/// retransmissions, bytes delivered, whether the transfer completed (the kernel's: every byte, hash
+/// equal), and on both rows the kernel's retransmitted segments (so a claim can select the points where
+/// they exceed a floor).
+pub const TWIN_COLUMNS: &[&str] = &[
+    "point",
+    "sender",
+    "goodput_mbps",
+    "sender_retransmissions",
+    "sender_timeouts",
+    "fast_retransmits",
+    "local_retransmissions",
+    "bytes_delivered",
+    "completed",
+    "kernel_sender_retransmissions",
+];
+
+/// Every column of a twin experiment's table: grid columns, `seed`, `face`, [`TWIN_CONFIG_COLUMNS`] not in
+/// the grid, [`TWIN_COLUMNS`].
+pub fn twin_columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols: Vec<String> = grid_columns.to_vec();
+    cols.extend(["seed".to_string(), "face".to_string()]);
+    cols.extend(not_in_grid(TWIN_CONFIG_COLUMNS, grid_columns));
+    cols.extend(TWIN_COLUMNS.iter().map(|s| s.to_string()));
+    cols
+}
+
 /// A results table: named columns, rows in run order (grid order, then seed).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
@@ -476,6 +509,68 @@ impl Table {
             row.push(cell);
         }
         self.rows.push(row);
+        Ok(())
+    }
+
+    /// Appends the two rows of one twin run (a table made with [`twin_columns`]), the simulator's then the
+    /// kernel's: `grid` values in column order, the seed, the testbed configuration the scenario became, the
+    /// simulator's flow and the testbed's result.
+    pub fn push_twin(
+        &mut self,
+        grid: &[Cell],
+        seed: u64,
+        cfg: &TestbedConfig,
+        sim: &FlowMetrics,
+        kernel: &TestbedResult,
+    ) -> Result<(), String> {
+        let config = |name: &str| match name {
+            "cc" => Cell::Str(cfg.cc.clone()),
+            "agent" => Cell::Str(cfg.agent.to_string()),
+            "ber" => Cell::Float(cfg.ber),
+            _ => Cell::Float(cfg.wired_delay_ms),
+        };
+        for c in TWIN_CONFIG_COLUMNS {
+            if let Some(g) = self.grid_cell(grid, c) {
+                check_config_column(c, g, &config(c), &sim.name)?;
+            }
+        }
+        let int = |x: u64| Cell::Int(x as i64);
+        let point = grid.iter().map(Cell::to_string).collect::<Vec<_>>().join("/");
+        let local = kernel.counters.agent_counter("local_retransmissions");
+        let faces = [
+            (
+                crate::experiment::TWIN_FACES[0],
+                sim.tcp.clone(),
+                sim.goodput_mbps,
+                [
+                    sim.segments_retransmitted,
+                    sim.sender_timeouts,
+                    sim.fast_retransmits,
+                    sim.local_retransmissions,
+                    sim.bytes_delivered,
+                ],
+                sim.completed,
+            ),
+            (
+                crate::experiment::TWIN_FACES[1],
+                kernel.cc.clone(),
+                kernel.goodput_mbps,
+                [kernel.sender.retrans_segs, kernel.sender.timeouts, kernel.sender.fast_retrans, local, kernel.bytes],
+                kernel.hash_ok,
+            ),
+        ];
+        for (face, sender, goodput, counts, completed) in faces {
+            let mut row: Vec<Cell> = grid.to_vec();
+            row.extend([int(seed), Cell::Str(face.into())]);
+            row.extend(TWIN_CONFIG_COLUMNS.iter().filter(|c| self.grid_cell(grid, c).is_none()).map(|c| config(c)));
+            row.extend([Cell::Str(point.clone()), Cell::Str(sender), Cell::Float(goodput)]);
+            row.extend(counts.map(int));
+            row.extend([Cell::Bool(completed), int(kernel.sender.retrans_segs)]);
+            if row.len() != self.columns.len() {
+                return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
+            }
+            self.rows.push(row);
+        }
         Ok(())
     }
 

@@ -35,6 +35,9 @@ pub enum Command {
     /// One kernel-TCP transfer through a real base station on a network-namespace testbed (Linux, root):
     /// goodput, hash check, counters.
     Testbed(crate::net::TestbedArgs),
+    /// Run one scenario on both faces, the simulator and kernel TCP on the namespace testbed through the
+    /// real base station on the same hop (Linux, root), and print them side by side.
+    Twin(crate::twin::TwinArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(crate::net::BenchCommand),
@@ -153,6 +156,7 @@ where
         Command::Reproduce(a) => reproduce_cmd(a, runner),
         Command::Bs(a) => crate::net::bs(a),
         Command::Testbed(a) => crate::net::testbed(a),
+        Command::Twin(a) => crate::twin::twin_cmd(a, runner),
         Command::Bench(b) => crate::net::bench(b),
         Command::Channel(c) => crate::channel::channel(c).map(|()| ExitCode::SUCCESS),
         Command::Experiments { experiments } => {
@@ -161,7 +165,11 @@ where
             let mut out = std::io::stdout().lock();
             for e in all {
                 let default = if e.default { "default" } else { "-" };
-                let runner = if e.runner == crate::experiment::RunnerKind::Testbed { " (testbed, root)" } else { "" };
+                let runner = match e.runner {
+                    crate::experiment::RunnerKind::Testbed => " (testbed, root)",
+                    crate::experiment::RunnerKind::Twin => " (twin, root)",
+                    _ => "",
+                };
                 let line = writeln!(out, "{:<20} {:<8} {:<18} {}{runner}", e.id, default, e.paper, e.title);
                 // A reader that stops early (`lasthop experiments | head`) is not an error.
                 match line {
@@ -174,23 +182,35 @@ where
     }
 }
 
+/// The scenario document with every `--set` applied (checked), or None when there are none and the file is
+/// read as it is.
+pub fn scenario_with_sets(scenario: &Path, set: &[String]) -> Result<Option<toml::Value>> {
+    let overrides: Vec<(String, toml::Value)> = set.iter().map(|s| parse_set(s)).collect::<Result<_>>()?;
+    if overrides.is_empty() {
+        return Ok(None);
+    }
+    let origin = scenario.display().to_string();
+    let text = std::fs::read_to_string(scenario).with_context(|| format!("reading {origin}"))?;
+    let mut d: toml::Value = toml::from_str(&text).map_err(|e| anyhow!("{origin}: {e}"))?;
+    for ((p, v), arg) in overrides.iter().zip(set) {
+        apply_override(&mut d, p, v).map_err(|e| anyhow!("--set '{arg}' (command line): {e}"))?;
+    }
+    check_set_values(&d, &origin, scenario.parent().unwrap_or(Path::new("")), set)?;
+    Ok(Some(d))
+}
+
+/// Where a scenario comes from: the file, or `doc` (the file with its `--set`s) named `origin`.
+pub fn scenario_source<'a>(file: &'a Path, doc: &'a Option<toml::Value>, origin: &'a str) -> ScenarioSource<'a> {
+    match doc {
+        None => ScenarioSource::File(file),
+        Some(value) => ScenarioSource::Value { value, origin, base_dir: file.parent().unwrap_or(Path::new("")) },
+    }
+}
+
 fn run(a: RunArgs, runner: &dyn Runner) -> Result<ExitCode> {
-    let overrides: Vec<(String, toml::Value)> = a.set.iter().map(|s| parse_set(s)).collect::<Result<_>>()?;
     let origin = a.scenario.display().to_string();
-    let doc;
-    let source = if overrides.is_empty() {
-        ScenarioSource::File(&a.scenario)
-    } else {
-        let text = std::fs::read_to_string(&a.scenario).with_context(|| format!("reading {origin}"))?;
-        let mut d: toml::Value = toml::from_str(&text).map_err(|e| anyhow!("{origin}: {e}"))?;
-        for ((p, v), arg) in overrides.iter().zip(&a.set) {
-            apply_override(&mut d, p, v).map_err(|e| anyhow!("--set '{arg}' (command line): {e}"))?;
-        }
-        let base_dir = a.scenario.parent().unwrap_or(Path::new(""));
-        check_set_values(&d, &origin, base_dir, &a.set)?;
-        doc = d;
-        ScenarioSource::Value { value: &doc, origin: &origin, base_dir }
-    };
+    let doc = scenario_with_sets(&a.scenario, &a.set)?;
+    let source = scenario_source(&a.scenario, &doc, &origin);
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let req =
         RunRequest { scenario: source, seed: a.seed, trace: a.trace, pcap_dir: a.pcap.then_some(a.out.as_path()) };

@@ -86,11 +86,11 @@ pub fn line_curves(exp: &Experiment, table: &Table) -> Result<Plot> {
     // one curve per combination of the series columns' values, in grid order (first column outermost)
     let mut combos: Vec<Vec<(String, Cell)>> = vec![vec![]];
     for col in &exp.figure.series {
-        let Some(axis) = exp.grid.iter().find(|a| &a.column == col) else { continue };
+        let values = exp.series_values(col);
         combos = combos
             .into_iter()
             .flat_map(|c| {
-                axis.values.iter().map(move |v| {
+                values.iter().map(move |v| {
                     let mut c = c.clone();
                     c.push((col.clone(), Cell::from_toml(v)));
                     c

@@ -11,6 +11,7 @@ pub mod report;
 pub mod reproduce;
 pub mod runner;
 pub mod scale;
+pub mod twin;
 
 // Experiment parsing, claims and the results table live in `lasthop-experiment` (fuzzed without plotters).
 pub use lasthop_experiment::{claims, experiment, table};

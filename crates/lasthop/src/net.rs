@@ -322,6 +322,7 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         bytes: a.bytes.unwrap_or(d.bytes),
         rate_mbps: a.hop.rate_mbps.unwrap_or(d.rate_mbps),
         delay_ms: a.hop.delay_ms.unwrap_or(d.delay_ms),
+        mac_overhead_us: d.mac_overhead_us,
         queue_packets: a.hop.queue_packets.unwrap_or(d.queue_packets),
         duplex: a.hop.duplex.map(Duplex::from).unwrap_or(d.duplex),
         access: a.hop.access.map(Access::from).unwrap_or(d.access),
@@ -373,7 +374,7 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
 /// `agent snoop, cc reno, SACK off, BER 3.9e-6, 2 Mb/s half-duplex (turns) hop, 1 ms, queue 100, 2097152 B, seed 1`
 pub fn describe(c: &TestbedConfig) -> String {
     format!(
-        "agent {}, cc {}, SACK {}, BER {:e}, {} hop, {} ms, queue {}, wired delay {} ms, window ≤ {}, reports {}, {} B, seed {}",
+        "agent {}, cc {}, SACK {}, BER {:e}, {} hop, {} ms{}, queue {}, wired delay {} ms, window ≤ {}, reports {}, {} B, seed {}",
         c.agent,
         c.cc,
         if c.sack { "on" } else { "off" },
@@ -391,6 +392,7 @@ pub fn describe(c: &TestbedConfig) -> String {
             "unlimited".into()
         },
         c.delay_ms,
+        if c.mac_overhead_us > 0.0 { format!(", MAC overhead {} µs", c.mac_overhead_us) } else { String::new() },
         c.queue_packets,
         c.wired_delay_ms,
         if c.max_window == 0 { "kernel".to_string() } else { c.max_window.to_string() },

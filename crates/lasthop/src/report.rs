@@ -82,6 +82,12 @@ pub fn experiment_md(
             md,
             "- runs: real kernel-TCP transfers through the real base station on network namespaces, one at a time"
         );
+    } else if exp.runner == crate::experiment::RunnerKind::Twin {
+        let _ = writeln!(
+            md,
+            "- runs: each the simulation of the scenario (`face` = sim) and then a real kernel-TCP transfer of it \
+             through the real base station on network namespaces (`face` = kernel), one at a time"
+        );
     } else {
         let _ = writeln!(md, "- flow measured: `{}`", exp.flow.as_deref().unwrap_or("(the first flow)"));
     }

@@ -5,7 +5,7 @@ use crate::experiment::{handoff_time, load_dir, Experiment, FigureKind, Point, R
 use crate::figure::{self, Plot};
 use crate::report;
 use crate::runner::{series_csv, write_file, RunOutput, RunRequest, Runner, ScenarioSource};
-use crate::table::{self, Cell, Table};
+use crate::table::{self, pick_flow, Cell, Table};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use lasthop_net::TestbedConfig;
@@ -224,6 +224,10 @@ fn run_job(plan: &Planned, job: &Job, runner: &dyn Runner, exclusive: &RwLock<()
             let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
             runner.run_testbed(&cfg).map(RunOutput::Testbed)
         }
+        RunnerKind::Twin => {
+            let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
+            runner.run_twin(&request()).map(|r| RunOutput::Twin(Box::new(r)))
+        }
         RunnerKind::Scale => {
             // Wall time and peak memory are measured with no other run beside this one.
             let _alone = exclusive.write().unwrap_or_else(|e| e.into_inner());
@@ -284,6 +288,12 @@ impl Progress {
                 s.result.events,
                 s.timing.events_s,
                 s.peak_rss_bytes as f64 / 1e6
+            ),
+            Ok(RunOutput::Twin(t)) => format!(
+                "simulator {:.3} Mb/s, kernel {:.3} Mb/s, hash {}",
+                t.sim.flows.first().map_or(0.0, |f| f.goodput_mbps),
+                t.kernel.goodput_mbps,
+                if t.kernel.hash_ok { "ok" } else { "MISMATCH" }
             ),
             Ok(RunOutput::Sim(_)) => "?".into(),
             Err(err) => format!("FAILED: {err}"),
@@ -423,11 +433,19 @@ pub fn build_table(
                             testbed_config(p, seed).and_then(|cfg| t.push_testbed(&p.values, seed, &cfg, r))
                         }
                         RunOutput::Scale(r) => crate::scale::push_row(&mut t, &p.values, seed, r),
+                        RunOutput::Twin(r) => {
+                            pick_flow(&r.sim, None).and_then(|f| t.push_twin(&p.values, seed, &r.testbed, f, &r.kernel))
+                        }
                     };
                     if let Err(e) = pushed {
                         failed.push(format!("{label}: {e}"));
                     }
-                    if let RunOutput::Testbed(r) = r {
+                    let kernel = match r {
+                        RunOutput::Testbed(r) => Some(r),
+                        RunOutput::Twin(r) => Some(&r.kernel),
+                        _ => None,
+                    };
+                    if let Some(r) = kernel {
                         if !r.hash_ok {
                             failed
                                 .push(format!("{label}: the received bytes differ from the sent ones (hash mismatch)"));
@@ -641,7 +659,9 @@ mod tests {
             match r.expect("every job reported") {
                 Ok(RunOutput::Sim(r)) => assert_eq!((r.seed, job.seed == 3), (job.seed, false)),
                 Err(e) => assert!(job.seed == 3 && e.starts_with("panicked: ") && e.contains("seed 3 breaks"), "{e}"),
-                Ok(RunOutput::Testbed(_) | RunOutput::Scale(_)) => panic!("a simulator experiment ran elsewhere"),
+                Ok(RunOutput::Testbed(_) | RunOutput::Scale(_) | RunOutput::Twin(_)) => {
+                    panic!("a simulator experiment ran elsewhere")
+                }
             }
         }
     }

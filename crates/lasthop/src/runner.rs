@@ -43,6 +43,12 @@ pub trait Runner: Sync {
     fn run_scale(&self, req: &RunRequest<'_>) -> Result<crate::scale::ScaleRun> {
         crate::scale::run_child(&std::env::current_exe()?, req)
     }
+
+    /// One run of a `runner = "twin"` experiment: by default the simulator through [`Runner::run`], then the
+    /// real thing on the testbed ([`crate::twin::run`]: root, network namespaces, real time). Tests override it.
+    fn run_twin(&self, req: &RunRequest<'_>) -> Result<crate::twin::TwinRun> {
+        crate::twin::run(self, req)
+    }
 }
 
 /// What one run of an experiment produced: simulator metrics, or a testbed transfer's result.
@@ -53,6 +59,7 @@ pub enum RunOutput {
     Sim(RunResult),
     Testbed(TestbedResult),
     Scale(crate::scale::ScaleRun),
+    Twin(Box<crate::twin::TwinRun>),
 }
 
 impl<F> Runner for F

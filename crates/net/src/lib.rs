@@ -39,6 +39,7 @@ pub mod hop;
 pub mod pool;
 pub mod split;
 pub mod sys;
+pub mod tcp_info;
 pub mod testbed;
 
 pub use agents::AgentKind;
@@ -46,7 +47,7 @@ pub use bs::{run_bs, run_bs_with, serve, BsConfig};
 pub use counters::Counters;
 pub use forward::{Forwarder, Port};
 pub use hop::{Access, Duplex, HopConfig};
-pub use testbed::{run_testbed_transfer, Testbed, TestbedConfig, TestbedResult};
+pub use testbed::{run_testbed_transfer, run_testbed_transfer_observed, Testbed, TestbedConfig, TestbedResult};
 
 /// Why the base station or the testbed could not do its job.
 #[derive(Debug, thiserror::Error)]

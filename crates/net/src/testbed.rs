@@ -104,6 +104,8 @@ pub struct TestbedConfig {
     pub rate_mbps: f64,
     /// Wireless hop one-way propagation delay, ms.
     pub delay_ms: f64,
+    /// Medium time added to every frame on the hop, µs (preamble, contention, MAC header); default 0.
+    pub mac_overhead_us: f64,
     pub queue_packets: usize,
     pub duplex: Duplex,
     /// Half duplex: how the base station and the mobile share the medium (`HopConfig::access`): `turns`
@@ -146,6 +148,7 @@ impl Default for TestbedConfig {
             bytes: 2 << 20,
             rate_mbps: 2.0,
             delay_ms: 1.0,
+            mac_overhead_us: 0.0,
             queue_packets: 100,
             duplex: Duplex::Half,
             access: Access::default(),
@@ -167,7 +170,7 @@ impl TestbedConfig {
         HopConfig {
             rate_mbps: self.rate_mbps,
             delay_ms: self.delay_ms,
-            mac_overhead_us: 0.0,
+            mac_overhead_us: self.mac_overhead_us,
             queue_packets: self.queue_packets,
             duplex: self.duplex,
             access: self.access,
@@ -315,12 +318,21 @@ fn proc_net_field(text: &str, prefix: &str, name: &str) -> Option<u64> {
 
 /// Builds the testbed, runs one transfer through a base station and tears everything down.
 pub fn run_testbed_transfer(cfg: &TestbedConfig) -> Result<TestbedResult, NetError> {
+    run_testbed_transfer_observed(cfg, &Arc::new(TransferProgress::default()))
+}
+
+/// [`run_testbed_transfer`], the transfer reporting into `progress` (and sampling the sender's window
+/// when `progress.cwnd` is enabled).
+pub fn run_testbed_transfer_observed(
+    cfg: &TestbedConfig,
+    progress: &Arc<TransferProgress>,
+) -> Result<TestbedResult, NetError> {
     cfg.validate()?;
     sys::install_signal_handlers().map_err(|e| NetError::io("installing signal handlers", e))?;
     let tb = Testbed::create()?;
     tb.set_sack(cfg.sack)?;
     let bs = tb.start_station(cfg)?;
-    let transfer = tb.transfer(&cfg.transfer(), &AtomicBool::new(false));
+    let transfer = tb.transfer_observed(&cfg.transfer(), &AtomicBool::new(false), progress);
     let stopped = bs.stop();
     let t = transfer?;
     let (counters, split) = stopped?;
@@ -785,6 +797,8 @@ pub struct TransferProgress {
     pub acked: AtomicU64,
     /// Bytes the receiving application read.
     pub received: AtomicU64,
+    /// The sender's congestion window over time, from `TCP_INFO` (off unless enabled).
+    pub cwnd: Arc<crate::tcp_info::CwndTrace>,
 }
 
 #[derive(Debug, Clone)]
@@ -949,9 +963,12 @@ fn send(
     progress: &TransferProgress,
 ) -> Result<(u64, String, SenderStats), NetError> {
     let addr = SocketAddr::from((MH_IP, port));
+    let connecting = Instant::now();
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
         .map_err(|e| NetError::io(format!("connecting to {addr}"), e))?;
+    let sampler = progress.cwnd.start(&stream, connecting);
     let r = send_on(&mut stream, cfg, abort, deadline, progress);
+    drop(sampler);
     // On every exit path, so that a transfer cut short still says what its sender saw acknowledged.
     let acked = payload_bytes_acked(&stream, progress.written.load(Ordering::Relaxed));
     progress.acked.store(acked, Ordering::Relaxed);
@@ -962,24 +979,12 @@ fn send(
 /// Payload bytes acknowledged to this socket: `tcpi_bytes_acked` counts every acknowledged sequence number,
 /// the SYN's and the FIN's included, so it is less one and at most what was written.
 fn payload_bytes_acked(s: &TcpStream, written: u64) -> u64 {
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: `info` has `len` bytes of room; the kernel writes at most that and updates len.
-    let r = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            &mut info as *mut libc::tcp_info as *mut libc::c_void,
-            &mut len,
-        )
-    };
     // Kernels before 4.1 have no tcpi_bytes_acked (a shorter struct): then nothing is known to be acked.
     let have = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
-    if r < 0 || (len as usize) < have {
-        return 0;
+    match crate::tcp_info::tcp_info(s) {
+        Some((info, len)) if len >= have => info.tcpi_bytes_acked.saturating_sub(1).min(written),
+        _ => 0,
     }
-    info.tcpi_bytes_acked.saturating_sub(1).min(written)
 }
 
 /// The sender's work on a connected socket: returns the stream's hash and the congestion control used.

@@ -37,7 +37,7 @@ pub(super) fn parse_figure(
     runner: RunnerKind,
 ) -> Result<Figure, ExperimentError> {
     let rf = raw.get_ref();
-    let series = parse_series(cx, rf.series.as_ref(), grid)?;
+    let series = parse_series(cx, rf.series.as_ref(), grid, runner)?;
     let kind = match rf.kind {
         RawFigureKind::Line => line_figure(cx, raw, grid, cols)?,
         RawFigureKind::Sequence if runner != RunnerKind::Sim => {
@@ -80,11 +80,12 @@ pub(super) fn parse_figure(
     })
 }
 
-/// `figure.series`: one or more distinct grid columns.
+/// `figure.series`: one or more distinct grid columns (and for a twin experiment `face`).
 pub(super) fn parse_series(
     cx: &Ctx,
     raw: Option<&Spanned<RawSeries>>,
     grid: &[Axis],
+    runner: RunnerKind,
 ) -> Result<Vec<String>, ExperimentError> {
     let mut series = Vec::new();
     let Some(s) = raw else { return Ok(series) };
@@ -95,7 +96,10 @@ pub(super) fn parse_series(
     if names.is_empty() {
         return Err(cx.err(s.span(), "figure.series", "expected at least one grid column"));
     }
-    let grid_cols = grid_columns(grid);
+    let mut grid_cols = grid_columns(grid);
+    if runner == RunnerKind::Twin {
+        grid_cols.push("face".into());
+    }
     for n in names {
         if !grid_cols.contains(&n) || series.contains(&n) {
             return Err(cx.err(

@@ -91,6 +91,20 @@ pub enum RunnerKind {
     /// The simulator, every run a child `lasthop run` process measured alone: one row per run with its
     /// flows, events, wall time and peak memory (`lasthop::scale`).
     Scale,
+    /// Both faces (`lasthop twin`): the base scenario is a simulator scenario the testbed can build, and every
+    /// run is the simulation and then a real kernel-TCP transfer of it on the namespace testbed (root; one at
+    /// a time, alone): two rows per run, `face` = `sim` and `kernel`.
+    Twin,
+}
+
+/// The `face` column of a twin experiment's rows: the simulator's, the kernel's.
+pub const TWIN_FACES: [&str; 2] = ["sim", "kernel"];
+
+impl RunnerKind {
+    /// Whether runs need root and network namespaces and measure real time (so run alone, one at a time).
+    pub fn on_testbed(self) -> bool {
+        matches!(self, RunnerKind::Testbed | RunnerKind::Twin)
+    }
 }
 
 /// One grid axis: a results column, the scenario field its values go to, and for named variants the other
@@ -308,7 +322,7 @@ impl Experiment {
         if runner == RunnerKind::Testbed {
             check_testbed_config(&cx, &raw.scenario, &scenario_file, [(&doc, "set"), (&quick_doc, "quick.set")])?;
         }
-        if runner == RunnerKind::Sim {
+        if matches!(runner, RunnerKind::Sim | RunnerKind::Twin) {
             check_sim_overrides(&cx, &raw, &scenario_file, &doc)?;
         }
         let flow = parse_flow(&cx, raw.flow.as_ref(), runner, &base, &names)?;
@@ -342,6 +356,17 @@ impl Experiment {
             runner,
             repeats,
         })
+    }
+
+    /// The values a figure's series column takes: a grid axis's, or a twin experiment's two faces.
+    pub fn series_values(&self, column: &str) -> Vec<toml::Value> {
+        match self.grid.iter().find(|a| a.column == column) {
+            Some(axis) => axis.values.clone(),
+            None if self.runner == RunnerKind::Twin && column == "face" => {
+                TWIN_FACES.iter().map(|f| toml::Value::String(f.to_string())).collect()
+            }
+            None => Vec::new(),
+        }
     }
 
     /// Every column of this experiment's results table.

@@ -1,4 +1,4 @@
-//! What the runner kind (`sim`, `testbed`, `scale`) decides: the results columns, the names a grid may not
+//! What the runner kind (`sim`, `testbed`, `scale`, `twin`) decides: the results columns, the names a grid may not
 //! take, `flow`, `repeats` and the testbed configuration check.
 
 use super::overrides::table_keys;
@@ -45,6 +45,7 @@ pub(super) fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, gr
         RunnerKind::Sim => table::columns(grid_columns),
         RunnerKind::Testbed => table::testbed_columns(grid_columns),
         RunnerKind::Scale => table::scale_columns(grid_columns),
+        RunnerKind::Twin => table::twin_columns(grid_columns),
     }
 }
 
@@ -55,6 +56,7 @@ pub(super) fn reserved_columns(runner: RunnerKind, web: bool, mobile_ip: bool) -
     let taken_over = match runner {
         RunnerKind::Sim => table::CONFIG_COLUMNS,
         RunnerKind::Testbed => table::TESTBED_CONFIG_COLUMNS,
+        RunnerKind::Twin => table::TWIN_CONFIG_COLUMNS,
         RunnerKind::Scale => &[],
     };
     let mut reserved = results_columns(runner, web, mobile_ip, &[]);
@@ -81,6 +83,7 @@ impl Columns {
         let own_text: &[&str] = match runner {
             RunnerKind::Sim => &["flow", "tcp", "workload"],
             RunnerKind::Testbed => &["agent", "cc", "cc_used"],
+            RunnerKind::Twin => &["face", "agent", "cc", "point", "sender"],
             RunnerKind::Scale => &[],
         };
         let text = grid
@@ -172,8 +175,8 @@ pub(super) fn parse_flow(
     names: &RowNames,
 ) -> Result<Option<String>, ExperimentError> {
     let Some(f) = flow else { return Ok(None) };
-    if runner == RunnerKind::Testbed {
-        return Err(cx.err(f.span(), "flow", "a testbed experiment has one transfer; remove `flow`"));
+    if runner.on_testbed() {
+        return Err(cx.err(f.span(), "flow", "a testbed or twin experiment has one transfer; remove `flow`"));
     }
     if runner == RunnerKind::Scale {
         return Err(cx.err(f.span(), "flow", "a scale experiment has one row per run, over every flow; remove `flow`"));

@@ -5,7 +5,7 @@ use lasthop::table;
 
 #[test]
 fn every_results_column_is_documented() {
-    let lists: [(&str, &[&str]); 7] = [
+    let lists: [(&str, &[&str]); 9] = [
         ("FLOW_COLUMNS", table::FLOW_COLUMNS),
         ("WEB_COLUMNS", table::WEB_COLUMNS),
         ("RUN_COLUMNS", table::RUN_COLUMNS),
@@ -13,6 +13,8 @@ fn every_results_column_is_documented() {
         ("TESTBED_CONFIG_COLUMNS", table::TESTBED_CONFIG_COLUMNS),
         ("TESTBED_COLUMNS", table::TESTBED_COLUMNS),
         ("SCALE_COLUMNS", table::SCALE_COLUMNS),
+        ("TWIN_CONFIG_COLUMNS", table::TWIN_CONFIG_COLUMNS),
+        ("TWIN_COLUMNS", table::TWIN_COLUMNS),
     ];
     let tables = marked_tables(&page("results.md"), "columns");
     let mut problems = Vec::new();

@@ -1,0 +1,185 @@
+//! `lasthop twin`: the scenarios the testbed cannot build are refused by name; a `runner = "twin"` experiment
+//! through `reproduce` with a fake twin; and (as root, with network namespaces) short transfers on both faces
+//! that fail when the simulator and the kernel part by more than the target.
+
+use anyhow::Result;
+use lasthop::experiment::{Experiment, RunnerKind};
+use lasthop::reproduce::{reproduce, ReproduceOptions};
+use lasthop::runner::{RunRequest, Runner, ScenarioSource, SimRunner};
+use lasthop::twin::{self, TwinRun};
+use lasthop_net::testbed::skip_or_fail;
+use lasthop_net::{Counters, TestbedResult};
+use lasthop_sim::RunResult;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The twin example with these overrides.
+fn twin_example(set: &[(&str, toml::Value)]) -> toml::Value {
+    let text = std::fs::read_to_string(repo().join("examples/twin.toml")).unwrap();
+    let mut doc: toml::Value = toml::from_str(&text).unwrap();
+    for (path, v) in set {
+        lasthop::experiment::apply_override(&mut doc, path, v).unwrap();
+    }
+    doc
+}
+
+fn request<'a>(doc: &'a toml::Value, origin: &'a str, trace: bool) -> RunRequest<'a> {
+    RunRequest {
+        scenario: ScenarioSource::Value { value: doc, origin, base_dir: Path::new("") },
+        seed: None,
+        trace,
+        pcap_dir: None,
+    }
+}
+
+#[test]
+fn the_example_becomes_the_testbed_configuration_of_the_same_hop() {
+    let doc = twin_example(&[]);
+    let c = twin::check(&request(&doc, "twin.toml", false)).unwrap().testbed;
+    assert_eq!((c.agent.to_string().as_str(), c.cc.as_str(), c.sack), ("snoop", "reno", false));
+    assert_eq!((c.ber, c.rate_mbps, c.delay_ms, c.queue_packets), (3.9e-6, 2.0, 1.0, 100));
+    assert_eq!((c.wired_delay_ms, c.max_window, c.bytes, c.timeout_s), (0.0, 65535, 1_048_576, 120.0));
+    let cubic = twin_example(&[("tcp.variant", "cubic".into()), ("links.ether.delay_ms", 20.0.into())]);
+    let c = twin::check(&request(&cubic, "twin.toml", false)).unwrap().testbed;
+    assert_eq!((c.cc.as_str(), c.wired_delay_ms), ("cubic", 20.0));
+    let sack = twin_example(&[("tcp.variant", "sack".into())]);
+    let c = twin::check(&request(&sack, "twin.toml", false)).unwrap().testbed;
+    assert_eq!((c.cc.as_str(), c.sack), ("reno", true), "SACK recovery is the kernel's reno with SACK on");
+}
+
+#[test]
+fn what_the_testbed_cannot_build_is_refused_by_name() {
+    for (file, says) in [
+        ("examples/mobile-ip.toml", "Mobile IP"),
+        ("examples/web.toml", "a Web workload"),
+        ("examples/handoff.toml", "handoffs"),
+        ("examples/eln.toml", "eln"),
+    ] {
+        let path = repo().join(file);
+        let req = RunRequest { scenario: ScenarioSource::File(&path), seed: None, trace: false, pcap_dir: None };
+        let e = format!("{:#}", twin::check(&req).err().unwrap_or_else(|| panic!("{file} was accepted")));
+        assert!(e.contains("the testbed cannot run") && e.contains(says), "{file}: {e}");
+    }
+    for (path, value, says) in [
+        ("tcp.variant", toml::Value::from("tahoe"), "no Tahoe"),
+        ("nodes.bs.agent", "eln".into(), "`nodes.bs.agent`"),
+        ("links.wavelan.error.model", "packet".into(), "`links.wavelan.error`"),
+        ("tcp.mss", 536.into(), "`tcp.mss`"),
+    ] {
+        let mut doc = twin_example(&[]);
+        lasthop::experiment::apply_override(&mut doc, path, &value).unwrap();
+        if path.ends_with("model") {
+            let error = doc["links"]["wavelan"]["error"].as_table_mut().unwrap();
+            error.remove("ber");
+            error.insert("loss".into(), 0.01.into());
+        }
+        let e = format!("{:#}", twin::check(&request(&doc, "twin.toml", false)).unwrap_err());
+        assert!(e.starts_with("twin.toml: ") && e.contains(says), "{path}: {e}");
+    }
+}
+
+/// A twin that runs the simulator and makes up a kernel face, for the experiment pipeline without root.
+struct FakeKernel;
+
+impl Runner for FakeKernel {
+    fn run(&self, req: &RunRequest<'_>) -> Result<RunResult> {
+        SimRunner.run(req)
+    }
+
+    fn run_twin(&self, req: &RunRequest<'_>) -> Result<TwinRun> {
+        let checked = twin::check(req)?;
+        let sim = self.run(req)?;
+        let f = sim.flows[0].clone();
+        let sender = lasthop_net::testbed::SenderStats { retrans_segs: f.segments_retransmitted, ..Default::default() };
+        let kernel = TestbedResult {
+            goodput_mbps: f.goodput_mbps * 1.1,
+            hash_ok: true,
+            bytes: f.bytes_delivered,
+            duration_s: 1.0,
+            cc: checked.testbed.cc.clone(),
+            sack: checked.testbed.sack,
+            agent: checked.testbed.agent,
+            counters: Counters::default(),
+            sender,
+            split: None,
+        };
+        Ok(TwinRun { sim, testbed: checked.testbed, kernel, kernel_cwnd: Vec::new(), sim_mss: 1460, notes: Vec::new() })
+    }
+}
+
+#[test]
+fn a_twin_experiment_has_a_row_per_face_and_compares_them_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("experiments");
+    std::fs::create_dir_all(&exps).unwrap();
+    let text = std::fs::read_to_string(repo().join("experiments/twin-ber.toml")).unwrap();
+    let text = text.replace("\"../examples/twin.toml\"", &format!("{:?}", repo().join("examples/twin.toml")));
+    std::fs::write(exps.join("twin-ber.toml"), text).unwrap();
+    let e = Experiment::load(&exps.join("twin-ber.toml")).unwrap();
+    assert_eq!(e.runner, RunnerKind::Twin);
+    let opts = ReproduceOptions {
+        ids: vec!["twin-ber".into()],
+        quick: true,
+        jobs: 2,
+        out: dir.path().join("out"),
+        experiments_dir: exps,
+        progress: false,
+    };
+    let summary = reproduce(&opts, &FakeKernel).unwrap();
+    assert_eq!(summary.failed_runs(), 0);
+    let csv = std::fs::read_to_string(opts.out.join("twin-ber/results.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for c in ["cc", "agent", "ber", "wired_delay_ms", "seed", "face", "goodput_mbps", "sender_retransmissions"] {
+        assert!(header.contains(&c), "{c}: {header:?}");
+    }
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    // quick: cc 2 × agent 2 × ber 3 points over the 20 ms path, one seed, two faces each
+    assert_eq!(rows.len(), 2 * 12, "{csv}");
+    assert!(rows.chunks(2).all(|p| p[0][col("face")] == "sim" && p[1][col("face")] == "kernel"));
+    assert!(rows.iter().all(|r| r[col("cc")] != "reno" || r[col("sender")] != "cubic"));
+    // the made-up kernel is 10 % faster: the goodput target (15 %) holds on these numbers
+    let claims = &summary.experiments[0].claims;
+    assert!(claims[0].2.holds, "{:?}", claims[0]);
+}
+
+/// The short transfers CI runs on both faces: with Snoop on a lossy LAN hop, and without an agent on a clean
+/// wide-area path. Each must meet the target; a run that misses it fails the test with the numbers.
+#[test]
+fn the_simulator_and_the_kernel_agree_on_short_transfers() {
+    if !lasthop_net::sys::is_root() {
+        skip_or_fail("lasthop twin needs root for the testbed's network namespaces");
+        return;
+    }
+    let bytes = toml::Value::from(524_288);
+    for (what, set) in [
+        ("snoop, BER 3.9e-6, LAN", vec![("flows.bulk.bytes", bytes.clone())]),
+        (
+            "no agent, BER 0, 20 ms wired",
+            vec![
+                ("flows.bulk.bytes", bytes.clone()),
+                ("nodes.bs.agent", "none".into()),
+                ("links.wavelan.error.ber", 0.0.into()),
+                ("links.ether.delay_ms", 20.0.into()),
+            ],
+        ),
+    ] {
+        let doc = twin_example(&set);
+        let r = match twin::run(&SimRunner, &request(&doc, what, true)) {
+            Ok(r) => r,
+            Err(e) if format!("{e:#}").contains("network namespaces are not available") => {
+                skip_or_fail(format!("{e:#}"));
+                return;
+            }
+            Err(e) => panic!("{what}: {e:#}"),
+        };
+        assert!(r.kernel.hash_ok, "{what}: hash mismatch");
+        assert!(r.kernel_cwnd.len() > 10, "{what}: the kernel's window was sampled: {:?}", r.kernel_cwnd.len());
+        let missed = twin::misses(&r).unwrap();
+        assert!(missed.is_empty(), "{what}:\n{}\n{}", twin::table_text(&r).unwrap(), missed.join("\n"));
+    }
+}
