@@ -28,8 +28,13 @@
 //!   on catching up, one for each such segment that arrived meanwhile (at most three): a held byte there
 //!   would make the sender's fast retransmission start one byte short of the hole.
 //!
-//! Not modelled: the bandwidth manager and the mobile's own M-TCP (the mobile runs the flow's ordinary
-//! TCP receiver, whose only timer is the delayed ACK); connections the mobile opens are not split.
+//! - **A new cell under the same supervisor host** ([`SplitRelay::mobile_changed_cell`]): nothing moves; the
+//!   sender, if frozen, gets its window update, and the relay's connection resends to the mobile from its
+//!   last acknowledgment at once.
+//!
+//! The mobile's own M-TCP end, for connections on which it sends, is its [`Sender`] frozen while it is cut
+//! off ([`Sender::freeze`], [`Sender::thaw`]); a receiving mobile runs the ordinary receiver, whose only
+//! timer is the delayed ACK. Not modelled: the bandwidth manager; connections the mobile opens are not split.
 
 use crate::{Receiver, Sender, TcpConfig, TimerStyle};
 use bytes::Bytes;
