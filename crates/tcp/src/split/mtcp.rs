@@ -196,6 +196,12 @@ impl ShTcp {
 
     /// The mobile is cut off (`why`): the held byte acknowledged with a zero window.
     pub(super) fn freeze(&mut self, now: Time, why: Freeze, receiving: &Receiver, mobile: &Sender) {
+        if self.frozen == Some(Freeze::Silent) && why == Freeze::CutOff {
+            // Already frozen by the mobile's silence; the host's report now holds the relay's connection still
+            // too (the sender has its zero window already: no new freeze is counted).
+            self.frozen = Some(Freeze::CutOff);
+            return;
+        }
         if self.frozen.is_some() || !receiving.is_synchronized() {
             return;
         }

@@ -132,18 +132,25 @@ fn a_silent_mobile_freezes_the_sender_before_its_timer_can_expire_and_its_next_a
     assert_eq!((m.freezes_silent, m.resumes), (1, 1));
 }
 
-#[test]
-fn a_new_cell_under_the_same_supervisor_resumes_the_sender_and_resends_to_the_mobile_at_once() {
+/// A relay whose mobile acknowledged 500 of the 2000 bytes it has and then went silent, at the moment the
+/// silence froze the sender (returned).
+fn frozen_by_silence() -> (SplitRelay, Time) {
     let mut relay = small_mtcp();
     open(&mut relay);
     from_fixed(&mut relay, 0..1000);
     mobile_acks(&mut relay, 500);
     from_fixed(&mut relay, 1000..2000);
     sent(&mut relay);
-    // The mobile leaves its cell unreported: silent, the sender frozen; the relay's timer fires and backs off.
     let due = relay.poll_timeout().unwrap();
     relay.handle_timeout(due);
-    assert_eq!(acks_to_fixed(&sent(&mut relay)), [(101 + 500, 0)]);
+    assert_eq!(acks_to_fixed(&sent(&mut relay)), [(101 + 500, 0)], "the held byte with a zero window");
+    (relay, due)
+}
+
+#[test]
+fn a_new_cell_under_the_same_supervisor_resumes_the_sender_and_resends_to_the_mobile_at_once() {
+    // The mobile leaves its cell unreported: silent, the sender frozen; the relay's timer fires and backs off.
+    let (mut relay, _) = frozen_by_silence();
     let rto = relay.poll_timeout().unwrap();
     relay.handle_timeout(rto);
     assert_eq!(data_to_mobile(&sent(&mut relay)), [7501], "lost between the cells");
@@ -160,6 +167,23 @@ fn a_new_cell_under_the_same_supervisor_resumes_the_sender_and_resends_to_the_mo
     assert_eq!(acks_to_fixed(&sent(&mut relay)), [(101 + 1999, 3000)]);
     let m = relay.mtcp_stats().unwrap();
     assert_eq!((m.freezes_silent, m.resumes), (1, 1));
+}
+
+#[test]
+fn the_hosts_report_after_a_silent_freeze_holds_the_relays_connection_still_and_the_resume_resends_at_once() {
+    let (mut relay, due) = frozen_by_silence();
+    // The host reports the mobile gone (the relay leaves at a handoff): no second zero window, and now the
+    // relay's own connection is held still too.
+    relay.mobile_unreachable(due);
+    assert_eq!(sent(&mut relay), [], "nothing more to say");
+    assert_eq!(relay.poll_timeout(), None, "no timer runs while cut off");
+    relay.mobile_reachable(due + Duration::from_secs(3));
+    let out = sent(&mut relay);
+    assert_eq!(acks_to_fixed(&out), [(101 + 500, 3000)], "a window update");
+    assert_eq!(data_to_mobile(&out)[0], 7501, "resent from the mobile's last acknowledgment at once");
+    assert_eq!(relay.sending().stats().timeouts, 0);
+    let m = relay.mtcp_stats().unwrap();
+    assert_eq!((m.freezes_silent, m.freezes_cut_off, m.resumes), (1, 0, 1), "one freeze, one resume");
 }
 
 #[test]
