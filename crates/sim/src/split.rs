@@ -670,11 +670,11 @@ impl Feature for Split {
                     return false;
                 }
                 let to = world.nodes.iter().position(|n| n.addr == *dst.ip());
-                let leaves_wireless = match supervisor {
-                    true => Some(Some(*dst.ip()) == mobile_addr),
-                    false => to
-                        .and_then(|to| world.nodes[node].routes[to])
-                        .map(|(l, _)| world.links[l].kind == LinkKind::Wireless),
+                let leaves_wireless = if supervisor {
+                    Some(Some(*dst.ip()) == mobile_addr)
+                } else {
+                    to.and_then(|to| world.nodes[node].routes[to])
+                        .map(|(l, _)| world.links[l].kind == LinkKind::Wireless)
                 };
                 let Some(leaves_wireless) = leaves_wireless else {
                     return false;
