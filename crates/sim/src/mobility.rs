@@ -539,6 +539,9 @@ pub(crate) struct BeaconState {
 /// Run-time state of mobility inside a world (node and link indices are the world's).
 pub(crate) struct MobState {
     pub fast_retransmit: bool,
+    /// The cells are M-TCP's (a node runs `"mtcp"`): the mobile's sending TCPs are M-TCP's mobile end, frozen
+    /// while it is out of every cell (`feature::Mobility::freeze_mobile_senders`).
+    pub mtcp_mobile: bool,
     /// `MobilityConfig::receiver_signal`.
     pub receiver_signal: ReceiverSignal,
     /// `MobilityConfig::old_bs_drains`.

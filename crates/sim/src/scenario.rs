@@ -723,6 +723,10 @@ impl Scenario {
         if m.scheme == crate::mobility::SchemeKind::None {
             return Ok(());
         }
+        let supervisors = self.supervisor_cells(m);
+        if !supervisors.is_empty() {
+            return self.validate_supervisors(m, &supervisors);
+        }
         let split = |b: &String| self.nodes[b].agent.0.iter().find(|k| k.is_split()).copied();
         let first = split(&m.base_stations[0]);
         if let Some(b) = m.base_stations.iter().find(|b| split(b) != first) {
@@ -736,6 +740,69 @@ impl Scenario {
                 "mobility.scheme".into(),
                 "I-TCP and M-TCP hand off by moving their relays' state (`[split.handoff]`): expected scheme = \"plain\" with split base stations".into(),
             ));
+        }
+        Ok(())
+    }
+
+    /// M-TCP's supervisor hosts above mobility cells (Brown 1997): every `"mtcp"` node that is not itself a
+    /// mobility base station, with the base stations a wired link joins it to (its cells), in the order of
+    /// `mobility.base_stations`. Nodes with no such base station are left out.
+    pub(crate) fn supervisor_cells<'a>(
+        &'a self,
+        m: &'a crate::mobility::MobilityConfig,
+    ) -> BTreeMap<&'a str, Vec<&'a str>> {
+        let wired = |a: &str, b: &str| {
+            self.links
+                .values()
+                .any(|l| l.kind == LinkKind::Wired && l.ends.iter().any(|e| e == a) && l.ends.iter().any(|e| e == b))
+        };
+        self.nodes
+            .iter()
+            .filter(|(name, n)| n.agent.0.contains(&AgentKind::Mtcp) && !m.base_stations.contains(name))
+            .map(|(name, _)| {
+                (
+                    name.as_str(),
+                    m.base_stations.iter().filter(|b| wired(name, b)).map(String::as_str).collect::<Vec<_>>(),
+                )
+            })
+            .filter(|(_, cells)| !cells.is_empty())
+            .collect()
+    }
+
+    /// Supervisor hosts above the cells route the mobile's packets through the base station of its cell
+    /// (`crate::split`): every base station is under exactly one of them and runs no split agent itself, and
+    /// routing is the plain scheme's.
+    fn validate_supervisors(
+        &self,
+        m: &crate::mobility::MobilityConfig,
+        supervisors: &BTreeMap<&str, Vec<&str>>,
+    ) -> Result<(), (String, String)> {
+        if m.scheme != crate::mobility::SchemeKind::Plain {
+            return Err((
+                "mobility.scheme".into(),
+                "M-TCP's supervisor hosts above the cells need the plain scheme's routing: expected scheme = \"plain\""
+                    .into(),
+            ));
+        }
+        for b in &m.base_stations {
+            if self.nodes[b].agent.0.iter().any(|k| k.is_split()) {
+                return Err((
+                    format!("nodes.{b}.agent"),
+                    "a base station under an M-TCP supervisor host runs no split agent itself: expected \"none\""
+                        .into(),
+                ));
+            }
+            let above: Vec<&str> =
+                supervisors.iter().filter(|(_, c)| c.contains(&b.as_str())).map(|(s, _)| *s).collect();
+            if above.len() != 1 {
+                return Err((
+                    "mobility.base_stations".into(),
+                    format!(
+                        "expected every base station joined by a wired link to exactly one \"mtcp\" supervisor host; `{b}` has {}",
+                        if above.is_empty() { "none".to_string() } else { above.join(", ") }
+                    ),
+                ));
+            }
         }
         Ok(())
     }

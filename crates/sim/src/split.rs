@@ -71,12 +71,30 @@
 //! ([`lasthop_tcp::split::mtcp`]). A connection the mobile opens is forwarded unchanged (not modelled). The
 //! relay notices a silent mobile itself; at a handoff, the old base station's relay freezes the sender with
 //! the held byte and a zero window when it learns the mobile has gone (the Notify), before it leaves, and
-//! resumes it with a window update at the new one. In Brown 1997's architecture a supervisor host serves
-//! several cells and a handoff between them moves nothing; here every mobility base station is one cell
-//! and its own supervisor host, so every handoff changes supervisor host and the relay moves as I-TCP's
-//! does, at I-TCP's measured cost (`[split.handoff]`): the state is of the same kind (the two connections'
-//! control blocks and the bytes the mobile has not acknowledged), and we know of no measurement of M-TCP's
-//! own.
+//! resumes it with a window update at the new one. A base station that runs `"mtcp"` is one cell and its
+//! own supervisor host, so every handoff changes supervisor host and the relay moves as I-TCP's does, at
+//! I-TCP's measured cost (`[split.handoff]`): the state is of the same kind (the two connections' control
+//! blocks and the bytes the mobile has not acknowledged), and we know of no measurement of M-TCP's own.
+//!
+//! ## A supervisor host above several cells
+//!
+//! In Brown 1997's architecture one supervisor host serves several cells. An `"mtcp"` node that is not a
+//! mobility base station but is joined by wired links to some of them is the supervisor host of those cells
+//! (`Scenario::supervisor_cells`; it must lie on the home agent's route to them, and every cell must have
+//! one). The home agent's tunnels to its cells pass through it: it takes them as they pass (the relay for
+//! a connection from the wired side, opened at its SYN) and sends what it has for the mobile to the base
+//! station of the mobile's cell, which forwards it as any packet for the mobile. It learns that cell from
+//! the home agent's tunnels and from the new base station's Notify to the home agent, both passing through
+//! it. A handoff between its cells moves nothing: at the Notify its relays resume through the new cell
+//! ([`SplitRelay::mobile_changed_cell`]: a window update if the sender was frozen, and its connection to
+//! the mobile resends from the mobile's last acknowledgment at once), and that connection recovers what the
+//! handoff lost. When the mobile goes to a cell under another supervisor host, the Notify to the old base
+//! station passes through the old supervisor host, whose relays then move at `[split.handoff]`'s cost to the
+//! new one (which holds the connection's packets meanwhile, and sends on to the relay's new place the home
+//! agent's tunnels that still reach it after the relay left).
+//!
+//! The mobile's own TCP is M-TCP's as well when the cells are: its sending connections are frozen while it
+//! is out of every cell and resume when it is back (`crate::mobility`).
 
 use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
 use crate::metrics::RunResult;
@@ -173,9 +191,32 @@ type Key = (Ipv4Addr, u16, Ipv4Addr, u16);
 /// The mobility base stations whose relays hand off, and who may tunnel to them.
 struct Cells {
     bss: BTreeSet<usize>,
-    /// Addresses of the home agent and the base stations (the tunnels' trusted sources).
+    /// Addresses of the home agent, the base stations and the supervisor hosts (the tunnels' trusted
+    /// sources).
     tunnel_sources: BTreeSet<Ipv4Addr>,
     cost: StateTransferCost,
+    /// M-TCP's supervisor hosts above the cells, by node (see the module documentation).
+    supervisors: BTreeMap<usize, Supervisor>,
+    mobile: Ipv4Addr,
+    home_agent: Ipv4Addr,
+}
+
+/// An M-TCP supervisor host above several cells: their base stations, and the one whose cell the mobile is
+/// in, as far as the supervisor has learnt (the home agent's tunnels and the handoff's Notify, which pass
+/// through it).
+struct Supervisor {
+    /// Base station address → node.
+    cells: BTreeMap<Ipv4Addr, usize>,
+    current: usize,
+}
+
+impl Cells {
+    /// The node that runs the relays of a mobile in `bs`'s cell: the supervisor host above it, if any, else
+    /// the base station itself.
+    fn relay_node_for(&self, bs: Ipv4Addr, world: &World) -> Option<usize> {
+        let sh = self.supervisors.iter().find(|(_, s)| s.cells.contains_key(&bs)).map(|(&n, _)| n);
+        sh.or_else(|| self.bss.iter().copied().find(|&b| world.nodes[b].addr == bs))
+    }
 }
 
 /// Packets held for a moving relay beyond which more are dropped (a window of 64 KB is 45 segments).
@@ -212,6 +253,8 @@ pub(crate) struct Split {
     /// `Some` when the split nodes are mobility base stations.
     cells: Option<Cells>,
     moves: BTreeMap<usize, HandoffStats>,
+    /// The last IP ID of a tunnel a supervisor host sent on to a relay that moved.
+    tunnel_ident: u16,
 }
 
 impl Split {
@@ -238,12 +281,33 @@ impl Split {
                 world.schedule(f.at(), id, FeatureEvent::Split(SplitEvent::NodeFails { node }));
             }
         }
-        let cells = s.mobility.as_ref().filter(|m| m.scheme != crate::mobility::SchemeKind::None).map(|m| {
-            let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| world.node_index(b)).collect();
-            let ha = world.node_index(&m.home_agent);
-            let tunnel_sources = bss.iter().chain([&ha]).map(|&n| world.nodes[n].addr).collect();
-            Cells { bss, tunnel_sources, cost: s.split.handoff.clone() }
-        });
+        let cells = match s.mobility.as_ref().filter(|m| m.scheme != crate::mobility::SchemeKind::None) {
+            None => None,
+            Some(m) => {
+                let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| world.node_index(b)).collect();
+                let ha = world.node_index(&m.home_agent);
+                let mut supervisors = BTreeMap::new();
+                for (sh, cells) in s.supervisor_cells(m) {
+                    let sh_node = world.node_index(sh);
+                    let cells: Vec<usize> = cells.iter().map(|b| world.node_index(b)).collect();
+                    if let Some(&b) = cells.iter().find(|&&b| world.path(ha, b).is_none_or(|p| !p.contains(&sh_node))) {
+                        return Err(bad(format!(
+                            "`nodes.{sh}`: an M-TCP supervisor host must be on the home agent's route to its cells, and `{}` is reached from `{}` without it",
+                            world.nodes[b].name, m.home_agent
+                        ))
+                        .into());
+                    }
+                    let current = cells[0];
+                    let cells = cells.iter().map(|&b| (world.nodes[b].addr, b)).collect();
+                    supervisors.insert(sh_node, Supervisor { cells, current });
+                }
+                let tunnel_sources =
+                    bss.iter().chain([&ha]).chain(supervisors.keys()).map(|&n| world.nodes[n].addr).collect();
+                let bss = bss.into_iter().filter(|b| nodes.contains_key(b)).collect();
+                let (mobile, home_agent) = (world.nodes[world.node_index(&m.mobile)].addr, world.nodes[ha].addr);
+                Some(Cells { bss, tunnel_sources, cost: s.split.handoff.clone(), supervisors, mobile, home_agent })
+            }
+        };
         Ok(Some(Split {
             id,
             nodes,
@@ -258,6 +322,7 @@ impl Split {
             failure_bytes_received: 0,
             cells,
             moves: BTreeMap::new(),
+            tunnel_ident: 0,
         }))
     }
 
@@ -334,6 +399,73 @@ impl Split {
         }
     }
 
+    /// A handoff control message about the mobile passes supervisor host `node` (from `src` to `dst`). The
+    /// new base station's Notify (Caceres 1995) goes to the home agent and to the old base station: when the
+    /// new cell is one of this supervisor's, the mobile is now reached through it and nothing moves: its
+    /// relays resume through the new cell ([`SplitRelay::mobile_changed_cell`]); when the old cell is one of this
+    /// supervisor's and the new one is not, the relays leave for the supervisor host above the new cell.
+    fn on_passing_control(
+        &mut self,
+        world: &mut World,
+        now: Time,
+        node: usize,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        c: &Control,
+    ) {
+        if c.kind != Kind::Notify || src != c.peer {
+            return;
+        }
+        let Some(cells) = self.cells.as_mut() else { return };
+        let target = cells.relay_node_for(c.peer, world);
+        let Some(sh) = cells.supervisors.get_mut(&node) else { return };
+        let mine = |s: &Slot| s.mobile == c.mobile && s.relay.is_some();
+        if let Some(&bs) = sh.cells.get(&c.peer) {
+            let moved_cell = sh.current != bs;
+            sh.current = bs;
+            let mut here = Vec::new();
+            for (i, slot) in self.relays.iter_mut().enumerate().filter(|(_, s)| mine(s)) {
+                if slot.headed_to(node) {
+                    slot.then_to = None; // the mobile came back under the supervisor its relay is going to
+                    slot.expected_at = None;
+                } else if slot.node != node {
+                    slot.expected_at = Some(node);
+                } else if moved_cell && !slot.moving {
+                    here.push(i);
+                }
+            }
+            for i in here {
+                if let Some(r) = self.relays[i].relay.as_mut() {
+                    r.mobile_changed_cell(now);
+                }
+                self.drain(world, now, i);
+            }
+            return;
+        }
+        let (Some(to), true) = (target.filter(|&t| t != node), sh.cells.contains_key(&dst)) else { return };
+        let leaving: Vec<usize> =
+            (0..self.relays.len()).filter(|&i| mine(&self.relays[i]) && self.relays[i].node == node).collect();
+        for i in leaving {
+            if self.relays[i].moving {
+                self.relays[i].then_to = Some(to);
+            } else {
+                self.depart(world, now, i, to);
+            }
+        }
+    }
+
+    /// A supervisor host took a tunnel from `src` to `dst` as it passed: one from the home agent says where
+    /// the home agent believes the mobile is.
+    fn note_tunnel(&mut self, node: usize, src: Ipv4Addr, dst: Ipv4Addr) {
+        let Some(cells) = self.cells.as_mut() else { return };
+        let ha = cells.home_agent;
+        if let Some(sh) = cells.supervisors.get_mut(&node).filter(|_| src == ha) {
+            if let Some(&bs) = sh.cells.get(&dst) {
+                sh.current = bs;
+            }
+        }
+    }
+
     /// Relay `i` leaves its base station for `to`: it arrives after the state transfer's cost plus the bytes'
     /// time on the wired route (see the module documentation).
     fn depart(&mut self, world: &mut World, now: Time, i: usize, to: usize) {
@@ -393,13 +525,16 @@ impl Split {
     /// A packet tunnelled to mobility base station `node`: the inner TCP packet of a connection toward the
     /// mobile, for the relay here (or one on its way here), or a new connection's SYN. `None`: not the
     /// relay's, the handoff agent takes it.
-    fn untunnel(&self, node: usize, packet: &Bytes) -> Option<Bytes> {
+    fn untunnel(&self, world: &World, node: usize, packet: &Bytes) -> Option<Bytes> {
         let cells = self.cells.as_ref()?;
         let outer = Ipv4Packet::new_unchecked(&packet[..]);
-        if outer.protocol() != PROTO_IPIP
-            || !cells.bss.contains(&node)
-            || !cells.tunnel_sources.contains(&outer.src_addr())
-        {
+        let to_me = outer.dst_addr() == world.nodes[node].addr;
+        // A supervisor host takes the tunnels to its cells' base stations as they pass, and those to itself.
+        let mine = match cells.supervisors.get(&node) {
+            Some(sh) => to_me || sh.cells.contains_key(&outer.dst_addr()),
+            None => to_me && cells.bss.contains(&node),
+        };
+        if outer.protocol() != PROTO_IPIP || !mine || !cells.tunnel_sources.contains(&outer.src_addr()) {
             return None;
         }
         let inner = ipip::decapsulate(packet).ok()?;
@@ -410,10 +545,15 @@ impl Split {
     /// Sends what relay `i` has to send and re-arms its timer.
     fn drain(&mut self, world: &mut World, now: Time, i: usize) {
         let slot = &mut self.relays[i];
+        // A supervisor host hands what it sends the mobile to the base station of the mobile's cell.
+        let cell = self.cells.as_ref().and_then(|c| c.supervisors.get(&slot.node)).map(|s| s.current);
         let Some(relay) = slot.relay.as_mut().filter(|_| !slot.moving) else { return };
         while let Some((toward, p)) = relay.poll_transmit(now) {
-            let dst = if toward == Toward::Wired { slot.fixed } else { slot.mobile };
-            world.route(now, slot.node, dst, p, false);
+            match (toward, cell.and_then(|bs| world.nodes[slot.node].routes[bs])) {
+                (Toward::Mobile, Some(hop)) => world.send(now, hop, p, false),
+                (Toward::Mobile, None) => world.route(now, slot.node, slot.mobile, p, false),
+                (Toward::Wired, _) => world.route(now, slot.node, slot.fixed, p, false),
+            }
         }
         if let Some(t) = relay.poll_timeout() {
             if slot.timer.is_none_or(|s| t < s) {
@@ -471,14 +611,31 @@ impl Feature for Split {
             }
             return false;
         }
-        let untunnelled = if to_me { self.untunnel(node, packet) } else { None };
+        let mobile_addr = self.cells.as_ref().map(|c| c.mobile);
+        let supervisor = self.cells.as_ref().is_some_and(|c| c.supervisors.contains_key(&node));
+        if supervisor && !to_me && outer.protocol() == PROTO_HANDOFF {
+            if let Some(c) = Control::parse(packet).filter(|c| Some(c.mobile) == mobile_addr) {
+                self.on_passing_control(world, now, node, outer.src_addr(), outer.dst_addr(), &c);
+            }
+            return false;
+        }
+        let untunnelled = if to_me || supervisor { self.untunnel(world, node, packet) } else { None };
+        if untunnelled.is_some() {
+            self.note_tunnel(node, outer.src_addr(), outer.dst_addr());
+        }
         let packet = untunnelled.as_ref().unwrap_or(packet);
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         if ip.protocol() != PROTO_TCP || ip.is_fragment() || ip.dst_addr() == world.nodes[node].addr {
             return false;
         }
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return false };
-        let from_mobile = world.links[link].kind == LinkKind::Wireless && untunnelled.is_none();
+        // A supervisor host hears the mobile over the wired link from its cell's base station.
+        let from_mobile = untunnelled.is_none()
+            && if supervisor {
+                Some(ip.src_addr()) == mobile_addr
+            } else {
+                world.links[link].kind == LinkKind::Wireless
+            };
         let (src, dst) =
             (SocketAddrV4::new(ip.src_addr(), tcp.src_port()), SocketAddrV4::new(ip.dst_addr(), tcp.dst_port()));
         let (fixed, mobile) = if from_mobile { (dst, src) } else { (src, dst) };
@@ -490,8 +647,18 @@ impl Feature for Split {
                 return true;
             }
             // Moved elsewhere: a tunnelled packet goes to the handoff agent (re-tunnelled to the new base
-            // station); one that reached the old cell over the air has no connection here.
-            Some(_) if untunnelled.is_some() => return false,
+            // station), or, at a supervisor host, on to the relay's; one that reached the old cell over the air
+            // has no connection here.
+            Some(&i) if untunnelled.is_some() => {
+                if !supervisor {
+                    return false;
+                }
+                let to = world.nodes[self.relays[i].node].addr;
+                self.tunnel_ident = self.tunnel_ident.wrapping_add(1);
+                let p = ipip::encapsulate(packet, world.nodes[node].addr, to, self.tunnel_ident, 64);
+                world.route(now, node, to, p, false);
+                return true;
+            }
             Some(_) => {
                 self.moves.entry(node).or_default().stray += 1;
                 return true;
@@ -503,10 +670,13 @@ impl Feature for Split {
                     return false;
                 }
                 let to = world.nodes.iter().position(|n| n.addr == *dst.ip());
-                let Some(leaves_wireless) = to
-                    .and_then(|to| world.nodes[node].routes[to])
-                    .map(|(l, _)| world.links[l].kind == LinkKind::Wireless)
-                else {
+                let leaves_wireless = if supervisor {
+                    Some(Some(*dst.ip()) == mobile_addr)
+                } else {
+                    to.and_then(|to| world.nodes[node].routes[to])
+                        .map(|(l, _)| world.links[l].kind == LinkKind::Wireless)
+                };
+                let Some(leaves_wireless) = leaves_wireless else {
                     return false;
                 };
                 let direction = match (from_mobile, leaves_wireless) {

@@ -159,3 +159,131 @@ fn combinations_still_refused_name_their_field() {
     let e = scenario("eln-fixed+snoop", |_| {}).unwrap_err();
     assert!(e.contains("nodes.bs1.agent") && e.contains("alone"), "{e}");
 }
+
+/// examples/mtcp-supervisor.toml (one M-TCP supervisor host above two cells) with a handoff every 2 s from
+/// 1 s, a 2 MB transfer, and `edit`.
+fn supervisor(edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {
+    let mut v = support::example("mtcp-supervisor.toml");
+    set(&mut v, "flows.bulk.bytes", 2_000_000);
+    set(&mut v, "mobility.interval_s", 2.0);
+    set(&mut v, "mobility.first_s", 1.0);
+    edit(&mut v);
+    Scenario::from_toml(v, "mtcp-supervisor.toml").map_err(|e| e.to_string())
+}
+
+/// Adds a third cell, `bs3`, under a second supervisor host `sh2` hanging off the home agent.
+fn second_supervisor(v: &mut toml::Value) {
+    set(v, "nodes.sh2.addr", "10.0.0.4");
+    set(v, "nodes.sh2.agent", "mtcp");
+    set(v, "nodes.bs3.addr", "10.0.3.1");
+    let wired = |v: &mut toml::Value, name: &str, a: &str, b: &str| {
+        set(v, &format!("links.{name}.ends"), toml::Value::Array(vec![a.into(), b.into()]));
+        set(v, &format!("links.{name}.kind"), "wired");
+        set(v, &format!("links.{name}.rate_mbps"), 10.0);
+        set(v, &format!("links.{name}.delay_ms"), 0.5);
+    };
+    wired(v, "ha-sh2", "ha", "sh2");
+    wired(v, "sh2-bs3", "sh2", "bs3");
+    let cell = v["links"]["cell2"].clone();
+    v["links"].as_table_mut().unwrap().insert("cell3".into(), cell);
+    set(v, "links.cell3.ends", toml::Value::Array(vec!["bs3".into(), "mh".into()]));
+    set(v, "mobility.base_stations", toml::Value::Array(vec!["bs1".into(), "bs2".into(), "bs3".into()]));
+}
+
+#[test]
+fn a_handoff_between_the_cells_of_one_supervisor_host_moves_nothing() {
+    for (cells, rendezvous) in [("overlapping", 0.0), ("non-overlapping", 0.0), ("non-overlapping", 1.0)] {
+        let s = supervisor(|v| {
+            set(v, "mobility.cells", cells);
+            set(v, "mobility.rendezvous_s", rendezvous);
+        })
+        .unwrap();
+        let r = run_intact(&s);
+        let f = &r.flows[0];
+        assert!(r.handoffs.len() >= 3, "{cells} {rendezvous}: {:?}", r.handoffs);
+        assert!(r.handoffs.iter().all(|h| h.completion_s.is_some()), "{:?}", r.handoffs);
+        // One relay, opened at the supervisor host and never moved; the base stations split nothing.
+        assert_eq!(counter(&r, "sh", "split_relays_opened"), 1, "{:?}", r.agents);
+        assert_eq!(counter(&r, "sh", "split_handoffs"), 0, "{cells} {rendezvous}: {:?}", r.agents);
+        assert_eq!(counter(&r, "sh", "split_bytes_relayed"), f.bytes_total, "{:?}", r.agents);
+        assert_eq!(f.sender_timeouts, 0, "{cells} {rendezvous}: {f:?}");
+        // Its connection to the mobile repaired what the handoffs lost in the cells.
+        if cells == "non-overlapping" {
+            assert!(counter(&r, "sh", "split_wireless_retransmitted") > 0, "{:?}", r.agents);
+        }
+    }
+}
+
+#[test]
+fn the_relay_moves_only_when_the_mobile_changes_supervisor_host() {
+    // A handoff every 5 s: a move (2.6 s for a full 64 KB relay) ends before the next handoff.
+    let s = supervisor(|v| {
+        second_supervisor(v);
+        set(v, "flows.bulk.bytes", 3_000_000);
+        set(v, "mobility.interval_s", 5.0);
+    })
+    .unwrap();
+    let r = run_intact(&s);
+    let f = &r.flows[0];
+    // The mobile goes bs1 → bs2 → bs3 → bs1 …: only bs2 → bs3 and bs3 → bs1 change supervisor host.
+    let under = |bs: &str| if bs == "bs3" { "sh2" } else { "sh" };
+    let crossings = r.handoffs.iter().filter(|h| under(&h.from) != under(&h.to)).count() as u64;
+    let within = r.handoffs.len() as u64 - crossings;
+    assert!(crossings >= 2 && within >= 1, "{:?}", r.handoffs);
+    let moved = counter(&r, "sh", "split_handoffs") + counter(&r, "sh2", "split_handoffs");
+    // One move per change of supervisor host (the last may still be under way when the transfer ends).
+    assert!(moved == crossings || moved + 1 == crossings, "{moved} moves, {crossings} crossings: {:?}", r.agents);
+    assert_eq!(f.sender_timeouts, 0, "{f:?}");
+    // A handoff that moves nothing pauses the transfer less than one that moves the relay.
+    let pause = |cross: bool| {
+        r.handoffs.iter().filter(move |h| (under(&h.from) != under(&h.to)) == cross).filter_map(|h| h.pause_s)
+    };
+    let slowest_within = pause(false).fold(0.0, f64::max);
+    assert!(pause(true).all(|p| p > slowest_within), "{:?}", r.handoffs);
+}
+
+#[test]
+fn supervisor_hosts_refuse_what_they_cannot_serve() {
+    let e = supervisor(|v| set(v, "mobility.scheme", "multicast")).unwrap_err();
+    assert!(e.contains("mobility.scheme") && e.contains("plain"), "{e}");
+    let e = supervisor(|v| set(v, "nodes.bs1.agent", "mtcp")).unwrap_err();
+    assert!(e.contains("nodes.bs1.agent") && e.contains("no split agent"), "{e}");
+    // A cell under no supervisor host.
+    let e = supervisor(|v| {
+        second_supervisor(v);
+        set(v, "nodes.sh2.agent", "none");
+    })
+    .unwrap_err();
+    assert!(e.contains("mobility.base_stations") && e.contains("`bs3` has none"), "{e}");
+    // A supervisor host off the home agent's route to its cells.
+    let e = supervisor(|v| {
+        set(v, "links.ha-bs2.ends", toml::Value::Array(vec!["ha".into(), "bs2".into()]));
+        set(v, "links.ha-bs2.kind", "wired");
+        set(v, "links.ha-bs2.rate_mbps", 100.0);
+        set(v, "links.ha-bs2.delay_ms", 0.1);
+    })
+    .and_then(|s| run(&s, &RunOptions::default()).map(|_| ()).map_err(|e| e.to_string()))
+    .unwrap_err();
+    assert!(e.contains("nodes.sh") && e.contains("route"), "{e}");
+}
+
+#[test]
+fn an_mtcp_mobile_sender_freezes_its_timers_out_of_every_cell_and_resumes_without_a_timeout() {
+    // The mobile sends 2 MB to the fixed host across 1 s rendezvous gaps.
+    let reverse = |v: &mut toml::Value| {
+        set(v, "flows.bulk.from", "mh");
+        set(v, "flows.bulk.to", "fh");
+        set(v, "mobility.cells", "non-overlapping");
+        set(v, "mobility.rendezvous_s", 1.0);
+    };
+    // M-TCP's cells, a supervisor host at each base station or one above both: the mobile's TCP is M-TCP's.
+    for s in [scenario("mtcp", reverse).unwrap(), supervisor(reverse).unwrap()] {
+        let r = run_intact(&s);
+        assert!(r.handoffs.len() >= 3, "{:?}", r.handoffs);
+        assert_eq!(r.flows[0].sender_timeouts, 0, "{:?}", r.flows[0]);
+    }
+    // The same mobile with plain TCP times out in the gaps; its backed-off timer (2, 4, 8 … s) keeps
+    // falling in the gaps of this 2 s cycle, and the transfer never completes.
+    let r = run(&scenario("none", reverse).unwrap(), &RunOptions::default()).unwrap();
+    assert!(r.flows[0].sender_timeouts > 5 && !r.flows[0].completed, "{:?}", r.flows[0]);
+}

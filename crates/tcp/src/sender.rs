@@ -107,6 +107,8 @@ pub struct Sender {
     /// When the current persist period began.
     persist_since: Option<Time>,
     probe_pending: bool,
+    /// Held still by [`freeze`](Self::freeze) until [`thaw`](Self::thaw).
+    frozen: bool,
 }
 
 impl Sender {
@@ -152,6 +154,7 @@ impl Sender {
             lt_bytes: 0,
             last_advance: 0,
             persist_deadline: None,
+            frozen: false,
             persist_shift: 0,
             persist_since: None,
             probe_pending: false,
@@ -434,6 +437,9 @@ impl Sender {
     /// The next IPv4 packet to send, if any.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Bytes> {
         self.last_sent = None;
+        if self.frozen {
+            return None;
+        }
         match self.state {
             State::Closed => None,
             State::SynSent => {
@@ -647,7 +653,7 @@ impl Sender {
     /// When [`handle_timeout`](Self::handle_timeout) wants to be called (the retransmit timer, or the
     /// persist timer while the peer's window is closed).
     pub fn poll_timeout(&self) -> Option<Time> {
-        if self.is_finished() {
+        if self.is_finished() || self.frozen {
             None
         } else {
             [self.rtx_deadline, self.persist_deadline].into_iter().flatten().min()
@@ -655,6 +661,9 @@ impl Sender {
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.frozen {
+            return;
+        }
         if self.persist_deadline.is_some_and(|d| d <= now) {
             self.on_persist_timeout(now);
         }
@@ -696,11 +705,24 @@ impl Sender {
         self.on_handoff_retransmit(now);
     }
 
+    /// Holds the sender still until [`thaw`](Self::thaw): no timer runs ([`poll_timeout`](Self::poll_timeout)
+    /// is `None`, [`handle_timeout`](Self::handle_timeout) does nothing) and nothing is sent; ACKs are still
+    /// taken in. For a host that knows it is cut off, as M-TCP's mobile does (Brown 1997).
+    pub fn freeze(&mut self) {
+        self.frozen = true;
+    }
+
+    /// Whether [`freeze`](Self::freeze) holds the sender still.
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
     /// The peer was cut off and the caller held this sender still meanwhile (it neither called
     /// [`handle_timeout`](Self::handle_timeout) nor sent): M-TCP's frozen timers (Brown 1997). Sending
     /// resumes from SND.UNA at once, since what went out before the cut went nowhere, with cwnd, ssthresh
     /// and the RTO as they were (the cut was no congestion), and the timers restart from now.
     pub fn thaw(&mut self, now: Time) {
+        self.frozen = false;
         if self.state == State::Established {
             self.rewind();
             if self.una < self.max {

@@ -138,6 +138,7 @@ impl Mobility {
         let secs = |v: f64| Time((v * 1e9).round() as u64);
         let state = MobState {
             fast_retransmit: cfg.fast_retransmit,
+            mtcp_mobile: s.nodes.values().any(|n| n.agent.0.contains(&crate::scenario::AgentKind::Mtcp)),
             receiver_signal: cfg.receiver_signal,
             old_bs_drains: cfg.old_bs_drains,
             cells,
@@ -234,9 +235,28 @@ impl Mobility {
 
     /// Tells base station `bs`'s agent (index into the visiting order) that the mobile left its cell or is
     /// back in reach.
-    fn tell_reachability(&self, world: &mut World, now: Time, bs: usize, reachable: bool) {
+    fn tell_reachability(&mut self, world: &mut World, now: Time, bs: usize, reachable: bool) {
         let mobile = world.nodes[self.m.mh].addr;
         world.tell_agent(now, self.m.bss[bs], |a, out| a.on_reachability(now, mobile, reachable, out));
+        if self.m.mtcp_mobile {
+            self.freeze_mobile_senders(world, now, !reachable);
+        }
+    }
+
+    /// M-TCP's mobile end (Brown 1997): while the mobile is out of every cell its sending TCPs are held still,
+    /// their timers frozen ([`lasthop_tcp::Sender::freeze`]); back in a cell they resume from the first
+    /// unacknowledged byte with the window and timeout they had ([`lasthop_tcp::Sender::thaw`]).
+    fn freeze_mobile_senders(&mut self, world: &mut World, now: Time, freeze: bool) {
+        let eps = world.nodes[self.m.mh].endpoints.clone();
+        for ep in eps {
+            let Role::Sender(s) = &mut world.endpoints[ep].role else { continue };
+            match (freeze, s.is_frozen()) {
+                (true, false) => s.freeze(),
+                (false, true) => s.thaw(now),
+                _ => continue,
+            }
+            world.after_endpoint(now, ep);
+        }
     }
 
     /// Beacon motion: a beacon from `bs` reached the mobile. Sample its strength at the mobile's position, let

@@ -240,6 +240,18 @@ impl SplitRelay {
         }
     }
 
+    /// The host reports the mobile in a new cell under this relay's supervisor host (Brown 1997: one SH serves
+    /// several cells, and a handoff between them moves nothing): the fixed sender, if frozen, is resumed with
+    /// a window update, and the relay's connection to the mobile resends from the mobile's last
+    /// acknowledgment at once, with the window and timeout it had ([`Sender::thaw`]), rather than waiting
+    /// for a timer that may have backed off while the mobile was between cells. An I-TCP relay carries on.
+    pub fn mobile_changed_cell(&mut self, now: Time) {
+        if let Some(m) = self.mtcp.as_mut() {
+            m.thaw(now);
+            self.sending.thaw(now);
+        }
+    }
+
     /// M-TCP's connection to the mobile is held still while the host reports the mobile cut off.
     fn wireless_frozen(&self) -> bool {
         self.mtcp.as_ref().is_some_and(|m| m.frozen() == Some(Freeze::CutOff))

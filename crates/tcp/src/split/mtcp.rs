@@ -28,8 +28,13 @@
 //!   on catching up, one for each such segment that arrived meanwhile (at most three): a held byte there
 //!   would make the sender's fast retransmission start one byte short of the hole.
 //!
-//! Not modelled: the bandwidth manager and the mobile's own M-TCP (the mobile runs the flow's ordinary
-//! TCP receiver, whose only timer is the delayed ACK); connections the mobile opens are not split.
+//! - **A new cell under the same supervisor host** ([`SplitRelay::mobile_changed_cell`]): nothing moves; the
+//!   sender, if frozen, gets its window update, and the relay's connection resends to the mobile from its
+//!   last acknowledgment at once.
+//!
+//! The mobile's own M-TCP end, for connections on which it sends, is its [`Sender`] frozen while it is cut
+//! off ([`Sender::freeze`], [`Sender::thaw`]); a receiving mobile runs the ordinary receiver, whose only
+//! timer is the delayed ACK. Not modelled: the bandwidth manager; connections the mobile opens are not split.
 
 use crate::{Receiver, Sender, TcpConfig, TimerStyle};
 use bytes::Bytes;
@@ -191,6 +196,12 @@ impl ShTcp {
 
     /// The mobile is cut off (`why`): the held byte acknowledged with a zero window.
     pub(super) fn freeze(&mut self, now: Time, why: Freeze, receiving: &Receiver, mobile: &Sender) {
+        if self.frozen == Some(Freeze::Silent) && why == Freeze::CutOff {
+            // Already frozen by the mobile's silence; the host's report now holds the relay's connection still
+            // too (the sender has its zero window already: no new freeze is counted).
+            self.frozen = Some(Freeze::CutOff);
+            return;
+        }
         if self.frozen.is_some() || !receiving.is_synchronized() {
             return;
         }

@@ -132,6 +132,60 @@ fn a_silent_mobile_freezes_the_sender_before_its_timer_can_expire_and_its_next_a
     assert_eq!((m.freezes_silent, m.resumes), (1, 1));
 }
 
+/// A relay whose mobile acknowledged 500 of the 2000 bytes it has and then went silent, at the moment the
+/// silence froze the sender (returned).
+fn frozen_by_silence() -> (SplitRelay, Time) {
+    let mut relay = small_mtcp();
+    open(&mut relay);
+    from_fixed(&mut relay, 0..1000);
+    mobile_acks(&mut relay, 500);
+    from_fixed(&mut relay, 1000..2000);
+    sent(&mut relay);
+    let due = relay.poll_timeout().unwrap();
+    relay.handle_timeout(due);
+    assert_eq!(acks_to_fixed(&sent(&mut relay)), [(101 + 500, 0)], "the held byte with a zero window");
+    (relay, due)
+}
+
+#[test]
+fn a_new_cell_under_the_same_supervisor_resumes_the_sender_and_resends_to_the_mobile_at_once() {
+    // The mobile leaves its cell unreported: silent, the sender frozen; the relay's timer fires and backs off.
+    let (mut relay, _) = frozen_by_silence();
+    let rto = relay.poll_timeout().unwrap();
+    relay.handle_timeout(rto);
+    assert_eq!(data_to_mobile(&sent(&mut relay)), [7501], "lost between the cells");
+    let backed_off = relay.poll_timeout().unwrap();
+    // The handoff's Notify tells the supervisor host the mobile is in its other cell.
+    let now = rto + Duration::from_millis(300);
+    assert!(backed_off > now + Duration::from_secs(1), "the next retransmission would wait for the doubled timer");
+    relay.mobile_changed_cell(now);
+    let out = sent(&mut relay);
+    assert_eq!(acks_to_fixed(&out), [(101 + 500, 3000)], "a window update of the same acknowledgment");
+    assert_eq!(data_to_mobile(&out)[0], 7501, "resent from the mobile's last acknowledgment at once");
+    assert!(relay.poll_timeout().unwrap() < backed_off, "the timer restarted from now");
+    mobile_acks(&mut relay, 2000);
+    assert_eq!(acks_to_fixed(&sent(&mut relay)), [(101 + 1999, 3000)]);
+    let m = relay.mtcp_stats().unwrap();
+    assert_eq!((m.freezes_silent, m.resumes), (1, 1));
+}
+
+#[test]
+fn the_hosts_report_after_a_silent_freeze_holds_the_relays_connection_still_and_the_resume_resends_at_once() {
+    let (mut relay, due) = frozen_by_silence();
+    // The host reports the mobile gone (the relay leaves at a handoff): no second zero window, and now the
+    // relay's own connection is held still too.
+    relay.mobile_unreachable(due);
+    assert_eq!(sent(&mut relay), [], "nothing more to say");
+    assert_eq!(relay.poll_timeout(), None, "no timer runs while cut off");
+    relay.mobile_reachable(due + Duration::from_secs(3));
+    let out = sent(&mut relay);
+    assert_eq!(acks_to_fixed(&out), [(101 + 500, 3000)], "a window update");
+    assert_eq!(data_to_mobile(&out)[0], 7501, "resent from the mobile's last acknowledgment at once");
+    assert_eq!(relay.sending().stats().timeouts, 0);
+    let m = relay.mtcp_stats().unwrap();
+    assert_eq!((m.freezes_silent, m.freezes_cut_off, m.resumes), (1, 0, 1), "one freeze, one resume");
+}
+
 #[test]
 fn a_hole_in_the_senders_stream_is_reported_with_duplicate_acks_of_the_hole_not_the_held_byte() {
     let mut relay = small_mtcp();
@@ -232,21 +286,27 @@ enum Event {
     CutOff { ms: u64, reported: bool },
     /// The relay moves to another base station, taking this long (the mobile is cut off meanwhile).
     Move { ms: u64 },
+    /// The mobile changes cell under the same supervisor host: what was on the air either way is lost, the
+    /// mobile hears the new cell this long after leaving the old one, and the relay is not moved: it learns
+    /// of the new cell (the handoff's Notify passing through it) and its connection carries on through it.
+    CellChange { ms: u64 },
 }
 
 fn event() -> impl Strategy<Value = Event> {
     prop_oneof![
         (50u64..3000, any::<bool>()).prop_map(|(ms, reported)| Event::CutOff { ms, reported }),
         (100u64..1500).prop_map(|ms| Event::Move { ms }),
+        (0u64..1500).prop_map(|ms| Event::CellChange { ms }),
     ]
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Whatever the wireless losses, disconnections and moves, every byte reaches the mobile exactly once
-    /// and in order (the harness checks each byte's content), the fixed sender is never acknowledged what
-    /// the mobile has not received, and a reported disconnection never times the fixed sender out.
+    /// Whatever the wireless losses, disconnections, moves and changes of cell under the same supervisor
+    /// host, every byte reaches the mobile exactly once and in order (the harness checks each byte's
+    /// content), the fixed sender is never acknowledged what the mobile has not received, and neither a
+    /// reported disconnection nor a change of cell times the fixed sender out.
     #[test]
     fn every_byte_arrives_once_in_order_and_nothing_is_acknowledged_early(
         loss_every in 5u64..40,
@@ -280,6 +340,12 @@ proptest! {
                     n.relay = moving;
                     n.cut_off = false;
                     n.relay.as_mut().unwrap().resume_after_move(n.now);
+                }
+                Event::CellChange { ms } => {
+                    n.in_flight.retain(|_, (to, _)| !matches!(to, At::Mh | At::RelayFromMh));
+                    n.run_checking_semantics(n.now + Duration::from_millis(ms));
+                    n.cut_off = false;
+                    n.relay.as_mut().unwrap().mobile_changed_cell(n.now);
                 }
             }
         }

@@ -160,3 +160,38 @@ fn an_idle_open_stream_persists_only_once_bytes_are_pushed_into_the_closed_windo
     assert_eq!((out[0].off, out[0].len), (1, 1));
     assert_eq!(s.stats().persist_probes, 1);
 }
+
+/// M-TCP's mobile end (Brown 1997): a host that knows it is cut off freezes its sender; no timer runs and
+/// nothing is sent however long the cut lasts, and the thaw resends from SND.UNA at once with the window and
+/// timeout it had (no slow start, no backed-off timer).
+#[test]
+fn a_frozen_sender_runs_no_timer_sends_nothing_and_thaws_from_snd_una_at_its_window() {
+    let (mut s, flight, now) = four_in_flight();
+    let cwnd = s.cwnd();
+    s.freeze();
+    assert!(s.is_frozen());
+    assert_eq!(s.poll_timeout(), None, "no timer while frozen");
+    // An ACK that was already on its way is taken in; the window it opens is not used until the thaw.
+    let t = now + Duration::from_millis(100);
+    s.handle_packet(t, &ack_win(flight[1].off, &[], 65535));
+    assert!(drain_sender(&mut s, t).is_empty());
+    assert_eq!(s.poll_timeout(), None, "still no timer");
+    let late = now + Duration::from_secs(30);
+    s.handle_timeout(late);
+    assert!(drain_sender(&mut s, late).is_empty(), "nothing sent while frozen");
+    let cwnd = cwnd + MSS; // the ACK opened cwnd by one segment (slow start)
+    assert_eq!(s.cwnd(), cwnd);
+    let back = late + Duration::from_secs(1);
+    s.thaw(back);
+    assert!(!s.is_frozen());
+    let out = drain_sender(&mut s, back);
+    assert_eq!(out[0].off, flight[1].off, "resent from the first unacknowledged byte");
+    assert_eq!(out.len() as u32, cwnd / MSS, "a full window at once");
+    assert_eq!(s.cwnd(), cwnd, "no slow start");
+    assert_eq!(
+        s.poll_timeout(),
+        Some(back + Duration::from_secs(1)),
+        "the timer restarts from the thaw, not backed off"
+    );
+    assert_eq!((s.stats().timeouts, s.stats().fast_retransmits), (0, 0));
+}
