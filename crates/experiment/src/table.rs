@@ -696,6 +696,7 @@ mod tests {
             counters: Default::default(),
             sender: Default::default(),
             split: None,
+            handoff: None,
         };
         let cell = |t: &Table, i: usize, c: &str| t.get(&t.rows[i], c).clone();
         let lossy = TestbedConfig { ber: 1.6e-5, wired_delay_ms: 20.0, ..TestbedConfig::default() };

@@ -179,6 +179,7 @@ fn fake_result(cfg: &TestbedConfig, goodput: f64) -> TestbedResult {
         counters: Counters::default(),
         sender: Default::default(),
         split: None,
+        handoff: None,
     }
 }
 
