@@ -417,6 +417,24 @@ pub fn remove_stale_namespaces() {
     }
 }
 
+/// Switches off, on the calling thread's namespace's interface `dev`, what would make a kernel sender's
+/// frames longer than the wire or leave their checksums unfinished (see `crate::bs`).
+pub(crate) fn sender_offloads_off(dev: &str) -> io::Result<()> {
+    for o in [Offload::Tso, Offload::Gso, Offload::Gro, Offload::TxChecksum] {
+        sys::set_offload(dev, o, false)?;
+    }
+    Ok(())
+}
+
+/// [`spawn_in_namespace`], waiting for `f`'s result.
+pub(crate) fn run_in_namespace<T: Send + 'static>(
+    path: &str,
+    label: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, NetError> {
+    spawn_in_namespace(path, label, f)?.join().map_err(|_| NetError::Transfer("a namespace thread panicked".into()))
+}
+
 /// Starts `f` on a new thread named `label` inside the network namespace at `path` (`/var/run/netns/…`);
 /// fails, without running `f`, when the thread cannot enter it.
 pub(crate) fn spawn_in_namespace<T: Send + 'static>(
@@ -502,20 +520,15 @@ impl Testbed {
         }
         // Senders must emit wire-sized frames with complete checksums (see `crate::bs`).
         for (node, dev) in [(Node::Fh, FH_IF), (Node::Mh, MH_IF)] {
-            self.run_in(node, move || -> io::Result<()> {
-                for o in [Offload::Tso, Offload::Gso, Offload::Gro, Offload::TxChecksum] {
-                    sys::set_offload(dev, o, false)?;
-                }
-                Ok(())
-            })?
-            .map_err(|e| NetError::io(format!("switching offloads off on {dev}"), e))?;
+            self.run_in(node, move || sender_offloads_off(dev))?
+                .map_err(|e| NetError::io(format!("switching offloads off on {dev}"), e))?;
         }
         Ok(())
     }
 
     /// Runs `f` on a new thread inside `node`'s namespace and waits for its result.
     pub fn run_in<T: Send + 'static>(&self, node: Node, f: impl FnOnce() -> T + Send + 'static) -> Result<T, NetError> {
-        self.spawn_in(node, f)?.join().map_err(|_| NetError::Transfer("a namespace thread panicked".into()))
+        run_in_namespace(&self.ns_path(node), &format!("ns-{node:?}"), f)
     }
 
     /// Starts `f` on a new thread inside `node`'s namespace.

@@ -26,17 +26,14 @@ use super::{HandoffScheme, HandoffSummary};
 use crate::counters::Counters;
 use crate::forward::Mac;
 use crate::hop::HopCounters;
-use crate::sys::{self, Offload};
-use crate::testbed::{
-    ip, remove_stale_namespaces, spawn_in_namespace, transfer_between, TestbedConfig, TransferProgress,
-};
-use crate::testbed::{TestbedResult, TransferResult};
+use crate::sys;
+use crate::testbed::{ip, remove_stale_namespaces, run_in_namespace, sender_offloads_off, spawn_in_namespace};
+use crate::testbed::{transfer_between, TestbedConfig, TestbedResult, TransferProgress, TransferResult};
 use crate::testbed::{FH_IP, MH_IP};
 use crate::NetError;
 use lasthop_agents::handoff::{Role, Scheme};
 use lasthop_agents::Agent;
 use std::collections::BTreeMap;
-use std::io;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
@@ -178,22 +175,15 @@ impl HandoffTestbed {
         ip(&["-n", &mh, "neigh", "replace", &FH_IP.to_string(), "lladdr", &r0, "dev", "mh0", "nud", "permanent"])?;
         // The kernels send wire-sized frames with complete checksums (see `crate::bs`).
         for (host, dev) in [(Host::Fh, "fh0"), (Host::Mh, "mh0")] {
-            self.in_ns(host, move || -> io::Result<()> {
-                for o in [Offload::Tso, Offload::Gso, Offload::Gro, Offload::TxChecksum] {
-                    sys::set_offload(dev, o, false)?;
-                }
-                Ok(())
-            })?
-            .map_err(|e| NetError::io(format!("switching offloads off on {dev}"), e))?;
+            self.in_ns(host, move || sender_offloads_off(dev))?
+                .map_err(|e| NetError::io(format!("switching offloads off on {dev}"), e))?;
         }
         Ok(())
     }
 
     /// Runs `f` on a thread inside `host`'s namespace and waits for it.
     pub fn in_ns<T: Send + 'static>(&self, host: Host, f: impl FnOnce() -> T + Send + 'static) -> Result<T, NetError> {
-        spawn_in_namespace(&self.ns_path(host), &format!("ns-{host:?}"), f)?
-            .join()
-            .map_err(|_| NetError::Transfer("a namespace thread panicked".into()))
+        run_in_namespace(&self.ns_path(host), &format!("ns-{host:?}"), f)
     }
 
     /// Starts the drivers of `cfg`'s scheme; returns once every socket is open.
