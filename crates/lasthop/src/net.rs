@@ -194,6 +194,10 @@ pub struct TestbedArgs {
     /// plain break-before-make (Caceres 1995) [default with --handoff-every: multicast]
     #[arg(long, value_enum)]
     pub scheme: Option<HandoffSchemeArg>,
+    /// With --handoff-every or --scheme: packets each base station's handoff buffer keeps [default: 12,
+    /// Balakrishnan 1995 §6]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub handoff_buffer: Option<u64>,
     /// Print the result (configuration, goodput, hash check, counters) as JSON
     #[arg(long)]
     pub json: bool,
@@ -364,6 +368,7 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
             (None, None) => None,
         },
         handoff_every_s: a.handoff_every.unwrap_or(d.handoff_every_s),
+        handoff_buffer_packets: a.handoff_buffer.map_or(d.handoff_buffer_packets, |n| n as usize),
         ..d
     }
 }
