@@ -226,3 +226,23 @@ fn a_hole_at_the_first_segment_through_the_new_base_station_counts_as_lost() {
     m.on_frame(at + Duration::from_millis(3), 2, &link(2).frame(&data(6, 6000, 1000), false), &mut out);
     assert_eq!(m.records()[0].lost, Some(3));
 }
+
+#[test]
+fn the_handoff_configuration_is_checked() {
+    use crate::{AgentKind, TestbedConfig};
+    let ok = TestbedConfig { handoff: Some(super::HandoffScheme::Plain), ..TestbedConfig::default() };
+    assert!(ok.validate().is_ok(), "never hands off by default");
+    assert!(TestbedConfig { handoff_every_s: 1.0, ..ok.clone() }.validate().is_ok());
+    for (bad, says) in [
+        (TestbedConfig { agent: AgentKind::Split, ..ok.clone() }, "not split"),
+        (TestbedConfig { handoff_every_s: 0.01, ..ok.clone() }, "at least 0.1"),
+        (TestbedConfig { handoff_every_s: f64::NAN, ..ok.clone() }, "at least 0.1"),
+        (TestbedConfig { handoff_buffer_packets: 0, ..ok.clone() }, "at least 1"),
+        (TestbedConfig { beacon_every_s: -1.0, ..ok.clone() }, "beacon_every_s"),
+    ] {
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains(says), "{e}");
+    }
+    assert_eq!("plain".parse::<super::HandoffScheme>(), Ok(super::HandoffScheme::Plain));
+    assert!("mobile-ip".parse::<super::HandoffScheme>().unwrap_err().contains("expected"));
+}
