@@ -61,9 +61,11 @@ pub struct HandoffBsNode {
     next_beacon: Option<Time>,
     beacon_ident: u16,
     promotions: Vec<Promotion>,
-    /// Frames the hop dropped at its queue, and non-IPv4 frames ignored.
     pub beacons_sent: u64,
+    /// Frames that are not IPv4 (the testbed's links carry nothing else), ignored.
     pub not_ipv4: u64,
+    /// Packets from the mobile neither TCP nor for this base station (control messages for others),
+    /// routed on to the wired side.
     pub routed_up: u64,
 }
 
