@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 TUTORIALS = REPO / "docs" / "src" / "tutorials"
 PAGES = sorted(p.name for p in TUTORIALS.glob("*.md"))
 # Pages whose commands build namespaces and open raw sockets.
-NEEDS_ROOT = {"real-base-station.md", "testbed.md", "twin.md"}
+NEEDS_ROOT = {"real-base-station.md", "testbed.md", "twin.md", "handoff-testbed.md"}
 # What the one-machine base station creates, removed before and after its page runs.
 NAMESPACES = ["lh-fh", "lh-bs", "lh-mh"]
 

@@ -371,6 +371,21 @@ pub fn twin_columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
+/// What the handoff testbed (`TestbedConfig::handoff`) adds: the handoffs the mobile made, their mean
+/// latency (its request to the first packet through the new base station, ms; empty when none completed),
+/// and over all handoffs the segments lost (the hole at the first data segment through the new base
+/// station), resent from the new base station's buffer, and duplicated (data the mobile already had,
+/// within a second of the request).
+pub const TESTBED_HANDOFF_COLUMNS: &[&str] =
+    &["handoffs", "handoff_latency_ms", "handoff_packets_lost", "handoff_resent_from_buffer", "handoff_duplicated"];
+
+/// [`testbed_columns`] followed by [`TESTBED_HANDOFF_COLUMNS`].
+pub fn testbed_handoff_columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols = testbed_columns(grid_columns);
+    cols.extend(TESTBED_HANDOFF_COLUMNS.iter().map(|s| s.to_string()));
+    cols
+}
+
 /// A results table: named columns, rows in run order (grid order, then seed).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
@@ -503,6 +518,21 @@ impl Table {
                     "sender_retrans_segs" => Cell::Int(r.sender.retrans_segs as i64),
                     "sender_fast_retrans" => Cell::Int(r.sender.fast_retrans as i64),
                     "sender_timeouts" => Cell::Int(r.sender.timeouts as i64),
+                    handoff if TESTBED_HANDOFF_COLUMNS.contains(&handoff) => {
+                        let Some(h) = &r.handoff else {
+                            return Err(format!("internal: column `{handoff}` for a run without handoffs"));
+                        };
+                        let sum = |f: fn(&lasthop_net::handoff::HandoffRecord) -> u64| {
+                            Cell::Int(h.handoffs.iter().map(f).sum::<u64>() as i64)
+                        };
+                        match handoff {
+                            "handoffs" => Cell::Int(h.handoffs.len() as i64),
+                            "handoff_latency_ms" => h.mean_latency_ms().map_or(Cell::Empty, Cell::Float),
+                            "handoff_packets_lost" => Cell::Int(h.packets_lost() as i64),
+                            "handoff_resent_from_buffer" => sum(|x| x.resent_from_buffer),
+                            _ => sum(|x| x.duplicated),
+                        }
+                    }
                     other => return Err(format!("internal: no testbed column `{other}`")),
                 }
             };
@@ -791,6 +821,7 @@ mod tests {
             counters: Default::default(),
             sender: Default::default(),
             split: None,
+            handoff: None,
         };
         let cell = |t: &Table, i: usize, c: &str| t.get(&t.rows[i], c).clone();
         let lossy = TestbedConfig { ber: 1.6e-5, wired_delay_ms: 20.0, ..TestbedConfig::default() };

@@ -4,6 +4,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use lasthop_net::channel::ErrorModelConfig;
+use lasthop_net::handoff::{HandoffScheme, HandoffSummary};
 use lasthop_net::{Access, AgentKind, BsConfig, Duplex, HopConfig, NetError, TestbedConfig, TestbedResult};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -185,9 +186,37 @@ pub struct TestbedArgs {
     /// Write wired.pcap and wireless.pcap of the base station's interfaces into this directory
     #[arg(long, value_name = "DIR")]
     pub pcap_dir: Option<PathBuf>,
+    /// Two base stations and a moving mobile host (home agent, FH — HA — BS1, BS2 — MH): the mobile hands
+    /// off between them every S seconds (`inf`: never) [default with --scheme: inf]
+    #[arg(long, value_name = "S")]
+    pub handoff_every: Option<f64>,
+    /// The handoff scheme of the two-base-station testbed: Balakrishnan 1995's multicast with buffering, or
+    /// plain break-before-make (Caceres 1995) [default with --handoff-every: multicast]
+    #[arg(long, value_enum)]
+    pub scheme: Option<HandoffSchemeArg>,
+    /// With --handoff-every or --scheme: packets each base station's handoff buffer keeps [default: 12,
+    /// Balakrishnan 1995 §6]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub handoff_buffer: Option<u64>,
     /// Print the result (configuration, goodput, hash check, counters) as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// `lasthop testbed --scheme`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HandoffSchemeArg {
+    Multicast,
+    Plain,
+}
+
+impl From<HandoffSchemeArg> for HandoffScheme {
+    fn from(a: HandoffSchemeArg) -> HandoffScheme {
+        match a {
+            HandoffSchemeArg::Multicast => HandoffScheme::Multicast,
+            HandoffSchemeArg::Plain => HandoffScheme::Plain,
+        }
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -334,6 +363,14 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         split_buffer_bytes: a.split_buffer_bytes.unwrap_or(d.split_buffer_bytes),
         port: a.port.unwrap_or(d.port),
         split_ports: a.split_ports.clone(),
+        handoff: match (a.scheme, a.handoff_every) {
+            (Some(s), _) => Some(s.into()),
+            (None, Some(_)) => Some(HandoffScheme::Multicast),
+            (None, None) => None,
+        },
+        handoff_every_s: a.handoff_every.unwrap_or(d.handoff_every_s),
+        handoff_buffer_packets: a.handoff_buffer.map_or(d.handoff_buffer_packets, |n| n as usize),
+        ..d
     }
 }
 
@@ -344,7 +381,8 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
     if !a.json {
-        eprintln!("lasthop testbed: {} (building namespaces FH, BS, MH)", describe(&cfg));
+        let hosts = if cfg.handoff.is_some() { "FH, HA, BS1, BS2, MH" } else { "FH, BS, MH" };
+        eprintln!("lasthop testbed: {} (building namespaces {hosts})", describe(&cfg));
     }
     let r = lasthop_net::run_testbed_transfer(&cfg).map_err(net_error)?;
     if a.json {
@@ -362,13 +400,41 @@ pub fn testbed(a: TestbedArgs) -> Result<ExitCode> {
                 s.connections, s.bytes_down, s.rcvbuf_bytes, s.sndbuf_bytes, s.kernel_retrans_segs, s.kernel_timeouts
             );
         }
-        print!("{}", r.counters);
+        match &r.handoff {
+            Some(h) => print!("{}", handoff_report(h)),
+            None => print!("{}", r.counters),
+        }
     }
     if !r.hash_ok {
         eprintln!("error: the received bytes differ from the sent ones (hash mismatch)");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The handoffs of a run, one line each, then the drivers' counters.
+pub fn handoff_report(h: &HandoffSummary) -> String {
+    let mut s = format!("{} handoff(s), scheme {}:\n", h.handoffs.len(), h.scheme);
+    let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1} ms"));
+    for x in &h.handoffs {
+        s += &format!(
+            "  #{} at {:.2} s {} -> {}: latency {}, accepted {}, lost {}, resent from buffer {}, duplicated {}, missed in the old cell {}\n",
+            x.seq,
+            x.requested_s,
+            x.from,
+            x.to,
+            opt(x.latency_ms),
+            opt(x.accepted_ms),
+            x.lost.map_or("-".to_string(), |l| l.to_string()),
+            x.resent_from_buffer,
+            x.duplicated,
+            x.missed_old_cell
+        );
+    }
+    for (k, v) in &h.counters {
+        s += &format!("{k:<34} {v}\n");
+    }
+    s
 }
 
 /// `agent snoop, cc reno, SACK off, BER 3.9e-6, 2 Mb/s half-duplex (turns) hop, 1 ms, queue 100, 2097152 B, seed 1`
@@ -405,6 +471,9 @@ pub fn describe(c: &TestbedConfig) -> String {
         } else {
             String::new()
         }
+        + &c.handoff.map_or(String::new(), |h| {
+            format!(", handoff {h} every {} s, buffer {} packets", c.handoff_every_s, c.handoff_buffer_packets)
+        })
 }
 
 /// `goodput 1.613 Mb/s (2097152 of 2097152 B in 10.40 s, cc reno), hash ok`

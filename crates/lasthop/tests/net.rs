@@ -133,6 +133,30 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
 }
 
 #[test]
+fn the_handoff_experiment_loads_with_its_handoff_columns() {
+    let e = Experiment::load(&repo().join("experiments/testbed-handoff.toml")).unwrap();
+    assert_eq!(e.runner, RunnerKind::Testbed);
+    assert!(!e.default, "needs root: must not be in the default set");
+    assert_eq!(e.grid_columns(), ["scheme", "handoff_interval_s", "agent", "ber"]);
+    let cols = e.columns();
+    for c in ["cc", "seed", "goodput_mbps", "hash_ok", "handoffs", "handoff_latency_ms", "handoff_packets_lost"] {
+        assert!(cols.iter().any(|k| k == c), "no column {c} in {cols:?}");
+    }
+    assert_eq!(e.points(false).unwrap().len(), 2 * 5 * 2 * 2);
+    assert_eq!(e.seed_list(false).len(), 3);
+    let full = e.points(false).unwrap();
+    let never = testbed_config(&full[4 * 4], 1).unwrap();
+    assert_eq!(never.handoff, Some(lasthop_net::handoff::HandoffScheme::Multicast));
+    assert!(never.handoff_every_s.is_infinite(), "the fifth interval is never: {}", never.handoff_every_s);
+    let last = testbed_config(&full[full.len() - 1], 1).unwrap();
+    assert_eq!(
+        (last.handoff, last.agent, last.ber, last.cc.as_str(), last.handoff_buffer_packets),
+        (Some(lasthop_net::handoff::HandoffScheme::Plain), AgentKind::Snoop, 3.9e-6, "reno", 12)
+    );
+    assert!(last.validate().is_ok());
+}
+
+#[test]
 fn the_rtt_experiment_loads_and_its_grid_expands() {
     let e = Experiment::load(&repo().join("experiments/testbed-rtt.toml")).unwrap();
     assert_eq!(e.runner, RunnerKind::Testbed);
@@ -179,6 +203,7 @@ fn fake_result(cfg: &TestbedConfig, goodput: f64) -> TestbedResult {
         counters: Counters::default(),
         sender: Default::default(),
         split: None,
+        handoff: None,
     }
 }
 

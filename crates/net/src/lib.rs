@@ -12,6 +12,8 @@
 //! - [`bs`]: the I/O loop around it (AF_PACKET sockets, `ppoll`, the clock) — [`run_bs`];
 //! - [`testbed`]: network namespaces FH, BS, MH joined by veth pairs, a built-in kernel-TCP bulk transfer
 //!   through the base station, teardown on every exit path — [`run_testbed_transfer`];
+//! - [`handoff`]: handoff on real packets — a home agent, two base stations and a moving mobile host, the
+//!   handoff agents on Linux, with kernel TCP end to end — [`handoff::run_handoff_transfer`];
 //! - [`split`]: I-TCP's split connection on kernel TCP, a transparent proxy in the base station's namespace
 //!   whose connection to the mobile crosses the emulated hop;
 //! - [`bench`] and [`bench_sockets`]: the forwarding core timed in memory, and the whole I/O loop timed on
@@ -35,6 +37,7 @@ pub mod channel {
 }
 pub mod counters;
 pub mod forward;
+pub mod handoff;
 pub mod hop;
 pub mod pool;
 pub mod split;

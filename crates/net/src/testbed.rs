@@ -135,6 +135,15 @@ pub struct TestbedConfig {
     /// the transfer's `port` alone. When given, they must include `port`, or the transfer itself would be
     /// reset by the base station. Ignored by the other agents.
     pub split_ports: Vec<u16>,
+    /// Two base stations and a moving mobile instead of one base station (`crate::handoff`): the handoff
+    /// scheme. None (the default): the one-station testbed.
+    pub handoff: Option<crate::handoff::HandoffScheme>,
+    /// With `handoff`: seconds between the mobile's handoffs (`inf`: never).
+    pub handoff_every_s: f64,
+    /// With `handoff`: packets each base station's handoff buffer keeps (Balakrishnan 1995 §6: 12).
+    pub handoff_buffer_packets: usize,
+    /// With `handoff`: seconds between a base station's beacons (Balakrishnan 1995 §6: one per second; 0: none).
+    pub beacon_every_s: f64,
 }
 
 impl Default for TestbedConfig {
@@ -160,6 +169,10 @@ impl Default for TestbedConfig {
             split_buffer_bytes: SplitConfig::default().buffer_bytes,
             port: TRANSFER_PORT,
             split_ports: Vec::new(),
+            handoff: None,
+            handoff_every_s: f64::INFINITY,
+            handoff_buffer_packets: 12,
+            beacon_every_s: 1.0,
         }
     }
 }
@@ -232,6 +245,26 @@ impl TestbedConfig {
         if !self.split_ports.is_empty() {
             crate::split::validate_ports(&self.split_ports)?;
         }
+        if self.handoff.is_some() {
+            if self.agent == AgentKind::Split {
+                return Err(NetError::Config("the handoff testbed runs agent none or snoop, not split".into()));
+            }
+            if self.handoff_every_s.is_nan() || self.handoff_every_s < 0.1 {
+                return Err(NetError::Config(format!(
+                    "handoff_every_s must be at least 0.1 (or inf: never), got {}",
+                    self.handoff_every_s
+                )));
+            }
+            if !(self.beacon_every_s.is_finite() && self.beacon_every_s >= 0.0) {
+                return Err(NetError::Config(format!("beacon_every_s must be 0 or more, got {}", self.beacon_every_s)));
+            }
+            if self.handoff_buffer_packets == 0 {
+                return Err(NetError::Config("handoff_buffer_packets must be at least 1".into()));
+            }
+            if self.pcap_dir.is_some() {
+                return Err(NetError::Config("the handoff testbed does not capture (pcap_dir)".into()));
+            }
+        }
         if self.agent == AgentKind::Split {
             self.split().validate()?;
             if !self.split_ports.is_empty() && !self.split_ports.contains(&self.port) {
@@ -275,6 +308,9 @@ pub struct TestbedResult {
     /// The split proxy's counters (`agent = "split"` only).
     #[serde(default)]
     pub split: Option<SplitCounters>,
+    /// The handoffs and the drivers' counters (the handoff testbed only).
+    #[serde(default)]
+    pub handoff: Option<crate::handoff::HandoffSummary>,
 }
 
 /// What the fixed host's kernel TCP did, from `/proc/net/snmp` and `/proc/net/netstat` in its namespace.
@@ -329,6 +365,9 @@ pub fn run_testbed_transfer_observed(
 ) -> Result<TestbedResult, NetError> {
     cfg.validate()?;
     sys::install_signal_handlers().map_err(|e| NetError::io("installing signal handlers", e))?;
+    if let Some(scheme) = cfg.handoff {
+        return crate::handoff::run_handoff_transfer(cfg, scheme);
+    }
     let tb = Testbed::create()?;
     tb.set_sack(cfg.sack)?;
     let bs = tb.start_station(cfg)?;
@@ -347,6 +386,7 @@ pub fn run_testbed_transfer_observed(
         counters,
         sender: t.sender,
         split,
+        handoff: None,
     })
 }
 
@@ -358,7 +398,7 @@ pub struct Testbed {
 
 static SERIAL: AtomicU32 = AtomicU32::new(0);
 
-fn ip(args: &[&str]) -> Result<String, NetError> {
+pub(crate) fn ip(args: &[&str]) -> Result<String, NetError> {
     let out = Command::new("ip").args(args).output().map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             NetError::NamespacesUnavailable("the `ip` command (iproute2) is not installed".into())
@@ -386,6 +426,58 @@ pub fn remove_stale_namespaces() {
         if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             let _ = ip(&["netns", "del", name]);
         }
+    }
+}
+
+/// Switches off, on the calling thread's namespace's interface `dev`, what would make a kernel sender's
+/// frames longer than the wire or leave their checksums unfinished (see `crate::bs`).
+pub(crate) fn sender_offloads_off(dev: &str) -> io::Result<()> {
+    for o in [Offload::Tso, Offload::Gso, Offload::Gro, Offload::TxChecksum] {
+        sys::set_offload(dev, o, false)?;
+    }
+    Ok(())
+}
+
+/// [`spawn_in_namespace`], waiting for `f`'s result.
+pub(crate) fn run_in_namespace<T: Send + 'static>(
+    path: &str,
+    label: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, NetError> {
+    spawn_in_namespace(path, label, f)?.join().map_err(|_| NetError::Transfer("a namespace thread panicked".into()))
+}
+
+/// Starts `f` on a new thread named `label` inside the network namespace at `path` (`/var/run/netns/…`);
+/// fails, without running `f`, when the thread cannot enter it.
+pub(crate) fn spawn_in_namespace<T: Send + 'static>(
+    path: &str,
+    label: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, NetError> {
+    let path = path.to_string();
+    // Enter first, on the thread itself, and report a failure before running `f`.
+    let (tx, rx) = mpsc::channel();
+    let p = path.clone();
+    let h = std::thread::Builder::new()
+        .name(label.to_string())
+        .spawn(move || {
+            let entered = sys::enter_netns(&p);
+            let ok = entered.is_ok();
+            let _ = tx.send(entered);
+            if !ok {
+                // The caller sees the error from the channel; `f` never runs outside the namespace.
+                std::thread::park();
+            }
+            f()
+        })
+        .map_err(|e| NetError::io("spawning a thread", e))?;
+    match rx.recv() {
+        Ok(Ok(())) => Ok(h),
+        Ok(Err(e)) => {
+            h.thread().unpark();
+            Err(NetError::io(format!("entering namespace {path}"), e))
+        }
+        Err(_) => Err(NetError::Transfer("namespace thread ended before entering".into())),
     }
 }
 
@@ -440,20 +532,15 @@ impl Testbed {
         }
         // Senders must emit wire-sized frames with complete checksums (see `crate::bs`).
         for (node, dev) in [(Node::Fh, FH_IF), (Node::Mh, MH_IF)] {
-            self.run_in(node, move || -> io::Result<()> {
-                for o in [Offload::Tso, Offload::Gso, Offload::Gro, Offload::TxChecksum] {
-                    sys::set_offload(dev, o, false)?;
-                }
-                Ok(())
-            })?
-            .map_err(|e| NetError::io(format!("switching offloads off on {dev}"), e))?;
+            self.run_in(node, move || sender_offloads_off(dev))?
+                .map_err(|e| NetError::io(format!("switching offloads off on {dev}"), e))?;
         }
         Ok(())
     }
 
     /// Runs `f` on a new thread inside `node`'s namespace and waits for its result.
     pub fn run_in<T: Send + 'static>(&self, node: Node, f: impl FnOnce() -> T + Send + 'static) -> Result<T, NetError> {
-        self.spawn_in(node, f)?.join().map_err(|_| NetError::Transfer("a namespace thread panicked".into()))
+        run_in_namespace(&self.ns_path(node), &format!("ns-{node:?}"), f)
     }
 
     /// Starts `f` on a new thread inside `node`'s namespace.
@@ -462,30 +549,7 @@ impl Testbed {
         node: Node,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<JoinHandle<T>, NetError> {
-        let path = self.ns_path(node);
-        // Enter first, on the thread itself, and report a failure before running `f`.
-        let (tx, rx) = mpsc::channel();
-        let h = std::thread::Builder::new()
-            .name(format!("ns-{node:?}"))
-            .spawn(move || {
-                let entered = sys::enter_netns(&path);
-                let ok = entered.is_ok();
-                let _ = tx.send(entered);
-                if !ok {
-                    // The caller sees the error from the channel; `f` never runs outside the namespace.
-                    std::thread::park();
-                }
-                f()
-            })
-            .map_err(|e| NetError::io("spawning a thread", e))?;
-        match rx.recv() {
-            Ok(Ok(())) => Ok(h),
-            Ok(Err(e)) => {
-                h.thread().unpark();
-                Err(NetError::io(format!("entering namespace {}", self.name(node)), e))
-            }
-            Err(_) => Err(NetError::Transfer("namespace thread ended before entering".into())),
-        }
+        spawn_in_namespace(&self.ns_path(node), &format!("ns-{node:?}"), f)
     }
 
     /// Writes `/proc/sys/<key>` inside `node`'s namespace (`key` as a path: `net/ipv4/tcp_sack`).
@@ -656,48 +720,7 @@ impl Testbed {
         abort: &AtomicBool,
         progress: &Arc<TransferProgress>,
     ) -> Result<TransferResult, NetError> {
-        let abort_all = Arc::new(AtomicBool::new(false));
-        let deadline = Instant::now() + cfg.timeout;
-        let port = cfg.port;
-        let (ready_tx, ready_rx) = mpsc::channel::<()>();
-
-        let (a, total) = (abort_all.clone(), cfg.bytes);
-        let clamp = cfg.max_window;
-        let p = progress.clone();
-        let receiver = self.spawn_in(Node::Mh, move || receive(port, total, clamp, &a, deadline, ready_tx, &p))?;
-        if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
-            abort_all.store(true, Ordering::Relaxed);
-            return Err(receiver
-                .join()
-                .ok()
-                .and_then(|r| r.err())
-                .unwrap_or(NetError::Transfer("receiver did not start".into())));
-        }
-        let (a, c, p) = (abort_all.clone(), cfg.clone(), progress.clone());
-        let sender = self.spawn_in(Node::Fh, move || {
-            let r = send(port, &c, &a, deadline, &p);
-            if r.is_err() {
-                // The receiver would otherwise wait for an end of stream that never comes.
-                a.store(true, Ordering::Relaxed);
-            }
-            r
-        })?;
-
-        // Watch for the caller's abort and for signals while the two threads work.
-        while !(sender.is_finished() && receiver.is_finished()) {
-            if abort.load(Ordering::Relaxed) || sys::STOP_REQUESTED.load(Ordering::Relaxed) {
-                abort_all.store(true, Ordering::Relaxed);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let sent = sender.join().map_err(|_| NetError::Transfer("sender panicked".into()));
-        let received = receiver.join().map_err(|_| NetError::Transfer("receiver panicked".into()));
-        if sys::STOP_REQUESTED.load(Ordering::Relaxed) {
-            return Err(NetError::Interrupted);
-        }
-        let (sent_hash, cc, sender) = sent??;
-        let (bytes_received, recv_hash, duration, peer) = received??;
-        Ok(TransferResult { bytes_sent: cfg.bytes, bytes_received, sent_hash, recv_hash, duration, cc, sender, peer })
+        transfer_between(&self.ns_path(Node::Fh), &self.ns_path(Node::Mh), cfg, abort, progress)
     }
 
     /// Removes the namespaces (and with them the veth pairs). Idempotent; also done on drop.
@@ -783,6 +806,60 @@ impl Station {
 /// wireless loop, the wired port from the wired loop, the CPU of both.
 fn merge_split_counters(wired: Counters, wireless: Counters) -> Counters {
     Counters { wired: wired.wired, cpu_s: wired.cpu_s + wireless.cpu_s, ..wireless }
+}
+
+/// A bulk transfer from a sender in the namespace at `fh` to a receiver on [`MH_IP`] in the namespace at
+/// `mh`, through whatever sits between them; progress goes into `progress`. `abort` (or SIGINT/SIGTERM)
+/// ends it.
+pub(crate) fn transfer_between(
+    fh: &str,
+    mh: &str,
+    cfg: &TransferConfig,
+    abort: &AtomicBool,
+    progress: &Arc<TransferProgress>,
+) -> Result<TransferResult, NetError> {
+    let abort_all = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + cfg.timeout;
+    let port = cfg.port;
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+
+    let (a, total) = (abort_all.clone(), cfg.bytes);
+    let clamp = cfg.max_window;
+    let p = progress.clone();
+    let receiver = spawn_in_namespace(mh, "ns-Mh", move || receive(port, total, clamp, &a, deadline, ready_tx, &p))?;
+    if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        abort_all.store(true, Ordering::Relaxed);
+        return Err(receiver
+            .join()
+            .ok()
+            .and_then(|r| r.err())
+            .unwrap_or(NetError::Transfer("receiver did not start".into())));
+    }
+    let (a, c, p) = (abort_all.clone(), cfg.clone(), progress.clone());
+    let sender = spawn_in_namespace(fh, "ns-Fh", move || {
+        let r = send(port, &c, &a, deadline, &p);
+        if r.is_err() {
+            // The receiver would otherwise wait for an end of stream that never comes.
+            a.store(true, Ordering::Relaxed);
+        }
+        r
+    })?;
+
+    // Watch for the caller's abort and for signals while the two threads work.
+    while !(sender.is_finished() && receiver.is_finished()) {
+        if abort.load(Ordering::Relaxed) || sys::STOP_REQUESTED.load(Ordering::Relaxed) {
+            abort_all.store(true, Ordering::Relaxed);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = sender.join().map_err(|_| NetError::Transfer("sender panicked".into()));
+    let received = receiver.join().map_err(|_| NetError::Transfer("receiver panicked".into()));
+    if sys::STOP_REQUESTED.load(Ordering::Relaxed) {
+        return Err(NetError::Interrupted);
+    }
+    let (sent_hash, cc, sender) = sent??;
+    let (bytes_received, recv_hash, duration, peer) = received??;
+    Ok(TransferResult { bytes_sent: cfg.bytes, bytes_received, sent_hash, recv_hash, duration, cc, sender, peer })
 }
 
 /// What a transfer has done so far, shared with the caller while it runs: so that a transfer cut short

@@ -32,9 +32,10 @@ impl RowNames {
     }
 }
 
-/// Whether flow rows carry the Mobile IP columns: the base scenario has a `[mobile_ip]` table.
+/// Whether rows carry the mobility columns: a simulator scenario's `[mobile_ip]` table (the Mobile IP
+/// columns), or a testbed configuration's `handoff` (two base stations and a moving mobile: the handoff columns).
 pub(super) fn has_mobile_ip(base: &toml::Value) -> bool {
-    base.get("mobile_ip").is_some()
+    base.get("mobile_ip").is_some() || base.get("handoff").is_some()
 }
 
 /// The results columns of an experiment with these grid columns.
@@ -43,6 +44,7 @@ pub(super) fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, gr
         RunnerKind::Sim if web => table::web_columns(grid_columns),
         RunnerKind::Sim if mobile_ip => table::mobile_ip_columns(grid_columns),
         RunnerKind::Sim => table::columns(grid_columns),
+        RunnerKind::Testbed if mobile_ip => table::testbed_handoff_columns(grid_columns),
         RunnerKind::Testbed => table::testbed_columns(grid_columns),
         RunnerKind::Scale => table::scale_columns(grid_columns),
         RunnerKind::Twin => table::twin_columns(grid_columns),

@@ -5,13 +5,14 @@ use lasthop::table;
 
 #[test]
 fn every_results_column_is_documented() {
-    let lists: [(&str, &[&str]); 9] = [
+    let lists: [(&str, &[&str]); 10] = [
         ("FLOW_COLUMNS", table::FLOW_COLUMNS),
         ("WEB_COLUMNS", table::WEB_COLUMNS),
         ("RUN_COLUMNS", table::RUN_COLUMNS),
         ("MIP_COLUMNS", table::MIP_COLUMNS),
         ("TESTBED_CONFIG_COLUMNS", table::TESTBED_CONFIG_COLUMNS),
         ("TESTBED_COLUMNS", table::TESTBED_COLUMNS),
+        ("TESTBED_HANDOFF_COLUMNS", table::TESTBED_HANDOFF_COLUMNS),
         ("SCALE_COLUMNS", table::SCALE_COLUMNS),
         ("TWIN_CONFIG_COLUMNS", table::TWIN_CONFIG_COLUMNS),
         ("TWIN_COLUMNS", table::TWIN_COLUMNS),

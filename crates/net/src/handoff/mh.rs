@@ -1,0 +1,261 @@
+//! The mobile host's driver: its radio and its handoff controller
+//! ([`lasthop_agents::handoff::MobileHost`]), between the mobile's kernel and the cells.
+//!
+//! Port 0 is the mobile's kernel (a veth pair inside the mobile's namespace); ports 1.. are the cells, one
+//! per base station. The radio is tuned to one cell at a time: what the kernel sends goes out on that cell,
+//! and data from any other cell is not received (it was sent after the mobile left: the break of a
+//! break-before-make handoff). Beacons are heard from every cell. The controller sees every packet
+//! received (the IP IDs of the last three, Balakrishnan 1995 §6) and decides by a time schedule, as the
+//! experiment of Balakrishnan 1995 Table 1 does ("the mobile host uses the time elapsed since the last
+//! handoff to determine if a handoff should occur"): every `handoff_every` it retunes to the next cell and
+//! sends the handoff's control messages there.
+//!
+//! Per handoff it measures, at the mobile: the latency from its request to the first packet through the
+//! new base station (data, or the base station's acceptance when no data flows); the segments lost, as
+//! the hole between what the mobile had and the first data segment through the new base station (full
+//! segments; the hole TCP must then repair end to end); and the segments duplicated, data the mobile
+//! already had arriving within [`DUPLICATE_WINDOW`] of the request.
+
+use super::node::{ipv4_of, Link, Node, Out};
+use bytes::Bytes;
+use lasthop_agents::handoff::{Control, Kind, MhEvent, MobileHost, Scheme, PROTO_HANDOFF};
+use lasthop_wire::ipv4::PROTO_TCP;
+use lasthop_wire::{Ipv4Packet, SeqNum, TcpPacket, Time};
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+pub const KERNEL: usize = 0;
+
+/// Data arriving within this time of a handoff request that the mobile already had counts as duplicated
+/// by that handoff.
+pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(1);
+
+/// What one handoff did, as the mobile saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HandoffRecord {
+    /// The mobile's handoff number.
+    pub seq: u16,
+    pub from: Ipv4Addr,
+    pub to: Ipv4Addr,
+    /// Seconds since the mobile's driver started.
+    pub requested_s: f64,
+    /// Request to the first packet through the new base station, ms (`None`: none came).
+    pub latency_ms: Option<f64>,
+    /// Request to the new base station's acceptance (`Ack` or `GreetingAck`), ms.
+    pub accepted_ms: Option<f64>,
+    /// Full segments missing between what the mobile had and the first data segment through the new base
+    /// station (`None`: no data came through it).
+    pub lost: Option<u64>,
+    /// Data segments the mobile already had, arriving within [`DUPLICATE_WINDOW`] of the request.
+    pub duplicated: u64,
+    /// Data frames from the old cell after the mobile left it.
+    pub missed_old_cell: u64,
+    /// Packets the new base station resent from its buffer (filled in from the base station).
+    pub resent_from_buffer: u64,
+}
+
+pub struct MhNode {
+    ctl: MobileHost,
+    scheme: Scheme,
+    /// The cells' base stations; port `i + 1` is cell `i`.
+    cells: Vec<Ipv4Addr>,
+    links: Vec<Link>,
+    tuned: usize,
+    every: Option<Duration>,
+    started: Option<Time>,
+    next_handoff: Option<Time>,
+    records: Vec<HandoffRecord>,
+    /// Pending measurements of the latest handoff: its request time.
+    pending: Option<Time>,
+    /// The end of the highest data received, and the largest segment seen.
+    high: Option<SeqNum>,
+    mss: u32,
+    pub beacons_heard: Vec<u64>,
+    pub uplink: u64,
+    pub downlink: u64,
+    pub not_ipv4: u64,
+}
+
+impl MhNode {
+    /// The mobile `home`, tuned to cell 0 (`cells[0]` is its primary; with the multicast scheme the others
+    /// buffer), handing off every `every` (`None`: never). `links[0]` is the kernel's, `links[i + 1]` cell i's.
+    pub fn new(
+        home: Ipv4Addr,
+        scheme: Scheme,
+        cells: Vec<Ipv4Addr>,
+        links: Vec<Link>,
+        every: Option<Duration>,
+    ) -> MhNode {
+        assert_eq!(links.len(), cells.len() + 1, "one link per cell and one to the kernel");
+        let buffering: Vec<Ipv4Addr> = if scheme == Scheme::Multicast { cells[1..].to_vec() } else { Vec::new() };
+        let n = cells.len();
+        MhNode {
+            ctl: MobileHost::new(home, scheme, cells[0], &buffering),
+            scheme,
+            cells,
+            links,
+            tuned: 0,
+            every,
+            started: None,
+            next_handoff: None,
+            records: Vec::new(),
+            pending: None,
+            high: None,
+            mss: 0,
+            beacons_heard: vec![0; n],
+            uplink: 0,
+            downlink: 0,
+            not_ipv4: 0,
+        }
+    }
+
+    pub fn records(&self) -> &[HandoffRecord] {
+        &self.records
+    }
+
+    pub fn into_records(self) -> Vec<HandoffRecord> {
+        self.records
+    }
+
+    /// The driver's counters, by name.
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        let mut v = vec![
+            ("uplink".to_string(), self.uplink),
+            ("downlink".to_string(), self.downlink),
+            ("not_ipv4".to_string(), self.not_ipv4),
+            ("handoffs".to_string(), self.records.len() as u64),
+        ];
+        for (i, n) in self.beacons_heard.iter().enumerate() {
+            v.push((format!("beacons_heard_cell{}", i + 1), *n));
+        }
+        v
+    }
+
+    fn since_start(&self, t: Time) -> f64 {
+        self.started.map_or(0.0, |s| t.saturating_since(s).as_secs_f64())
+    }
+
+    /// Retunes to the next cell and sends the handoff's control messages there.
+    fn hand_off(&mut self, now: Time, out: &mut Out) {
+        let old = self.tuned;
+        let new = (old + 1) % self.cells.len();
+        let buffering: Vec<Ipv4Addr> =
+            if self.scheme == Scheme::Multicast { vec![self.cells[old]] } else { Vec::new() };
+        let requests = self.ctl.handoff(self.cells[new], &buffering);
+        self.tuned = new;
+        for p in requests {
+            out.push((new + 1, self.links[new + 1].frame(&p, false)));
+        }
+        self.records.push(HandoffRecord {
+            seq: self.ctl.seq(),
+            from: self.cells[old],
+            to: self.cells[new],
+            requested_s: self.since_start(now),
+            latency_ms: None,
+            accepted_ms: None,
+            lost: None,
+            duplicated: 0,
+            missed_old_cell: 0,
+            resent_from_buffer: 0,
+        });
+        self.pending = Some(now);
+    }
+
+    fn received_on_cell(&mut self, now: Time, cell: usize, packet: Bytes, out: &mut Out) {
+        let ip = Ipv4Packet::new_unchecked(&packet[..]);
+        let control = ip.protocol() == PROTO_HANDOFF;
+        if control && Control::parse(&packet).is_some_and(|c| c.kind == Kind::Beacon) {
+            self.beacons_heard[cell] += 1;
+            return;
+        }
+        if cell != self.tuned {
+            if let Some(r) = self.records.last_mut().filter(|_| !control) {
+                r.missed_old_cell += 1;
+            }
+            return;
+        }
+        let ms = |t: Time| t.saturating_since(self.pending.unwrap_or(t)).as_secs_f64() * 1e3;
+        if let (Some(_), Some(r)) = (self.pending, self.records.last()) {
+            if r.latency_ms.is_none() {
+                let l = ms(now);
+                self.records.last_mut().expect("checked").latency_ms = Some(l);
+            }
+        }
+        if let Some(MhEvent::Accepted { .. }) = self.ctl.on_received(&packet) {
+            let l = ms(now);
+            if let Some(r) = self.records.last_mut() {
+                r.accepted_ms = Some(l);
+            }
+        }
+        if control {
+            return;
+        }
+        if ip.protocol() == PROTO_TCP {
+            self.track_data(now, &packet);
+        }
+        self.downlink += 1;
+        out.push((KERNEL, self.links[KERNEL].frame(&packet, false)));
+    }
+
+    /// Sequence bookkeeping of the data the mobile receives: the hole at the first segment through the new
+    /// base station, and duplicates shortly after a handoff.
+    fn track_data(&mut self, now: Time, packet: &[u8]) {
+        let ip = Ipv4Packet::new_unchecked(packet);
+        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return };
+        let len = tcp.payload().len() as u32;
+        if len == 0 {
+            return;
+        }
+        self.mss = self.mss.max(len);
+        let (seq, end) = (tcp.seq_number(), tcp.seq_number() + len);
+        let recent = self.pending.is_some_and(|t| now.saturating_since(t) <= DUPLICATE_WINDOW);
+        if let (Some(r), true) = (self.records.last_mut(), recent) {
+            if r.lost.is_none() {
+                let hole = self.high.map_or(0, |h| seq.diff(h).max(0) as u64);
+                r.lost = Some(hole.div_ceil(u64::from(self.mss)));
+            }
+            if self.high.is_some_and(|h| end.diff(h) <= 0) {
+                r.duplicated += 1;
+            }
+        }
+        self.high = Some(self.high.map_or(end, |h| h.max(end)));
+    }
+}
+
+impl Node for MhNode {
+    fn on_frame(&mut self, now: Time, port: usize, frame: &[u8], out: &mut Out) {
+        self.started.get_or_insert(now);
+        let Some(packet) = ipv4_of(frame) else {
+            self.not_ipv4 += 1;
+            return;
+        };
+        if port == KERNEL {
+            self.uplink += 1;
+            let cell = self.tuned + 1;
+            out.push((cell, self.links[cell].frame(&packet, false)));
+        } else {
+            self.received_on_cell(now, port - 1, packet, out);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        match (self.started, self.every) {
+            (None, Some(_)) => Some(Time(0)),
+            _ => self.next_handoff,
+        }
+    }
+
+    fn on_timeout(&mut self, now: Time, out: &mut Out) {
+        let start = *self.started.get_or_insert(now);
+        let Some(every) = self.every else { return };
+        match self.next_handoff {
+            None => self.next_handoff = Some(start + every),
+            Some(t) if t <= now => {
+                self.hand_off(now, out);
+                self.next_handoff = Some(t + every);
+            }
+            Some(_) => {}
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! End-to-end tests of handoff on real packets: kernel TCP from the fixed host to a mobile that moves
+//! between two base stations, the home agent, base stations and mobile being the drivers of
+//! `lasthop_net::handoff`. They need root and network namespaces; without them they print why and pass,
+//! unless LASTHOP_NO_SKIP=1 (CI), where they fail.
+
+use lasthop_agents::handoff::{Control, Kind};
+use lasthop_net::handoff::testbed::{HandoffTestbed, Host, BS1_IP, HA_IP};
+use lasthop_net::handoff::HandoffScheme;
+use lasthop_net::testbed::{skip_or_fail, FH_IP, MH_IP};
+use lasthop_net::{NetError, TestbedConfig, TestbedResult};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+/// A handoff testbed, or None (reported by `skip_or_fail`) where this machine cannot make one.
+fn testbed_or_skip() -> Option<HandoffTestbed> {
+    match HandoffTestbed::create() {
+        Ok(tb) => Some(tb),
+        Err(e @ (NetError::NotRoot(_) | NetError::NamespacesUnavailable(_))) => {
+            skip_or_fail(e);
+            None
+        }
+        Err(e) => panic!("handoff testbed: {e}"),
+    }
+}
+
+fn config(scheme: HandoffScheme, every_s: f64, bytes: u64) -> TestbedConfig {
+    TestbedConfig {
+        handoff: Some(scheme),
+        handoff_every_s: every_s,
+        bytes,
+        timeout_s: 60.0,
+        ..TestbedConfig::default()
+    }
+}
+
+fn run(cfg: &TestbedConfig) -> Option<TestbedResult> {
+    // Probe for root and namespaces first, so the run itself may fail loudly.
+    drop(testbed_or_skip()?);
+    let r = lasthop_net::run_testbed_transfer(cfg).unwrap();
+    let h = r.handoff.as_ref().unwrap();
+    eprintln!(
+        "{} every {} s: {:.3} Mb/s, sender {:?}, handoffs {:?}\n{:?}",
+        h.scheme, cfg.handoff_every_s, r.goodput_mbps, r.sender, h.handoffs, h.counters
+    );
+    Some(r)
+}
+
+#[test]
+fn a_transfer_through_two_handoffs_arrives_byte_exact_with_each_scheme() {
+    // 2 Mb/s: 384 KB take about 2 s, so handoffs every 0.7 s happen twice or more mid-transfer.
+    for scheme in [HandoffScheme::Multicast, HandoffScheme::Plain] {
+        let Some(r) = run(&config(scheme, 0.7, 384 << 10)) else { return };
+        let h = r.handoff.as_ref().unwrap();
+        assert!(r.hash_ok, "{scheme}: {} of {} bytes, hash {}", r.bytes, 384 << 10, r.hash_ok);
+        assert!(h.handoffs.len() >= 2, "{scheme}: {} handoffs", h.handoffs.len());
+        assert!(h.handoffs.iter().all(|x| x.latency_ms.is_some()), "{scheme}: every handoff reached the new cell");
+        // Each handoff went to the other base station and the mobile's kernel got data through both.
+        assert!(h.counters["bs1.forwarded_to_mobile"] > 0 && h.counters["bs2.forwarded_to_mobile"] > 0);
+        match scheme {
+            HandoffScheme::Multicast => {
+                assert!(h.counters["bs2.buffered"] > 0, "the second base station buffered before its first handoff");
+                assert_eq!(h.counters["bs1.forwarded_to_new_bs"] + h.counters["bs2.forwarded_to_new_bs"], 0);
+            }
+            HandoffScheme::Plain => {
+                assert_eq!(
+                    h.counters["bs1.buffered"] + h.counters["bs2.buffered"],
+                    0,
+                    "no buffering in the plain scheme"
+                );
+                assert_eq!(h.handoffs.iter().map(|x| x.resent_from_buffer).sum::<u64>(), 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn handoff_latency_on_an_idle_testbed_is_under_70_ms() {
+    // Balakrishnan 1995 §7: "handoff completes in 5 to 70 ms"; idle, "on the order of 5 to 10 ms". No
+    // transfer runs, so the first packet through the new base station is its acceptance.
+    let Some(tb) = testbed_or_skip() else { return };
+    for scheme in [HandoffScheme::Multicast, HandoffScheme::Plain] {
+        let cfg = TestbedConfig { handoff_every_s: 0.3, ..config(scheme, 0.3, 1) };
+        let d = tb.start(&cfg, scheme).unwrap();
+        std::thread::sleep(Duration::from_millis(1000));
+        let s = d.stop().unwrap();
+        let h = s.handoffs();
+        assert!(h.len() >= 2, "{scheme}: {} handoffs", h.len());
+        for x in &h {
+            let l = x.latency_ms.unwrap_or_else(|| panic!("{scheme}: handoff {} never completed", x.seq));
+            assert!(l < 70.0, "{scheme}: handoff {} took {l:.1} ms", x.seq);
+            assert!(x.accepted_ms.is_some(), "{scheme}: handoff {} accepted", x.seq);
+        }
+        eprintln!("{scheme} idle: {:?}", h.iter().map(|x| x.latency_ms.unwrap()).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_control_message_from_an_unknown_host_is_dropped_and_counted() {
+    let Some(tb) = testbed_or_skip() else { return };
+    let cfg = config(HandoffScheme::Multicast, f64::INFINITY, 1);
+    let d = tb.start(&cfg, HandoffScheme::Multicast).unwrap();
+    // From the fixed host: a Join to the home agent naming itself, and a Forward to BS1 for the mobile.
+    let join = Control::new(Kind::Join, 1, MH_IP, FH_IP).emit(FH_IP, HA_IP, 1);
+    let forward = Control::new(Kind::Forward, 9, MH_IP, Ipv4Addr::UNSPECIFIED).emit(FH_IP, BS1_IP, 2);
+    tb.in_ns(Host::Fh, move || send_raw(&[join, forward])).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let s = d.stop().unwrap();
+    let c = s.counters();
+    assert_eq!(c["ha.control_refused"], 1, "{c:?}");
+    assert_eq!(s.ha.members(), [BS1_IP, lasthop_net::handoff::testbed::BS2_IP], "the group is unchanged");
+    assert_eq!(c["bs1.control_refused"], 1, "{c:?}");
+    assert_eq!(c["bs1.control_received"], 0, "{c:?}");
+}
+
+/// Sends whole IPv4 packets from the calling thread's namespace (a raw socket with IP_HDRINCL).
+fn send_raw(packets: &[bytes::Bytes]) {
+    let s =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::RAW, Some(socket2::Protocol::from(253))).unwrap();
+    s.set_header_included_v4(true).unwrap();
+    for p in packets {
+        let dst = Ipv4Addr::new(p[16], p[17], p[18], p[19]);
+        s.send_to(p, &std::net::SocketAddrV4::new(dst, 0).into()).unwrap();
+    }
+}
