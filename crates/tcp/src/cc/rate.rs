@@ -234,6 +234,19 @@ mod tests {
 
     const MSS: u64 = 1000;
 
+    fn t(ms: u64) -> Time {
+        Time::from_millis(ms)
+    }
+
+    /// `n` segments of one MSS sent 1 ms apart from t = 0, the first into an idle connection.
+    fn sent(n: u64) -> DeliveryRate {
+        let mut r = DeliveryRate::default();
+        for i in 0..n {
+            r.on_send(t(i), (i + 1) * MSS, MSS, i == 0);
+        }
+        r
+    }
+
     /// Ten segments sent 1 ms apart from t = 0 (the first into an idle connection: send and delivered
     /// times 0), each acknowledged 100 ms after it was sent. The first ACK delivers 1000 bytes over
     /// max(send phase 0, ACK phase 100 ms). An eleventh segment sent at 100 ms snapshots delivered = 1000,
@@ -241,11 +254,7 @@ mod tests {
     /// 10 000 bytes delivered since over max(100 − 0, 200 − 100) = 100 ms.
     #[test]
     fn rate_is_delivered_since_the_snapshot_over_the_longer_phase() {
-        let mut r = DeliveryRate::default();
-        let t = Time::from_millis;
-        for i in 0..10 {
-            r.on_send(t(i), (i + 1) * MSS, MSS, i == 0);
-        }
+        let mut r = sent(10);
         r.on_cumulative_ack(MSS, MSS, Some(100_000_000));
         let first = r.sample(t(100));
         assert_eq!((first.delivered, first.interval_ns, first.acked_sacked), (MSS, 100_000_000, MSS));
@@ -264,11 +273,7 @@ mod tests {
     /// hole. Without SACK each duplicate ACK counts a segment, taken back from the cumulative ACK.
     #[test]
     fn sack_and_duplicate_acks_count_each_segment_once() {
-        let mut r = DeliveryRate::default();
-        let t = Time::from_millis;
-        for i in 0..4 {
-            r.on_send(t(i), (i + 1) * MSS, MSS, i == 0);
-        }
+        let mut r = sent(4);
         r.on_sack(MSS, 3 * MSS);
         assert_eq!(r.sample(t(100)).acked_sacked, 2 * MSS);
         r.on_sack(MSS, 3 * MSS);
@@ -276,10 +281,7 @@ mod tests {
         r.on_cumulative_ack(4 * MSS, MSS, None);
         assert_eq!(r.sample(t(102)).acked_sacked, 2 * MSS);
 
-        let mut r = DeliveryRate::default();
-        for i in 0..4 {
-            r.on_send(t(i), (i + 1) * MSS, MSS, i == 0);
-        }
+        let mut r = sent(4);
         r.on_dupack(MSS, 4 * MSS);
         r.on_dupack(MSS, 4 * MSS);
         assert_eq!(r.sample(t(100)).acked_sacked, 2 * MSS);
@@ -292,9 +294,7 @@ mod tests {
     /// mark; a sample shorter than the least RTT is no rate.
     #[test]
     fn app_limited_marks_and_too_short_intervals() {
-        let mut r = DeliveryRate::default();
-        let t = Time::from_millis;
-        r.on_send(t(0), MSS, MSS, true);
+        let mut r = sent(1);
         r.mark_app_limited(MSS);
         r.on_send(t(1), 2 * MSS, MSS, false);
         r.on_cumulative_ack(MSS, MSS, Some(100_000_000));
