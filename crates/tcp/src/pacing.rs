@@ -21,7 +21,7 @@ pub(crate) struct Pacer {
 }
 
 impl Pacer {
-    /// Whether a transmission at `now` must wait; remembers that one does.
+    /// Whether a segment ready at `now` must wait; remembers that one does.
     #[inline]
     pub(crate) fn hold(&mut self, now: Time) -> bool {
         self.held = now < self.release;
@@ -48,6 +48,13 @@ impl Pacer {
 }
 
 impl Sender {
+    /// Whether the data segment the sender has ready must wait for its pacing release; a held segment is
+    /// reported through the timer.
+    #[inline]
+    pub(crate) fn pacing_holds(&mut self, now: Time) -> bool {
+        self.pacer.as_mut().is_some_and(|p| p.hold(now))
+    }
+
     /// A data packet just built at `now`: the next one waits its transmission time at the pacing rate.
     #[inline]
     pub(crate) fn paced(&mut self, now: Time, pkt: Bytes) -> Bytes {

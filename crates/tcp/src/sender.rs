@@ -305,6 +305,8 @@ impl Sender {
         }
     }
 
+    // Inlined into both callers, so that a sender without delivery-rate samples runs it as it always did.
+    #[inline(always)]
     fn process_ack(&mut self, now: Time, ack: SeqNum, seg: &Incoming) {
         let r = &seg.repr;
         if self.ts_ok {
@@ -481,11 +483,12 @@ impl Sender {
             }
             return self.ack_pending.then(|| self.emit_pure_ack(now));
         }
-        if self.pacer.as_mut().is_some_and(|p| p.hold(now)) {
-            return self.ack_pending.then(|| self.emit_pure_ack(now));
-        }
         if let Some(off) = self.rexmit_pending.take() {
             if off >= self.una && off < self.max {
+                if self.pacing_holds(now) {
+                    self.rexmit_pending = Some(off);
+                    return self.ack_pending.then(|| self.emit_pure_ack(now));
+                }
                 let (len, fin) = self.shape(off, self.max);
                 let pkt = self.emit_data(now, off, len, fin);
                 return Some(self.paced(now, pkt));
@@ -493,6 +496,9 @@ impl Sender {
         }
         let next = self.recovery.next_segment(self);
         if let Some((off, len, fin)) = next {
+            if self.pacing_holds(now) {
+                return self.ack_pending.then(|| self.emit_pure_ack(now));
+            }
             let beyond_cwnd = off + u64::from(len) > self.una + u64::from(self.window());
             if beyond_cwnd && self.limited_transmit_allowance() > 0 {
                 // Beyond cwnd: only limited transmit lets it go (RFC 3042), and cwnd stays as it is.
@@ -683,8 +689,11 @@ impl Sender {
         if self.is_finished() {
             None
         } else {
-            let pacing = self.pacer.as_ref().and_then(Pacer::deadline);
-            [self.rtx_deadline, self.persist_deadline, pacing].into_iter().flatten().min()
+            let timers = [self.rtx_deadline, self.persist_deadline].into_iter().flatten().min();
+            match &self.pacer {
+                None => timers,
+                Some(p) => [timers, p.deadline()].into_iter().flatten().min(),
+            }
         }
     }
 
