@@ -32,7 +32,7 @@ fn packet_loss(agent: &str, variant: &str, loss: f64, seed: i64, bytes: i64) -> 
 }
 
 /// Every `[tcp] variant` name.
-const VARIANTS: [&str; 8] = ["tahoe", "reno", "newreno", "sack", "cubic", "westwood", "veno", "vegas"];
+const VARIANTS: [&str; 9] = ["tahoe", "reno", "newreno", "sack", "cubic", "westwood", "veno", "vegas", "bbr"];
 
 fn assert_intact(r: &RunResult, what: &str) {
     let f = &r.flows[0];
@@ -57,7 +57,7 @@ fn every_variant_delivers_every_byte_with_and_without_snoop() {
 #[test]
 fn todays_senders_complete_the_snoop_example_with_and_without_snoop() {
     for agent in ["none", "snoop"] {
-        for variant in ["cubic", "westwood", "veno", "vegas"] {
+        for variant in ["cubic", "westwood", "veno", "vegas", "bbr"] {
             let s = scenario(|v| {
                 set(v, "nodes.bs.agent", agent);
                 set(v, "tcp.variant", variant);

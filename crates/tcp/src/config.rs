@@ -26,10 +26,13 @@ pub enum Variant {
     Veno,
     /// Vegas: the window follows the RTT's growth over its base (Brakmo 1995; Linux `tcp_vegas.c`).
     Vegas,
+    /// BBR v1: paced at the measured bottleneck bandwidth, window twice its product with the least RTT
+    /// (Cardwell 2016; Linux `tcp_bbr.c`).
+    Bbr,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 9] = [
         Variant::Tahoe,
         Variant::Reno,
         Variant::NewReno,
@@ -38,6 +41,7 @@ impl Variant {
         Variant::Westwood,
         Variant::Veno,
         Variant::Vegas,
+        Variant::Bbr,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +54,7 @@ impl Variant {
             Variant::Westwood => "westwood",
             Variant::Veno => "veno",
             Variant::Vegas => "vegas",
+            Variant::Bbr => "bbr",
         }
     }
 }
@@ -65,7 +70,7 @@ impl std::str::FromStr for Variant {
     fn from_str(s: &str) -> Result<Variant, String> {
         Variant::ALL.into_iter().find(|v| v.as_str().eq_ignore_ascii_case(s)).ok_or_else(|| {
             format!(
-                "unknown TCP variant `{s}`, expected one of tahoe, reno, newreno, sack, cubic, westwood, veno, vegas"
+                "unknown TCP variant `{s}`, expected one of tahoe, reno, newreno, sack, cubic, westwood, veno, vegas, bbr"
             )
         })
     }
@@ -157,7 +162,7 @@ pub struct TcpConfig {
     pub ssthresh_from: Option<SsthreshFrom>,
     /// Which duplicate ACKs may start a second fast retransmit for losses of one window
     /// ([`RecoverGuard`]). Default by variant: `careful` for newreno, sack and today's senders (cubic, westwood,
-    /// veno, vegas), `none` for tahoe and reno.
+    /// veno, vegas, bbr), `none` for tahoe and reno.
     pub recover_guard: Option<RecoverGuard>,
     /// The receiver acknowledges this many of the connection's first in-order data segments at once,
     /// not delayed (Linux's quick-ACK mode at the first data, `tcp_event_data_recv`: up to
@@ -333,7 +338,8 @@ impl TcpConfig {
                 | Variant::Cubic
                 | Variant::Westwood
                 | Variant::Veno
-                | Variant::Vegas => RecoverGuard::Careful,
+                | Variant::Vegas
+                | Variant::Bbr => RecoverGuard::Careful,
                 Variant::Tahoe | Variant::Reno => RecoverGuard::None,
             }),
             quick_acks: self.quick_acks.or(p.map(|p| p.quick_acks)).unwrap_or(0),
@@ -348,8 +354,10 @@ impl TcpConfig {
     /// Range checks of the behaviour and persist fields, and knobs the variant would ignore:
     /// `Err((field, what was expected))`.
     pub fn check_behaviours(&self) -> Result<(), (&'static str, String)> {
-        // CUBIC, Westwood+ and Veno set ssthresh by their own rule, not from a halved flight.
-        if self.ssthresh_from.is_some() && matches!(self.variant, Variant::Cubic | Variant::Westwood | Variant::Veno) {
+        // CUBIC, Westwood+ and Veno set ssthresh by their own rule, not from a halved flight; BBR not at all.
+        if self.ssthresh_from.is_some()
+            && matches!(self.variant, Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Bbr)
+        {
             return Err((
                 "ssthresh_from",
                 format!(
@@ -522,7 +530,8 @@ mod tests {
         }
         assert_eq!("NewReno".parse::<Variant>().unwrap(), Variant::NewReno);
         assert_eq!("vegas".parse::<Variant>().unwrap(), Variant::Vegas);
-        assert!("bbr".parse::<Variant>().is_err());
+        assert_eq!("BBR".parse::<Variant>().unwrap(), Variant::Bbr);
+        assert!("hybla".parse::<Variant>().is_err());
     }
 
     #[test]
@@ -537,6 +546,8 @@ mod tests {
         let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "cubic")].into_iter());
         assert_eq!(TcpConfig::deserialize(d).unwrap().variant, Variant::Cubic);
         let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "bbr")].into_iter());
+        assert_eq!(TcpConfig::deserialize(d).unwrap().variant, Variant::Bbr);
+        let d: MapDeserializer<_, Error> = MapDeserializer::new([("variant", "hybla")].into_iter());
         assert!(TcpConfig::deserialize(d).is_err());
     }
 
@@ -578,7 +589,7 @@ mod validate_tests {
 
     #[test]
     fn knobs_a_variant_ignores_are_refused_by_name() {
-        for v in [Variant::Cubic, Variant::Westwood, Variant::Veno] {
+        for v in [Variant::Cubic, Variant::Westwood, Variant::Veno, Variant::Bbr] {
             let c = TcpConfig { variant: v, ssthresh_from: Some(SsthreshFrom::Flight), ..TcpConfig::default() };
             let (field, why) = c.check_behaviours().unwrap_err();
             assert_eq!(field, "ssthresh_from");
@@ -589,7 +600,7 @@ mod validate_tests {
         assert_eq!(vegas.check_behaviours(), Ok(()), "Vegas halves the flight after a loss, as Reno");
         for v in Variant::ALL {
             let c = TcpConfig { variant: v, tahoe_go_back: true, ..TcpConfig::default() };
-            let today = matches!(v, Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas);
+            let today = matches!(v, Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas | Variant::Bbr);
             assert_eq!(c.check_behaviours().map_err(|(f, _)| f), if today { Err("tahoe_go_back") } else { Ok(()) });
         }
         let linux = TcpConfig { variant: Variant::Cubic, profile: Some(Profile::Linux), ..TcpConfig::default() };

@@ -16,6 +16,7 @@
 
 mod cc;
 mod config;
+mod pacing;
 pub mod payload;
 mod receiver;
 mod recovery;

@@ -7,8 +7,10 @@
 //! `poll_timeout`/`handle_timeout` contract as the retransmit timer.
 
 use crate::cc::eln::Eln;
+use crate::cc::rate::DeliveryRate;
 use crate::cc::{AckEvent, AckSampler, AnyController, AnyRecovery, Controller, LossRecovery, Segment};
 use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
+use crate::pacing::Pacer;
 use crate::payload;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
@@ -80,6 +82,10 @@ pub struct Sender {
     /// Send times for a per-ACK RTT, kept only for a controller that reads every ACK
     /// ([`Controller::wants_ack_events`]).
     ack_sampler: Option<AckSampler>,
+    /// Delivery-rate snapshots and the pacing release, kept only for a rate-based controller
+    /// ([`Controller::wants_rate_samples`], [`Controller::pacing_rate`]; `pacing.rs`).
+    pub(crate) rate: Option<DeliveryRate>,
+    pub(crate) pacer: Option<Pacer>,
     syn_pending: bool,
     ack_pending: bool,
     /// A single retransmission ordered by loss recovery (fast retransmit, NewReno partial ACK).
@@ -117,6 +123,8 @@ impl Sender {
         let cc = AnyController::for_variant(&cfg, mss);
         Sender {
             ack_sampler: cc.wants_ack_events().then(AckSampler::default),
+            rate: cc.wants_rate_samples().then(DeliveryRate::default),
+            pacer: cc.pacing_rate().map(|_| Pacer::default()),
             rto: Rto::new(&cfg),
             local,
             remote,
@@ -204,6 +212,9 @@ impl Sender {
     /// go out on the next [`poll_transmit`](Self::poll_transmit) the window allows. Ignored once the stream
     /// is closed (the bytes after a FIN cannot exist).
     pub fn push(&mut self, bytes: u64) {
+        if self.rate.is_some() {
+            self.check_app_limited();
+        }
         if self.open {
             self.total += bytes;
         }
@@ -290,6 +301,16 @@ impl Sender {
     }
 
     fn handle_ack(&mut self, now: Time, ack: SeqNum, seg: &Incoming) {
+        if self.rate.is_some() {
+            self.sampled_ack(now, |s| s.process_ack(now, ack, seg));
+        } else {
+            self.process_ack(now, ack, seg);
+        }
+    }
+
+    // Inlined into both callers, so that a sender without delivery-rate samples runs it as it always did.
+    #[inline(always)]
+    fn process_ack(&mut self, now: Time, ack: SeqNum, seg: &Incoming) {
         let r = &seg.repr;
         if self.ts_ok {
             if let Some((tsval, _)) = r.timestamps {
@@ -315,6 +336,9 @@ impl Sender {
                 // Blocks below the cumulative ACK (D-SACK) or beyond what was sent are not scoreboard news.
                 if self.una <= l && l < rr && rr <= self.max {
                     newly_sacked |= self.scoreboard.insert(l, rr);
+                    if let Some(rate) = &mut self.rate {
+                        rate.on_sack(l, rr);
+                    }
                 }
             }
         }
@@ -361,6 +385,9 @@ impl Sender {
         }
         let acked = a - self.una;
         let rtt_ns = self.ack_sampler.as_mut().map(|t| t.on_ack(self.una, a, now));
+        if let Some(rate) = &mut self.rate {
+            rate.on_cumulative_ack(a, u64::from(self.mss), rtt_ns.flatten());
+        }
         self.last_advance = acked;
         self.lt_bytes = 0;
         let ns_timer = self.cfg.timer == TimerStyle::Ns;
@@ -464,19 +491,28 @@ impl Sender {
         }
         if let Some(off) = self.rexmit_pending.take() {
             if off >= self.una && off < self.max {
+                if self.pacing_holds(now) {
+                    self.rexmit_pending = Some(off);
+                    return self.ack_pending.then(|| self.emit_pure_ack(now));
+                }
                 let (len, fin) = self.shape(off, self.max);
-                return Some(self.emit_data(now, off, len, fin));
+                let pkt = self.emit_data(now, off, len, fin);
+                return Some(self.paced(now, pkt));
             }
         }
         let next = self.recovery.next_segment(self);
         if let Some((off, len, fin)) = next {
+            if self.pacing_holds(now) {
+                return self.ack_pending.then(|| self.emit_pure_ack(now));
+            }
             let beyond_cwnd = off + u64::from(len) > self.una + u64::from(self.window());
             if beyond_cwnd && self.limited_transmit_allowance() > 0 {
                 // Beyond cwnd: only limited transmit lets it go (RFC 3042), and cwnd stays as it is.
                 self.lt_bytes += u64::from(len);
                 self.stats.limited_transmits += 1;
             }
-            return Some(self.emit_data(now, off, len, fin));
+            let pkt = self.emit_data(now, off, len, fin);
+            return Some(self.paced(now, pkt));
         }
         if self.ack_pending {
             return Some(self.emit_pure_ack(now));
@@ -620,6 +656,9 @@ impl Sender {
         if let Some(t) = &mut self.ack_sampler {
             t.on_send(end, now, rexmit);
         }
+        if let Some(r) = &mut self.rate {
+            r.on_send(now, end, end - off, self.max <= self.una);
+        }
         if off <= self.nxt && end > self.nxt {
             self.nxt = end;
         }
@@ -650,19 +689,26 @@ impl Sender {
         self.finish_emit(now, &repr, 0, 0)
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) wants to be called (the retransmit timer, or the
-    /// persist timer while the peer's window is closed).
+    /// When [`handle_timeout`](Self::handle_timeout) wants to be called (the retransmit timer, the
+    /// persist timer while the peer's window is closed, or the release of a paced transmission).
     pub fn poll_timeout(&self) -> Option<Time> {
         if self.is_finished() || self.frozen {
             None
         } else {
-            [self.rtx_deadline, self.persist_deadline].into_iter().flatten().min()
+            let timers = [self.rtx_deadline, self.persist_deadline].into_iter().flatten().min();
+            match &self.pacer {
+                None => timers,
+                Some(p) => [timers, p.deadline()].into_iter().flatten().min(),
+            }
         }
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
         if self.frozen {
             return;
+        }
+        if let Some(p) = &mut self.pacer {
+            p.on_timer(now);
         }
         if self.persist_deadline.is_some_and(|d| d <= now) {
             self.on_persist_timeout(now);
@@ -836,8 +882,8 @@ impl Sender {
         self.cc.ssthresh()
     }
 
-    /// The rate a pacing congestion controller asks for, bytes per second; `None` for the window-clocked
-    /// ones every variant runs so far. The sender itself does not pace: its transmissions are ACK-clocked.
+    /// The rate a pacing congestion controller asks for (BBR), bytes per second, at which the sender paces
+    /// its data segments; `None` for the window-clocked ones, whose transmissions are ACK-clocked.
     pub fn pacing_rate(&self) -> Option<u64> {
         self.cc.pacing_rate()
     }

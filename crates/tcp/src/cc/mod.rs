@@ -8,16 +8,19 @@
 //!   that phase, partial ACKs, and which segment goes next. [`tahoe`], [`reno`], [`newreno`], [`sack`].
 //! - [`cubic`], [`westwood`], [`veno`], [`vegas`]: today's window-clocked senders, each as Linux has it;
 //!   they read every ACK through [`Controller::on_ack_event`], with a per-ACK RTT from [`AckSampler`].
+//! - [`bbr`]: BBR v1, which models the path from delivery-rate samples ([`rate`]) and paces.
 //! - [`eln`]: the ELN reaction of Balakrishnan 1998, which retransmits without a congestion response.
 //!
 //! The sender keeps what every algorithm shares (SND.UNA, SND.MAX, `recover`, the duplicate-ACK count,
 //! the scoreboard, the retransmit timer) and calls these at its events (`recovery.rs`).
 
 pub(crate) mod aimd;
+pub(crate) mod bbr;
 pub(crate) mod cubic;
 pub(crate) mod eln;
 pub(crate) mod linux;
 pub(crate) mod newreno;
+pub(crate) mod rate;
 pub(crate) mod reno;
 pub(crate) mod sack;
 pub(crate) mod tahoe;
@@ -31,6 +34,7 @@ use crate::config::{TcpConfig, Variant};
 use crate::rto::Rto;
 use crate::sender::Sender;
 use lasthop_wire::Time;
+use rate::RateSample;
 
 /// What a [`Controller`] reacts to when the sender learns of a loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +106,18 @@ pub(crate) trait Controller {
     /// Every ACK, before [`on_ack`](Self::on_ack) for a new one outside recovery: what it acknowledged
     /// and the RTT it measured. Called only when [`wants_ack_events`](Self::wants_ack_events).
     fn on_ack_event(&mut self, _now: Time, _ack: &AckEvent) {}
+
+    /// Whether the controller models the path from delivery-rate samples
+    /// ([`on_rate_sample`](Self::on_rate_sample)); the sender then keeps the per-segment snapshots they
+    /// need ([`rate::DeliveryRate`]).
+    fn wants_rate_samples(&self) -> bool {
+        false
+    }
+
+    /// Every ACK, after loss recovery has processed it (Linux's `cong_control`): what it delivered, the
+    /// rate it measured, and `srtt_ns`, the smoothed RTT. Called only when
+    /// [`wants_rate_samples`](Self::wants_rate_samples).
+    fn on_rate_sample(&mut self, _now: Time, _rs: &RateSample, _srtt_ns: Option<u64>) {}
 }
 
 /// Every congestion controller, dispatched statically.
@@ -112,6 +128,7 @@ pub(crate) enum AnyController {
     Westwood(westwood::Westwood),
     Veno(veno::Veno),
     Vegas(vegas::Vegas),
+    Bbr(bbr::Bbr),
 }
 
 /// Binds `$c` to the controller inside `$any` and evaluates `$body`.
@@ -123,6 +140,7 @@ macro_rules! each_controller {
             AnyController::Westwood($c) => $body,
             AnyController::Veno($c) => $body,
             AnyController::Vegas($c) => $body,
+            AnyController::Bbr($c) => $body,
         }
     };
 }
@@ -139,6 +157,7 @@ impl AnyController {
             Variant::Westwood => AnyController::Westwood(westwood::Westwood::new(cfg, mss)),
             Variant::Veno => AnyController::Veno(veno::Veno::new(cfg, mss)),
             Variant::Vegas => AnyController::Vegas(vegas::Vegas::new(cfg, mss)),
+            Variant::Bbr => AnyController::Bbr(bbr::Bbr::new(cfg, mss)),
         }
     }
 }
@@ -179,6 +198,14 @@ impl Controller for AnyController {
     #[inline]
     fn on_ack_event(&mut self, now: Time, ack: &AckEvent) {
         each_controller!(self, c => c.on_ack_event(now, ack))
+    }
+    #[inline]
+    fn wants_rate_samples(&self) -> bool {
+        each_controller!(self, c => c.wants_rate_samples())
+    }
+    #[inline]
+    fn on_rate_sample(&mut self, now: Time, rs: &RateSample, srtt_ns: Option<u64>) {
+        each_controller!(self, c => c.on_rate_sample(now, rs, srtt_ns))
     }
 }
 
@@ -236,6 +263,12 @@ pub(crate) trait Recovery {
     /// A go-back to SND.UNA = `una` (timeout or handoff): any recovery ends and its state is forgotten.
     fn forget(&mut self, _una: u64) {}
 
+    /// During recovery: the bytes in flight the algorithm gates transmission on (outside recovery, and by
+    /// default, SND.NXT − SND.UNA).
+    fn in_flight(&self, sender: &Sender) -> u64 {
+        sender.nxt - sender.una
+    }
+
     /// During recovery: the next segment to send (the retransmission of a lost one, new data, or none).
     /// Outside recovery the sender's ordinary window rules choose.
     fn next_segment(&self, sender: &Sender) -> Option<Segment> {
@@ -276,10 +309,11 @@ impl AnyRecovery {
             Variant::Sack => AnyRecovery::NewReno(newreno::NewReno::default()),
             // Today's senders recover as Linux does without PRR: by SACK when the peer agreed to it
             // (`[tcp] sack = true`), else NewReno; both end recovery at the controller's ssthresh.
-            Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas if sack_ok => {
+            // BBR too, whose controller sets the window itself ([`bbr`]).
+            Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas | Variant::Bbr if sack_ok => {
                 AnyRecovery::Sack(sack::Sack::new(una))
             }
-            Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas => {
+            Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas | Variant::Bbr => {
                 AnyRecovery::NewReno(newreno::NewReno::default())
             }
         }
@@ -347,6 +381,15 @@ impl LossRecovery {
     pub(crate) fn forget(&mut self, una: u64) {
         self.in_recovery = false;
         each_recovery!(&mut self.algorithm, r => r.forget(una))
+    }
+
+    /// The bytes in flight as the transmission rules count them now.
+    pub(crate) fn in_flight(&self, sender: &Sender) -> u64 {
+        if self.in_recovery {
+            each_recovery!(&self.algorithm, r => r.in_flight(sender))
+        } else {
+            sender.nxt - sender.una
+        }
     }
 
     #[inline]
