@@ -16,6 +16,7 @@
 
 mod cc;
 mod config;
+mod delack;
 pub mod payload;
 mod receiver;
 mod recovery;
@@ -31,8 +32,8 @@ mod harness;
 mod tests;
 
 pub use config::{
-    BackoffReset, Behaviours, Profile, ReceiverStats, RecoverGuard, RtoRestart, SenderStats, SsthreshFrom, TcpConfig,
-    TimerStyle, Variant, MAX_TIME_MS,
+    AckRules, BackoffReset, Behaviours, Profile, ReceiverStats, RecoverGuard, RtoRestart, SenderStats, SsthreshFrom,
+    TcpConfig, TimerStyle, Variant, MAX_TIME_MS,
 };
 pub use receiver::Receiver;
 pub use sender::Sender;

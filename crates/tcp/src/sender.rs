@@ -78,8 +78,11 @@ pub struct Sender {
     /// The one segment being timed, as BSD did: (offset its ACK must reach, when it was sent).
     pub(crate) timing: Option<(u64, Time)>,
     /// Send times for a per-ACK RTT, kept only for a controller that reads every ACK
-    /// ([`Controller::wants_ack_events`]).
+    /// ([`Controller::wants_ack_events`]) or Linux's retransmit timer, which samples every ACK.
     ack_sampler: Option<AckSampler>,
+    /// The controller reads every ACK ([`Controller::wants_ack_events`]), asked once here rather than
+    /// per ACK: the classic controllers pay nothing for the others'.
+    per_ack_events: bool,
     syn_pending: bool,
     ack_pending: bool,
     /// A single retransmission ordered by loss recovery (fast retransmit, NewReno partial ACK).
@@ -113,9 +116,12 @@ impl Sender {
     pub fn new(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum, total_bytes: u64) -> Sender {
         let mss = u32::from(cfg.mss.max(1));
         let cc = AnyController::for_variant(&cfg, mss);
+        let per_ack_events = cc.wants_ack_events();
+        let rto = Rto::new(&cfg);
         Sender {
-            ack_sampler: cc.wants_ack_events().then(AckSampler::default),
-            rto: Rto::new(&cfg),
+            ack_sampler: (per_ack_events || rto.is_linux()).then(AckSampler::default),
+            per_ack_events,
+            rto,
             local,
             remote,
             iss,
@@ -328,7 +334,7 @@ impl Sender {
             let pure = seg.payload.is_empty() && !r.flags.contains(TcpFlags::FIN);
             if pure && !window_changed && self.una < self.max && !self.is_persisting() {
                 self.stats.dupacks_received += 1;
-                if self.ack_sampler.is_some() {
+                if self.per_ack_events {
                     self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked: 0, rtt_ns: None });
                 }
                 if eln {
@@ -357,7 +363,10 @@ impl Sender {
             return;
         }
         let acked = a - self.una;
-        let rtt_ns = self.ack_sampler.as_mut().map(|t| t.on_ack(self.una, a, now));
+        let rtt = match &mut self.ack_sampler {
+            Some(t) => t.on_ack(self.una, a, now),
+            None => None,
+        };
         self.last_advance = acked;
         self.lt_bytes = 0;
         let ns_timer = self.cfg.timer == TimerStyle::Ns;
@@ -366,6 +375,9 @@ impl Sender {
         }
         self.una = a;
         self.nxt = self.nxt.max(a);
+        if let (true, Some(rtt)) = (self.rto.is_linux(), rtt) {
+            self.rto.sample_linux(rtt.oldest_ns, self.una, self.max);
+        }
         self.scoreboard.advance(a);
         self.rto.on_new_ack();
         // RFC 6298 (5.2, 5.3): stop when all is acknowledged, else restart; not while persisting.
@@ -375,7 +387,8 @@ impl Sender {
             // ns-2 `TcpAgent::newack` re-arms the timer (`newtimer`) before it updates the RTT estimate.
             self.take_rtt_sample(now, a);
         }
-        if let Some(rtt_ns) = rtt_ns {
+        if self.per_ack_events {
+            let rtt_ns = rtt.map(|r| r.newest_ns);
             self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked, rtt_ns });
         }
         self.on_new_ack(now, acked);
@@ -421,12 +434,17 @@ impl Sender {
         }
     }
 
-    /// Karn's rule holds because `timing` is cleared whenever anything is retransmitted.
+    /// Karn's rule holds because `timing` is cleared whenever anything is retransmitted. Linux's timer
+    /// samples every ACK instead (`handle_ack`), and here only the SYN's.
     fn take_rtt_sample(&mut self, now: Time, acked_to: u64) {
         if let Some((end, sent)) = self.timing {
             if acked_to >= end {
-                self.rto.sample(sent, now);
                 self.timing = None;
+                if !self.rto.is_linux() {
+                    self.rto.sample(sent, now);
+                } else if end == 1 {
+                    self.rto.sample_linux(now.as_nanos().saturating_sub(sent.as_nanos()), 1, 1);
+                }
             }
         }
     }
