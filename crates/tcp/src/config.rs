@@ -181,6 +181,10 @@ pub struct TcpConfig {
     /// not delayed (Linux's quick-ACK mode at the first data, `tcp_event_data_recv`: up to
     /// `TCP_MAX_QUICKACKS` = 16). Default 0: every one may be delayed, as by 4.4BSD.
     pub quick_acks: Option<u32>,
+    /// Proportional Rate Reduction during fast recovery (RFC 6937; Linux `tcp_cwnd_reduction`): the
+    /// window falls to ssthresh in proportion to the data delivered instead of Reno's halving and
+    /// inflation. Default false; true with the `linux` profile.
+    pub prr: Option<bool>,
     /// Whose acknowledgment rules the receiver follows ([`AckRules`]). Default `bsd`; `linux` with the
     /// `linux` profile.
     pub ack_rules: Option<AckRules>,
@@ -227,7 +231,8 @@ pub enum Profile {
     /// quick ACKs for the first 16 data segments (`tcp_event_data_recv` → `tcp_incr_quickack`, with
     /// `TCP_MAX_QUICKACKS` 16 and a 64 KB window); backoff reset by an RTT sample
     /// (`tcp_ack_update_rtt`); the timer re-armed when the head is retransmitted
-    /// (`tcp_xmit_retransmit_queue`). Its plain fields ([`TcpConfig::apply_profile`]): an initial window
+    /// (`tcp_xmit_retransmit_queue`); Linux's receiver rules ([`AckRules::Linux`]); PRR in recovery
+    /// (`tcp_cwnd_reduction`, RFC 6937). Its plain fields ([`TcpConfig::apply_profile`]): an initial window
     /// of 10 segments (RFC 6928, `TCP_INIT_CWND`), Linux's retransmit timer ([`TimerStyle::Linux`]) with
     /// `TCP_RTO_MIN` 200 ms, `TCP_TIMEOUT_INIT` 1 s and `TCP_RTO_MAX` 120 s.
     Linux,
@@ -324,6 +329,7 @@ pub struct Behaviours {
     pub recover_guard: RecoverGuard,
     pub quick_acks: u32,
     pub ack_rules: AckRules,
+    pub prr: bool,
     pub rto_backoff_reset: BackoffReset,
     pub rto_restart: RtoRestart,
 }
@@ -337,6 +343,7 @@ impl Profile {
                 recover_guard: RecoverGuard::None,
                 quick_acks: 0,
                 ack_rules: AckRules::Bsd,
+                prr: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -346,6 +353,7 @@ impl Profile {
                 recover_guard: RecoverGuard::Careful,
                 quick_acks: 16,
                 ack_rules: AckRules::Linux,
+                prr: true,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -355,6 +363,7 @@ impl Profile {
                 recover_guard: RecoverGuard::Careful,
                 quick_acks: 0,
                 ack_rules: AckRules::Bsd,
+                prr: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Rfc6298,
             },
@@ -440,6 +449,7 @@ impl TcpConfig {
             }),
             quick_acks: self.quick_acks.or(p.map(|p| p.quick_acks)).unwrap_or(0),
             ack_rules: self.ack_rules.or(p.map(|p| p.ack_rules)).unwrap_or(AckRules::Bsd),
+            prr: self.prr.or(p.map(|p| p.prr)).unwrap_or(false),
             rto_backoff_reset: self.rto_backoff_reset.or(p.map(|p| p.rto_backoff_reset)).unwrap_or(match self.timer {
                 TimerStyle::Bsd => BackoffReset::NewAck,
                 TimerStyle::Ns | TimerStyle::Linux => BackoffReset::RttSample,
@@ -534,6 +544,7 @@ impl Default for TcpConfig {
             recover_guard: None,
             quick_acks: None,
             ack_rules: None,
+            prr: None,
             rto_backoff_reset: None,
             rto_restart: None,
             persist_min_ms: 5000.0,

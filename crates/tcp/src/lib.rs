@@ -18,6 +18,7 @@ mod cc;
 mod config;
 mod delack;
 pub mod payload;
+mod prr;
 mod receiver;
 mod recovery;
 mod rto;

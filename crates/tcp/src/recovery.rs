@@ -103,6 +103,7 @@ impl Sender {
     pub(crate) fn enter_recovery(&mut self, now: Time) {
         self.stats.fast_retransmits += 1;
         let halved_flight = self.halved_flight();
+        let prior_cwnd = self.cc.window();
         self.cc.on_congestion_event(now, CongestionEvent::FastRetransmit { halved_flight });
         self.rexmit_pending = Some(self.una);
         self.timing = None;
@@ -114,6 +115,9 @@ impl Sender {
         if self.recovery.on_fast_retransmit(&mut self.cc, self.una, self.mss, thresh) {
             self.nxt = self.una;
             self.go_back_max = self.max;
+        }
+        if self.recovery.in_recovery() {
+            self.prr_start(prior_cwnd);
         }
         self.recover = self.max;
     }
@@ -162,6 +166,9 @@ impl Sender {
         self.nxt = self.una;
         self.dupacks = 0;
         self.recovery.forget(self.una);
+        if let Some(p) = &mut self.prr {
+            p.forget();
+        }
         self.scoreboard.clear();
         self.rexmit_pending = None;
         self.timing = None;

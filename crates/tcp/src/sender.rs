@@ -10,6 +10,7 @@ use crate::cc::eln::Eln;
 use crate::cc::{AckEvent, AckSampler, AnyController, AnyRecovery, Controller, LossRecovery, Segment};
 use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
+use crate::prr::Prr;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
 use crate::segment::{offset_of, parse_counted, seq_at, ts_now, Incoming};
@@ -97,6 +98,8 @@ pub struct Sender {
     pub(crate) eln: Eln,
     /// The behaviours real stacks differ on, resolved from `cfg` once.
     pub(crate) beh: Behaviours,
+    /// Proportional Rate Reduction's state, with `prr` on (`crate::prr`).
+    pub(crate) prr: Option<Prr>,
     /// Bytes sent by limited transmit since the cumulative ACK last advanced.
     pub(crate) lt_bytes: u64,
     /// How far the cumulative ACK moved the last time it advanced (RFC 6582 §4.1's highest_ack −
@@ -155,6 +158,7 @@ impl Sender {
             out_queue: None,
             eln: Eln::new(&cfg),
             beh: cfg.behaviours(),
+            prr: cfg.behaviours().prr.then(Prr::default),
             lt_bytes: 0,
             last_advance: 0,
             persist_deadline: None,
@@ -311,6 +315,7 @@ impl Sender {
         if a >= self.una {
             self.peer_wnd = window;
         }
+        let prr_sacked = self.prr_sacked();
         let mut newly_sacked = false;
         if self.sack_ok {
             for &(l, rr) in r.sack.as_slice() {
@@ -354,6 +359,7 @@ impl Sender {
                     // information" the test, so it is not counted again.
                 } else {
                     self.on_dupack(now);
+                    self.prr_on_ack(prr_sacked, 0, true);
                 }
             }
             if marked {
@@ -392,6 +398,7 @@ impl Sender {
             self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked, rtt_ns });
         }
         self.on_new_ack(now, acked);
+        self.prr_on_ack(prr_sacked, acked, false);
         if eln {
             // A new ACK can carry ELN too (Balakrishnan 1998: marking "can (and does) also happen for new ones"):
             // it is the first ELN ACK for the new acknowledgment number.
@@ -631,6 +638,9 @@ impl Sender {
         }
         if let Some(t) = &mut self.ack_sampler {
             t.on_send(end, now, rexmit);
+        }
+        if let Some(p) = &mut self.prr {
+            p.on_sent();
         }
         if off <= self.nxt && end > self.nxt {
             self.nxt = end;

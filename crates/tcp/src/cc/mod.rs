@@ -236,6 +236,12 @@ pub(crate) trait Recovery {
     /// A go-back to SND.UNA = `una` (timeout or handoff): any recovery ends and its state is forgotten.
     fn forget(&mut self, _una: u64) {}
 
+    /// During recovery: the bytes in flight as this algorithm's transmission rule counts them against
+    /// cwnd, when it counts them otherwise than SND.NXT − SND.UNA (SACK's `pipe`). For PRR (`crate::prr`).
+    fn pipe(&self, _sender: &Sender) -> Option<u64> {
+        None
+    }
+
     /// During recovery: the next segment to send (the retransmission of a lost one, new data, or none).
     /// Outside recovery the sender's ordinary window rules choose.
     fn next_segment(&self, sender: &Sender) -> Option<Segment> {
@@ -347,6 +353,11 @@ impl LossRecovery {
     pub(crate) fn forget(&mut self, una: u64) {
         self.in_recovery = false;
         each_recovery!(&mut self.algorithm, r => r.forget(una))
+    }
+
+    /// During recovery: the flight as the algorithm counts it ([`Recovery::pipe`]).
+    pub(crate) fn pipe(&self, sender: &Sender) -> Option<u64> {
+        each_recovery!(&self.algorithm, r => r.pipe(sender))
     }
 
     #[inline]

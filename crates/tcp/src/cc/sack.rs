@@ -52,6 +52,10 @@ impl Recovery for Sack {
         self.high_rxt = una;
     }
 
+    fn pipe(&self, s: &Sender) -> Option<u64> {
+        Some(s.scoreboard.pipe(s.una, s.max, self.high_rxt, s.mss, s.dupthresh()))
+    }
+
     /// NextSeg (RFC 6675 §5 step (C)): the next segment recovery may send, if `cwnd - pipe >= 1 SMSS`.
     fn next_segment(&self, s: &Sender) -> Option<Segment> {
         let thresh = s.dupthresh();

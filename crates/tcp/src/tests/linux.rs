@@ -141,3 +141,51 @@ fn receiver_re_enters_quick_ack_mode_after_a_duplicate_and_acks_out_of_order_at_
     assert_eq!(acks(&mut r, ms(120)).len(), 1);
     assert_eq!(segment(&mut r, 10, ms(400)), vec![(11_001, vec![])]);
 }
+
+/// Twenty segments in flight (IW10 opened once), the first lost; then one duplicate ACK per segment
+/// that arrives after it, SACKing it when `sack`. What goes out after each, as (offset, retransmission).
+fn recovery_after_one_loss(mut cfg: TcpConfig, sack: bool, dupacks: usize) -> (Sender, Vec<Vec<(u64, bool)>>, u64) {
+    cfg.sack = sack;
+    let (mut s, first) = established(cfg, 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 20, Time::from_millis(100));
+    assert_eq!(flight.len(), 20);
+    let una = flight[0].off;
+    let m = u64::from(MSS);
+    let mut out = Vec::new();
+    for k in 1..=dupacks as u64 {
+        let sacks = if sack { vec![(una + m, una + (k + 1) * m)] } else { vec![] };
+        s.handle_packet(now, &ack(una, &sacks));
+        out.push(drain_sender(&mut s, now).iter().map(|x| (x.off, x.rexmit == Some(true))).collect());
+    }
+    (s, out, una)
+}
+
+#[test]
+fn prr_sends_one_segment_per_two_delivered_down_to_ssthresh() {
+    for (variant, sack) in [(Variant::Sack, true), (Variant::NewReno, false), (Variant::Cubic, true)] {
+        let (mut s, out, una) = recovery_after_one_loss(linux(variant), sack, 18);
+        let counts: Vec<usize> = out.iter().map(Vec::len).collect();
+        // Two limited transmits, the fast retransmit at the third duplicate ACK, then PRR's proportional
+        // part: ssthresh / prior cwnd = 1/2 of what is delivered.
+        assert_eq!(&counts[..3], &[1, 1, 1], "{variant}");
+        assert_eq!(out[2], vec![(una, true)], "{variant}: the fast retransmit first");
+        let after: usize = counts[3..].iter().sum();
+        assert!(counts[3..].iter().all(|&n| n <= 1), "{variant}: no burst: {counts:?}");
+        // ssthresh / prior cwnd of the 15 delivered: 1/2 for Reno's halving, 0.7 for CUBIC's β.
+        let share = 15 * s.ssthresh() as usize / (20 * MSS as usize);
+        assert!(after.abs_diff(share) <= 1, "{variant}: {share} of 15 delivered, got {after}: {counts:?}");
+        // The ACK of everything ends recovery with cwnd at ssthresh (tcp_end_cwnd_reduction).
+        let ssthresh = s.ssthresh();
+        let end = s.snd_max_offset() + 1;
+        s.handle_packet(Time::from_millis(500), &ack(end, &[]));
+        assert!(!s.in_recovery());
+        assert_eq!(s.cwnd(), ssthresh, "{variant}");
+    }
+    // Without PRR (4.4BSD's NewReno, cwnd inflated from ssthresh + 3): nothing new goes until the
+    // inflated window passes the flight, then one per duplicate ACK.
+    let bsd = TcpConfig { variant: Variant::NewReno, ..TcpConfig::default() };
+    let (_, out, _) = recovery_after_one_loss(TcpConfig { initial_cwnd: 10, ..bsd }, false, 18);
+    let counts: Vec<usize> = out.iter().map(Vec::len).collect();
+    assert_eq!(&counts[..3], &[0, 0, 1]);
+    assert!(counts[3..10].iter().all(|&n| n == 0), "Reno's silence: {counts:?}");
+}
