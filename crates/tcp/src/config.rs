@@ -185,6 +185,10 @@ pub struct TcpConfig {
     /// window falls to ssthresh in proportion to the data delivered instead of Reno's halving and
     /// inflation. Default false; true with the `linux` profile.
     pub prr: Option<bool>,
+    /// RACK-TLP loss detection (RFC 8985; Linux `tcp_recovery.c`, `tcp_send_loss_probe`) when the peer
+    /// agrees to SACK: time-based loss marking with a reordering window of min_rtt/4, and a tail loss
+    /// probe at 2·SRTT. Default false; true with the `linux` profile.
+    pub rack_tlp: Option<bool>,
     /// Whose acknowledgment rules the receiver follows ([`AckRules`]). Default `bsd`; `linux` with the
     /// `linux` profile.
     pub ack_rules: Option<AckRules>,
@@ -232,7 +236,7 @@ pub enum Profile {
     /// `TCP_MAX_QUICKACKS` 16 and a 64 KB window); backoff reset by an RTT sample
     /// (`tcp_ack_update_rtt`); the timer re-armed when the head is retransmitted
     /// (`tcp_xmit_retransmit_queue`); Linux's receiver rules ([`AckRules::Linux`]); PRR in recovery
-    /// (`tcp_cwnd_reduction`, RFC 6937). Its plain fields ([`TcpConfig::apply_profile`]): an initial window
+    /// (`tcp_cwnd_reduction`, RFC 6937); RACK-TLP loss detection with SACK (RFC 8985). Its plain fields ([`TcpConfig::apply_profile`]): an initial window
     /// of 10 segments (RFC 6928, `TCP_INIT_CWND`), Linux's retransmit timer ([`TimerStyle::Linux`]) with
     /// `TCP_RTO_MIN` 200 ms, `TCP_TIMEOUT_INIT` 1 s and `TCP_RTO_MAX` 120 s.
     Linux,
@@ -330,6 +334,7 @@ pub struct Behaviours {
     pub quick_acks: u32,
     pub ack_rules: AckRules,
     pub prr: bool,
+    pub rack_tlp: bool,
     pub rto_backoff_reset: BackoffReset,
     pub rto_restart: RtoRestart,
 }
@@ -344,6 +349,7 @@ impl Profile {
                 quick_acks: 0,
                 ack_rules: AckRules::Bsd,
                 prr: false,
+                rack_tlp: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -354,6 +360,7 @@ impl Profile {
                 quick_acks: 16,
                 ack_rules: AckRules::Linux,
                 prr: true,
+                rack_tlp: true,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -364,6 +371,7 @@ impl Profile {
                 quick_acks: 0,
                 ack_rules: AckRules::Bsd,
                 prr: false,
+                rack_tlp: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Rfc6298,
             },
@@ -450,6 +458,7 @@ impl TcpConfig {
             quick_acks: self.quick_acks.or(p.map(|p| p.quick_acks)).unwrap_or(0),
             ack_rules: self.ack_rules.or(p.map(|p| p.ack_rules)).unwrap_or(AckRules::Bsd),
             prr: self.prr.or(p.map(|p| p.prr)).unwrap_or(false),
+            rack_tlp: self.rack_tlp.or(p.map(|p| p.rack_tlp)).unwrap_or(false),
             rto_backoff_reset: self.rto_backoff_reset.or(p.map(|p| p.rto_backoff_reset)).unwrap_or(match self.timer {
                 TimerStyle::Bsd => BackoffReset::NewAck,
                 TimerStyle::Ns | TimerStyle::Linux => BackoffReset::RttSample,
@@ -545,6 +554,7 @@ impl Default for TcpConfig {
             quick_acks: None,
             ack_rules: None,
             prr: None,
+            rack_tlp: None,
             rto_backoff_reset: None,
             rto_restart: None,
             persist_min_ms: 5000.0,

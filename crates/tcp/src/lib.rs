@@ -19,6 +19,7 @@ mod config;
 mod delack;
 pub mod payload;
 mod prr;
+mod rack;
 mod receiver;
 mod recovery;
 mod rto;

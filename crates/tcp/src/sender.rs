@@ -11,6 +11,7 @@ use crate::cc::{AckEvent, AckSampler, AnyController, AnyRecovery, Controller, Lo
 use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::payload;
 use crate::prr::Prr;
+use crate::rack::Rack;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
 use crate::segment::{offset_of, parse_counted, seq_at, ts_now, Incoming};
@@ -100,6 +101,8 @@ pub struct Sender {
     pub(crate) beh: Behaviours,
     /// Proportional Rate Reduction's state, with `prr` on (`crate::prr`).
     pub(crate) prr: Option<Prr>,
+    /// RACK-TLP's state, with `rack_tlp` on (`crate::rack`); it acts only once SACK is agreed.
+    pub(crate) rack: Option<Rack>,
     /// Bytes sent by limited transmit since the cumulative ACK last advanced.
     pub(crate) lt_bytes: u64,
     /// How far the cumulative ACK moved the last time it advanced (RFC 6582 §4.1's highest_ack −
@@ -159,6 +162,7 @@ impl Sender {
             eln: Eln::new(&cfg),
             beh: cfg.behaviours(),
             prr: cfg.behaviours().prr.then(Prr::default),
+            rack: cfg.behaviours().rack_tlp.then(Rack::default),
             lt_bytes: 0,
             last_advance: 0,
             persist_deadline: None,
@@ -359,6 +363,7 @@ impl Sender {
                     // information" the test, so it is not counted again.
                 } else {
                     self.on_dupack(now);
+                    self.rack_on_ack(now, a);
                     self.prr_on_ack(prr_sacked, 0, true);
                 }
             }
@@ -398,6 +403,7 @@ impl Sender {
             self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked, rtt_ns });
         }
         self.on_new_ack(now, acked);
+        self.rack_on_ack(now, a - acked);
         self.prr_on_ack(prr_sacked, acked, false);
         if eln {
             // A new ACK can carry ELN too (Balakrishnan 1998: marking "can (and does) also happen for new ones"):
@@ -486,6 +492,9 @@ impl Sender {
                 let (len, fin) = self.shape(off, self.max);
                 return Some(self.emit_data(now, off, len, fin));
             }
+        }
+        if let Some((off, len, fin)) = self.take_loss_probe(now) {
+            return Some(self.emit_data(now, off, len, fin));
         }
         let next = self.recovery.next_segment(self);
         if let Some((off, len, fin)) = next {
@@ -642,6 +651,7 @@ impl Sender {
         if let Some(p) = &mut self.prr {
             p.on_sent();
         }
+        self.rack_on_send(now, off, end, rexmit);
         if off <= self.nxt && end > self.nxt {
             self.nxt = end;
         }
@@ -678,13 +688,16 @@ impl Sender {
         if self.is_finished() {
             None
         } else {
-            [self.rtx_deadline, self.persist_deadline].into_iter().flatten().min()
+            [self.rtx_deadline, self.persist_deadline, self.rack_timeout()].into_iter().flatten().min()
         }
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
         if self.persist_deadline.is_some_and(|d| d <= now) {
             self.on_persist_timeout(now);
+        }
+        if self.rack_timeout().is_some_and(|d| d <= now) {
+            self.rack_on_timeout(now);
         }
         match self.rtx_deadline {
             Some(d) if d <= now => self.rtx_deadline = None,

@@ -64,10 +64,10 @@ impl Recovery for Sack {
             return None;
         }
         let holes = || s.scoreboard.holes(s.una, s.max, s.mss, thresh);
-        // (1) the first lost octet not yet retransmitted
+        // (1) the first lost octet not yet retransmitted (IsLost, or RACK's mark: `crate::rack`)
         for h in holes() {
             let start = h.start.max(self.high_rxt);
-            if h.lost && start < h.end {
+            if (h.lost || s.rack_lost(start)) && start < h.end {
                 let (len, fin) = s.shape(start, h.end);
                 return Some((start, len, fin));
             }

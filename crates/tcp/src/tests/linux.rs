@@ -153,9 +153,11 @@ fn recovery_after_one_loss(mut cfg: TcpConfig, sack: bool, dupacks: usize) -> (S
     let m = u64::from(MSS);
     let mut out = Vec::new();
     for k in 1..=dupacks as u64 {
+        // The ACKs of the segments after the lost one, 50 ms after they went and 1 ms apart.
+        let t = now + Duration::from_millis(50 + k);
         let sacks = if sack { vec![(una + m, una + (k + 1) * m)] } else { vec![] };
-        s.handle_packet(now, &ack(una, &sacks));
-        out.push(drain_sender(&mut s, now).iter().map(|x| (x.off, x.rexmit == Some(true))).collect());
+        s.handle_packet(t, &ack(una, &sacks));
+        out.push(drain_sender(&mut s, t).iter().map(|x| (x.off, x.rexmit == Some(true))).collect());
     }
     (s, out, una)
 }
@@ -188,4 +190,68 @@ fn prr_sends_one_segment_per_two_delivered_down_to_ssthresh() {
     let counts: Vec<usize> = out.iter().map(Vec::len).collect();
     assert_eq!(&counts[..3], &[0, 0, 1]);
     assert!(counts[3..10].iter().all(|&n| n == 0), "Reno's silence: {counts:?}");
+}
+
+/// Ten segments (IW10, the whole transfer); the receiver gets the first eight, which it ACKs 50 ms
+/// after they went. Returns the sender, the segments and the time of that ACK.
+fn tail_lost(cfg: TcpConfig) -> (Sender, Vec<Seg>, Time) {
+    let (mut s, first) = established(TcpConfig { sack: true, initial_cwnd: 10, ..cfg }, 10_000);
+    assert_eq!(first.len(), 10);
+    let t = Time::from_millis(150);
+    s.handle_packet(t, &ack(first[8].off, &[]));
+    assert!(drain_sender(&mut s, t).is_empty());
+    (s, first, t)
+}
+
+#[test]
+fn tail_loss_probe_recovers_a_tail_loss_without_the_rto() {
+    let (mut s, segs, t) = tail_lost(linux(Variant::Sack));
+    let rto_at = t + Duration::from_nanos(s.rto_ns());
+    // PTO = 2·SRTT + 2 ms (two segments in flight), before the RTO.
+    let pto = s.poll_timeout().unwrap();
+    assert_eq!(pto, t + Duration::from_nanos(2 * s.srtt().unwrap() + 2_000_000));
+    assert!(pto < rto_at);
+    s.handle_timeout(pto);
+    let probe = drain_sender(&mut s, pto);
+    assert_eq!(probe.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(segs[9].off, Some(true))]);
+    assert!(probe[0].fin, "the last segment again, with its FIN");
+    assert_eq!(s.loss_probes(), 1);
+    // The probe is SACKed: RACK sees segment 8, sent before it, overdue, and recovery resends it at once.
+    let t2 = pto + Duration::from_millis(50);
+    let end = segs[9].off + u64::from(segs[9].len) + 1;
+    s.handle_packet(t2, &ack(segs[8].off, &[(segs[9].off, end)]));
+    let out = drain_sender(&mut s, t2);
+    assert_eq!(out.iter().map(|x| (x.off, x.rexmit)).collect::<Vec<_>>(), vec![(segs[8].off, Some(true))]);
+    assert_eq!((s.rack_marked_lost(), s.stats().fast_retransmits), (1, 1));
+    s.handle_packet(t2 + Duration::from_millis(50), &ack(end, &[]));
+    assert!(s.is_finished());
+    assert_eq!(s.stats().timeouts, 0, "no RTO");
+    // The 4.4BSD sender with the same losses waits for its retransmit timer.
+    let (mut b, _, t) = tail_lost(TcpConfig { variant: Variant::Sack, ..TcpConfig::default() });
+    let d = b.poll_timeout().unwrap();
+    assert!(d >= t + Duration::from_millis(500), "{d:?}");
+    b.handle_timeout(d);
+    assert_eq!(b.stats().timeouts, 1);
+}
+
+#[test]
+fn rack_marks_a_hole_lost_after_rtt_plus_a_quarter_min_rtt_before_dupthresh() {
+    let (mut s, first) = established(TcpConfig { sack: true, ..linux(Variant::Sack) }, 1_000_000);
+    let m = u64::from(MSS);
+    let una = first[0].off;
+    // Segments 1 and 2 (of 10, sent at 100 ms) are SACKed 40 ms later, segment 0 not: two SACKed
+    // segments are below DupThresh, so RACK waits RACK.rtt + min_rtt/4 from segment 0's send time.
+    let t = Time::from_millis(140);
+    s.handle_packet(t, &ack(una, &[(una + m, una + 3 * m)]));
+    let out = drain_sender(&mut s, t);
+    assert!(out.iter().all(|x| x.rexmit == Some(false)), "limited transmit only: {out:?}");
+    // RACK.rtt and min_rtt are 40 ms (the segments SACKed), so reo_wnd is 10 ms.
+    let reo = Time::from_millis(100 + 40 + 10);
+    assert_eq!(s.poll_timeout(), Some(reo), "the reordering timer");
+    s.handle_timeout(reo);
+    let out = drain_sender(&mut s, reo);
+    assert_eq!(out[0].off, una, "segment 0 lost by RACK, retransmitted first");
+    assert_eq!(out[0].rexmit, Some(true));
+    assert!(s.in_recovery());
+    assert_eq!(s.rack_marked_lost(), 1);
 }
