@@ -50,6 +50,8 @@ pub(crate) struct SegmentWindow {
     partial: u32,
     initial_segments: u32,
     max_window: u32,
+    /// A timeout without a new ACK since: a further one keeps ssthresh (`tcp_enter_loss`).
+    in_loss: bool,
 }
 
 impl SegmentWindow {
@@ -63,6 +65,7 @@ impl SegmentWindow {
             partial: 0,
             initial_segments,
             max_window: cfg.max_window,
+            in_loss: false,
         }
     }
 
@@ -145,10 +148,26 @@ impl SegmentWindow {
         self.cong_avoid_ai(self.segments(), acked);
     }
 
-    /// A timeout: the loss window of one segment (`tcp_enter_loss`).
+    /// Whether a timeout now begins a loss episode, so that the controller sets ssthresh by its rule
+    /// before [`loss_window`](Self::loss_window): `tcp_enter_loss` sets it once per episode, and a second
+    /// timeout before any new ACK keeps it.
+    pub(crate) fn loss_episode_begins(&self) -> bool {
+        !self.in_loss
+    }
+
+    /// A timeout: the loss window of one segment (`tcp_enter_loss`), the episode lasting until new data
+    /// is acknowledged.
     pub(crate) fn loss_window(&mut self) {
         self.cwnd = self.mss;
         self.cnt = 0;
+        self.in_loss = true;
+    }
+
+    /// An ACK acknowledged `acked` new bytes: a loss episode is over once new data is.
+    pub(crate) fn on_acked(&mut self, acked: u64) {
+        if acked > 0 {
+            self.in_loss = false;
+        }
     }
 }
 
