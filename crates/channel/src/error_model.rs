@@ -996,9 +996,7 @@ pub fn parse_cdfs(text: &str, origin: &str) -> Result<Cdfs, FileError> {
 pub fn write_cdfs(cdfs: &Cdfs) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    out.push_str(
-        "# lasthop channel CDFs: the empirical two-state error model of Balakrishnan 1998 §4. Format: the docs of\n",
-    );
+    out.push_str("# lasthop channel CDFs: the empirical two-state error model of Balakrishnan 1998 §4. Format: the docs of\n");
     out.push_str("# lasthop_sim::error_model::Cdfs. Each table is the CDF of one state's duration, in seconds:\n");
     out.push_str("# cdf[i] = P(duration <= values_s[i]).\n");
     let source = cdfs.source.trim_end();

@@ -123,6 +123,9 @@ impl Rack {
 impl Sender {
     /// A segment `[off, end)` went out at `now`.
     pub(crate) fn rack_on_send(&mut self, now: Time, off: u64, end: u64, rexmit: bool) {
+        if !self.sack_ok {
+            return; // without SACK, Linux runs no RACK either, and nothing would take the segments off
+        }
         let Some(r) = &mut self.rack else { return };
         r.on_send(now, off, end, rexmit);
         if !rexmit {
