@@ -80,3 +80,17 @@ def test_missing_file():
     with pytest.raises(lasthop.ScenarioError) as e:
         lasthop.Scenario.from_toml("no/such/file.toml")
     assert "cannot read" in str(e.value)
+
+
+def test_tcp_profile_linux_and_the_fields_it_refuses():
+    base = lasthop.Scenario.from_toml(EXAMPLE)
+    linux = base.set("+tcp.profile", "linux")
+    assert linux.to_dict()["tcp"]["profile"] == "linux"
+    # fields Linux can run with are kept; a BSD slow-timer tick is refused, by name
+    assert linux.set("+tcp.initial_cwnd", 4).to_dict()["tcp"]["initial_cwnd"] == 4
+    with pytest.raises(lasthop.ScenarioError) as e:
+        linux.set("+tcp.tick_ms", 500.0)
+    assert e.value.field == "tcp.tick_ms" and "linux" in str(e.value)
+    with pytest.raises(lasthop.ScenarioError) as e:
+        base.set_all([("+tcp.profile", "linux"), ("+tcp.timer", "ns")])
+    assert e.value.field == "tcp.timer"

@@ -435,24 +435,25 @@ impl Scenario {
 
     /// The TCP configuration of flow `name`: the scenario's `[tcp]` table with the flow's own on top.
     pub fn flow_tcp(&self, name: &str) -> Result<TcpConfig, String> {
-        let mut merged = self.tcp.clone();
-        if let Some(f) = self.flows.get(name) {
-            for (k, v) in &f.tcp {
-                merged.insert(k.clone(), v.clone());
-            }
-        }
-        TcpConfig::deserialize(toml::Value::Table(merged)).map_err(|e| e.to_string().trim().to_string())
+        self.merged_tcp(self.flows.get(name).map(|f| &f.tcp)).map_err(profile_error)
     }
 
     /// The TCP configuration of web workload `name`: the scenario's `[tcp]` table with the workload's on top.
     pub fn web_tcp(&self, name: &str) -> Result<TcpConfig, String> {
+        self.merged_tcp(self.web.get(name).map(|w| &w.tcp)).map_err(profile_error)
+    }
+
+    /// The scenario's `[tcp]` table with `own` on top, its profile applied to the fields neither gives
+    /// (`TcpConfig::apply_profile`). Errors name the field when it is one the profile refuses.
+    fn merged_tcp(&self, own: Option<&toml::Table>) -> Result<TcpConfig, (Option<&'static str>, String)> {
         let mut merged = self.tcp.clone();
-        if let Some(w) = self.web.get(name) {
-            for (k, v) in &w.tcp {
-                merged.insert(k.clone(), v.clone());
-            }
+        for (k, v) in own.into_iter().flatten() {
+            merged.insert(k.clone(), v.clone());
         }
-        TcpConfig::deserialize(toml::Value::Table(merged)).map_err(|e| e.to_string().trim().to_string())
+        let mut tcp = TcpConfig::deserialize(toml::Value::Table(merged.clone()))
+            .map_err(|e| (None, e.to_string().trim().to_string()))?;
+        tcp.apply_profile(|k| merged.contains_key(k)).map_err(|(f, m)| (Some(f), m))?;
+        Ok(tcp)
     }
 
     /// Checks what serde cannot: references between tables, ranges. Errors are (field path, message).
@@ -557,8 +558,7 @@ impl Scenario {
                 e.validate().map_err(|m| (p("error_reverse"), m))?;
             }
         }
-        let base_tcp = TcpConfig::deserialize(toml::Value::Table(self.tcp.clone()))
-            .map_err(|e| ("tcp".to_string(), e.to_string().trim().to_string()))?;
+        let base_tcp = self.merged_tcp(None).map_err(|(f, m)| (f.map_or("tcp".into(), |f| format!("tcp.{f}")), m))?;
         base_tcp.check_behaviours().map_err(|(f, m)| (format!("tcp.{f}"), m))?;
         for (name, f) in &self.flows {
             let p = |x: &str| format!("flows.{name}.{x}");
@@ -579,7 +579,10 @@ impl Scenario {
                     format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", f.start_s),
                 ));
             }
-            let tcp = self.flow_tcp(name).map_err(|m| (p("tcp"), m))?;
+            let tcp = self.merged_tcp(Some(&f.tcp)).map_err(|(k, m)| match k {
+                Some(k) => (tcp_path(&p("tcp"), &f.tcp, k), m),
+                None => (p("tcp"), m),
+            })?;
             check_tcp(&tcp).map_err(|(k, m)| (tcp_path(&p("tcp"), &f.tcp, &k), m))?;
         }
         for (name, w) in &self.web {
@@ -617,7 +620,10 @@ impl Scenario {
                     ),
                 ));
             }
-            let tcp = self.web_tcp(name).map_err(|m| (p("tcp"), m))?;
+            let tcp = self.merged_tcp(Some(&w.tcp)).map_err(|(k, m)| match k {
+                Some(k) => (tcp_path(&p("tcp"), &w.tcp, k), m),
+                None => (p("tcp"), m),
+            })?;
             check_tcp(&tcp).map_err(|(k, m)| (tcp_path(&p("tcp"), &w.tcp, &k), m))?;
         }
         for (name, n) in &self.nodes {
@@ -812,6 +818,14 @@ impl Scenario {
     }
 }
 
+/// A TCP configuration error as one line, led by the field it names, if any.
+fn profile_error((field, message): (Option<&'static str>, String)) -> String {
+    match field {
+        Some(f) => format!("`{f}`: {message}"),
+        None => message,
+    }
+}
+
 /// Where TCP key `key` of a flow or workload is set: its own table (`own`, at `own_path`) if it sets it,
 /// else the scenario's `[tcp]`.
 fn tcp_path(own_path: &str, own: &toml::Table, key: &str) -> String {
@@ -976,6 +990,28 @@ mod tests {
         let text = example().replace("start_s = 0.0\n", "start_s = 0.0\ntcp = { quick_acks = 100000 }\n");
         let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
         assert!(e.contains("flows.bulk.tcp.quick_acks") && e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn the_linux_profile_fills_the_timer_fields_left_unset_and_names_the_ones_it_refuses() {
+        use lasthop_tcp::{Profile, TimerStyle};
+        let mss = "mss = 1460\n";
+        let with = |extra: &str| example().replace(mss, &format!("mss = 1460\nprofile = \"linux\"\n{extra}"));
+        let tcp = Scenario::from_str(&with(""), "x.toml").unwrap().flow_tcp("bulk").unwrap();
+        assert_eq!(tcp, TcpConfig { variant: tcp.variant, ..TcpConfig::with_profile(Profile::Linux) });
+        // Given fields win where Linux can run with them (a route's `initcwnd`, `rto_min`).
+        let tcp = Scenario::from_str(&with("initial_cwnd = 1\nmin_rto_ms = 1000\n"), "x.toml").unwrap();
+        let tcp = tcp.flow_tcp("bulk").unwrap();
+        assert_eq!((tcp.initial_cwnd, tcp.min_rto_ms, tcp.timer), (1, 1000.0, TimerStyle::Linux));
+        // A BSD tick or another timer contradicts the profile, named with its line, in either table.
+        for (extra, needle) in [("tick_ms = 500\n", "tcp.tick_ms"), ("timer = \"ns\"\n", "tcp.timer")] {
+            let e = Scenario::from_str(&with(extra), "x.toml").unwrap_err().to_string();
+            assert!(e.contains(needle) && e.contains("line") && e.contains("linux"), "{extra}: {e}");
+        }
+        let text = with("").replace("start_s = 0.0\n", "start_s = 0.0\ntcp = { tick_ms = 200 }\n");
+        let e = Scenario::from_str(&text, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("flows.bulk.tcp.tick_ms"), "{e}");
+        assert!(Scenario::from_str(&with("tick_ms = 0\n"), "x.toml").is_ok(), "0 is Linux's exact clock");
     }
 
     #[test]

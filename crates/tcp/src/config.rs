@@ -91,6 +91,23 @@ pub enum TimerStyle {
     /// the backoff doubles up to ×64, past ×8 srtt is folded into rttvar and forgotten, and only a valid RTT
     /// sample resets it (not any new ACK).
     Ns,
+    /// Linux's (`net/ipv4/tcp_input.c` `tcp_rtt_estimator`, `tcp_set_rto`): RFC 6298 smoothing of an RTT
+    /// sampled on every ACK (the oldest segment it newly acknowledges, Karn's rule kept), with Linux's
+    /// variance: a fall in the RTT moves `mdev` with gain 1/32 instead of 1/4, and `rttvar` follows the
+    /// largest `mdev` of the last flight, never below `min_rto_ms`; RTO = SRTT + rttvar, at most
+    /// `max_rto_ms`. The timer is exact (jiffies, not a slow timer: `tick_ms` must be 0) and only a
+    /// valid RTT sample resets the backoff. The `linux` profile's timer.
+    Linux,
+}
+
+impl std::fmt::Display for TimerStyle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimerStyle::Bsd => "bsd",
+            TimerStyle::Ns => "ns",
+            TimerStyle::Linux => "linux",
+        })
+    }
 }
 
 /// Knobs of both endpoints. Times are milliseconds as `f64` for readable scenario files; they are turned
@@ -148,10 +165,11 @@ pub struct TcpConfig {
     /// the mark is ignored and the ACK processed as an ordinary one, as by an unmodified stack.
     pub handoff_aware: bool,
     /// The retransmission timer's algorithm (default `bsd`; `ns` for ns-2's one-way agents, Balakrishnan 1998 §4:
-    /// "We use ns as our simulator").
+    /// "We use ns as our simulator"; `linux` for Linux's, the `linux` profile's default).
     pub timer: TimerStyle,
     /// A preset of the behaviours below, as one real stack has them ([`Profile`]); a behaviour set
-    /// explicitly wins over the profile's. Default none: every behaviour keeps its own default.
+    /// explicitly wins over the profile's. Default none: every behaviour keeps its own default. The
+    /// `linux` profile also owns some plain fields ([`TcpConfig::apply_profile`]).
     pub profile: Option<Profile>,
     /// Limited transmit (RFC 3042; RFC 5681 §3.2 step 1): on the first and second duplicate ACK outside
     /// recovery, send one segment of new data each, beyond cwnd by at most two segments, with cwnd
@@ -168,6 +186,17 @@ pub struct TcpConfig {
     /// not delayed (Linux's quick-ACK mode at the first data, `tcp_event_data_recv`: up to
     /// `TCP_MAX_QUICKACKS` = 16). Default 0: every one may be delayed, as by 4.4BSD.
     pub quick_acks: Option<u32>,
+    /// Proportional Rate Reduction during fast recovery (RFC 6937; Linux `tcp_cwnd_reduction`): the
+    /// window falls to ssthresh in proportion to the data delivered instead of Reno's halving and
+    /// inflation. Default false; true with the `linux` profile.
+    pub prr: Option<bool>,
+    /// RACK-TLP loss detection (RFC 8985; Linux `tcp_recovery.c`, `tcp_send_loss_probe`) when the peer
+    /// agrees to SACK: time-based loss marking with a reordering window of min_rtt/4, and a tail loss
+    /// probe at 2·SRTT. Default false; true with the `linux` profile.
+    pub rack_tlp: Option<bool>,
+    /// Whose acknowledgment rules the receiver follows ([`AckRules`]). Default `bsd`; `linux` with the
+    /// `linux` profile.
+    pub ack_rules: Option<AckRules>,
     /// What resets the retransmit timer's exponential backoff ([`BackoffReset`]). Default by `timer`:
     /// `new_ack` for `bsd`, `rtt_sample` for `ns`.
     pub rto_backoff_reset: Option<BackoffReset>,
@@ -211,7 +240,10 @@ pub enum Profile {
     /// quick ACKs for the first 16 data segments (`tcp_event_data_recv` → `tcp_incr_quickack`, with
     /// `TCP_MAX_QUICKACKS` 16 and a 64 KB window); backoff reset by an RTT sample
     /// (`tcp_ack_update_rtt`); the timer re-armed when the head is retransmitted
-    /// (`tcp_xmit_retransmit_queue`).
+    /// (`tcp_xmit_retransmit_queue`); Linux's receiver rules ([`AckRules::Linux`]); PRR in recovery
+    /// (`tcp_cwnd_reduction`, RFC 6937); RACK-TLP loss detection with SACK (RFC 8985). Its plain fields ([`TcpConfig::apply_profile`]): an initial window
+    /// of 10 segments (RFC 6928, `TCP_INIT_CWND`), Linux's retransmit timer ([`TimerStyle::Linux`]) with
+    /// `TCP_RTO_MIN` 200 ms, `TCP_TIMEOUT_INIT` 1 s and `TCP_RTO_MAX` 120 s.
     Linux,
     /// Limited transmit (RFC 5681 §3.2 step 1 "SHOULD", RFC 3042); ssthresh from the flight size
     /// (RFC 5681 eq. 4); the careful guard (RFC 6582 §3.2 step 2); no quick ACKs (RFC 5681 §4.2 asks
@@ -259,6 +291,21 @@ pub enum RecoverGuard {
     None,
 }
 
+/// The receiver's acknowledgment rules beyond what every stack shares (an immediate ACK for an
+/// out-of-order segment, for one that fills a hole, and for the second full segment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AckRules {
+    /// 4.4BSD: a fixed delayed-ACK timer of `delayed_ack_ms` (or BSD's fast timer, `delayed_ack_tick`);
+    /// `quick_acks` for the connection's first segments only.
+    Bsd,
+    /// Linux (`tcp_event_data_recv`, `__tcp_ack_snd_check`, `tcp_send_delayed_ack`): the delayed-ACK
+    /// timeout `ato` starts at `TCP_ATO_MIN` 40 ms and follows the gaps between in-order segments, at
+    /// most `TCP_DELACK_MAX` 200 ms; quick-ACK mode (`quick_acks` segments, at most the window over two
+    /// segments) at the first data, after a gap longer than the RTO and after a duplicate segment.
+    Linux,
+}
+
 /// What resets the retransmit timer's backoff after a timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -290,6 +337,9 @@ pub struct Behaviours {
     pub ssthresh_from: SsthreshFrom,
     pub recover_guard: RecoverGuard,
     pub quick_acks: u32,
+    pub ack_rules: AckRules,
+    pub prr: bool,
+    pub rack_tlp: bool,
     pub rto_backoff_reset: BackoffReset,
     pub rto_restart: RtoRestart,
 }
@@ -302,6 +352,9 @@ impl Profile {
                 ssthresh_from: SsthreshFrom::Window,
                 recover_guard: RecoverGuard::None,
                 quick_acks: 0,
+                ack_rules: AckRules::Bsd,
+                prr: false,
+                rack_tlp: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -310,6 +363,9 @@ impl Profile {
                 ssthresh_from: SsthreshFrom::Cwnd,
                 recover_guard: RecoverGuard::Careful,
                 quick_acks: 16,
+                ack_rules: AckRules::Linux,
+                prr: true,
+                rack_tlp: true,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -318,6 +374,9 @@ impl Profile {
                 ssthresh_from: SsthreshFrom::Flight,
                 recover_guard: RecoverGuard::Careful,
                 quick_acks: 0,
+                ack_rules: AckRules::Bsd,
+                prr: false,
+                rack_tlp: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Rfc6298,
             },
@@ -325,7 +384,67 @@ impl Profile {
     }
 }
 
+/// What the `linux` profile gives a plain field left unset, from `include/net/tcp.h`.
+const LINUX_INITIAL_CWND: u32 = 10; // TCP_INIT_CWND (RFC 6928)
+const LINUX_MIN_RTO_MS: f64 = 200.0; // TCP_RTO_MIN, HZ / 5
+const LINUX_INITIAL_RTO_MS: f64 = 1000.0; // TCP_TIMEOUT_INIT (RFC 6298 (2.1))
+const LINUX_MAX_RTO_MS: f64 = 120_000.0; // TCP_RTO_MAX
+const LINUX_DELAYED_ACK_MS: f64 = 40.0; // TCP_DELACK_MIN, TCP_ATO_MIN: where `ato` starts
+
 impl TcpConfig {
+    /// The defaults of `profile`: [`TcpConfig::default`] with the profile set and applied.
+    pub fn with_profile(profile: Profile) -> TcpConfig {
+        let mut c = TcpConfig { profile: Some(profile), ..TcpConfig::default() };
+        c.apply_profile(|_| false).expect("nothing given, nothing to contradict");
+        c
+    }
+
+    /// Gives the plain fields the profile owns the profile's values, unless the configuration gave them
+    /// (`given(field)`, for a file: the key is present); a given value the profile cannot run with is an
+    /// error naming the field. Only `linux` owns plain fields: `initial_cwnd`, `min_rto_ms`,
+    /// `initial_rto_ms` and `max_rto_ms` take Linux's values unless given (a route's `initcwnd`,
+    /// `rto_min` set them on a real host), and `delayed_ack_ms` becomes 40 ms, where Linux's `ato` starts;
+    /// while `timer` is `linux` and `tick_ms` 0 (Linux's timers run on jiffies: a slow-timer tick, BSD's
+    /// fast timer for delayed ACKs or ns's timer contradicts the profile).
+    pub fn apply_profile(&mut self, given: impl Fn(&str) -> bool) -> Result<(), (&'static str, String)> {
+        if self.profile != Some(Profile::Linux) {
+            return Ok(());
+        }
+        if given("timer") && self.timer != TimerStyle::Linux {
+            return Err(("timer", "profile `linux` runs Linux's retransmit timer: leave `timer` unset".into()));
+        }
+        if given("tick_ms") && self.tick_ms != 0.0 {
+            return Err((
+                "tick_ms",
+                "profile `linux` has no slow-timer tick (Linux's timers run on jiffies): leave `tick_ms` unset".into(),
+            ));
+        }
+        if given("delayed_ack_tick") && self.delayed_ack_tick {
+            return Err((
+                "delayed_ack_tick",
+                "profile `linux` has no fast timer (its delayed ACK is a timer of its own): leave `delayed_ack_tick` unset".into(),
+            ));
+        }
+        self.timer = TimerStyle::Linux;
+        self.tick_ms = 0.0;
+        if !given("delayed_ack_ms") {
+            self.delayed_ack_ms = LINUX_DELAYED_ACK_MS;
+        }
+        if !given("initial_cwnd") {
+            self.initial_cwnd = LINUX_INITIAL_CWND;
+        }
+        for (field, value, linux) in [
+            ("min_rto_ms", &mut self.min_rto_ms, LINUX_MIN_RTO_MS),
+            ("initial_rto_ms", &mut self.initial_rto_ms, LINUX_INITIAL_RTO_MS),
+            ("max_rto_ms", &mut self.max_rto_ms, LINUX_MAX_RTO_MS),
+        ] {
+            if !given(field) {
+                *value = linux;
+            }
+        }
+        Ok(())
+    }
+
     /// The behaviours in force: each explicit field, else the profile's value, else the default.
     pub fn behaviours(&self) -> Behaviours {
         let p = self.profile.map(Profile::behaviours);
@@ -343,9 +462,12 @@ impl TcpConfig {
                 Variant::Tahoe | Variant::Reno => RecoverGuard::None,
             }),
             quick_acks: self.quick_acks.or(p.map(|p| p.quick_acks)).unwrap_or(0),
+            ack_rules: self.ack_rules.or(p.map(|p| p.ack_rules)).unwrap_or(AckRules::Bsd),
+            prr: self.prr.or(p.map(|p| p.prr)).unwrap_or(false),
+            rack_tlp: self.rack_tlp.or(p.map(|p| p.rack_tlp)).unwrap_or(false),
             rto_backoff_reset: self.rto_backoff_reset.or(p.map(|p| p.rto_backoff_reset)).unwrap_or(match self.timer {
                 TimerStyle::Bsd => BackoffReset::NewAck,
-                TimerStyle::Ns => BackoffReset::RttSample,
+                TimerStyle::Ns | TimerStyle::Linux => BackoffReset::RttSample,
             }),
             rto_restart: self.rto_restart.or(p.map(|p| p.rto_restart)).unwrap_or(RtoRestart::Retransmit),
         }
@@ -372,6 +494,29 @@ impl TcpConfig {
             return Err((
                 "tahoe_go_back",
                 format!("`tahoe_go_back` is Tahoe's; variant `{}` has no use for it (leave it false)", self.variant),
+            ));
+        }
+        let linux = self.profile == Some(Profile::Linux);
+        if linux && self.timer != TimerStyle::Linux {
+            return Err((
+                "timer",
+                format!("profile `linux` runs Linux's retransmit timer, not `{}` (leave `timer` unset)", self.timer),
+            ));
+        }
+        if self.timer == TimerStyle::Linux && self.tick_ms != 0.0 {
+            return Err((
+                "tick_ms",
+                format!(
+                    "Linux's retransmit timer has no slow-timer tick (it runs on jiffies), got {} ms (leave it unset with profile `linux`, else 0)",
+                    self.tick_ms
+                ),
+            ));
+        }
+        if self.delayed_ack_tick && self.behaviours().ack_rules == AckRules::Linux {
+            return Err((
+                "delayed_ack_tick",
+                "Linux's acknowledgment rules run their own delayed-ACK timer, not BSD's fast timer (leave it false)"
+                    .into(),
             ));
         }
         if self.quick_acks.is_some_and(|n| n > 65_535) {
@@ -415,6 +560,9 @@ impl Default for TcpConfig {
             ssthresh_from: None,
             recover_guard: None,
             quick_acks: None,
+            ack_rules: None,
+            prr: None,
+            rack_tlp: None,
             rto_backoff_reset: None,
             rto_restart: None,
             persist_min_ms: 5000.0,
@@ -603,7 +751,7 @@ mod validate_tests {
             let today = matches!(v, Variant::Cubic | Variant::Westwood | Variant::Veno | Variant::Vegas | Variant::Bbr);
             assert_eq!(c.check_behaviours().map_err(|(f, _)| f), if today { Err("tahoe_go_back") } else { Ok(()) });
         }
-        let linux = TcpConfig { variant: Variant::Cubic, profile: Some(Profile::Linux), ..TcpConfig::default() };
+        let linux = TcpConfig { variant: Variant::Cubic, ..TcpConfig::with_profile(Profile::Linux) };
         assert_eq!(linux.check_behaviours(), Ok(()), "a profile's ssthresh_from is not an explicit knob");
     }
 }

@@ -16,8 +16,11 @@
 
 mod cc;
 mod config;
+mod delack;
 mod pacing;
 pub mod payload;
+mod prr;
+mod rack;
 mod receiver;
 mod recovery;
 mod rto;
@@ -32,8 +35,8 @@ mod harness;
 mod tests;
 
 pub use config::{
-    BackoffReset, Behaviours, Profile, ReceiverStats, RecoverGuard, RtoRestart, SenderStats, SsthreshFrom, TcpConfig,
-    TimerStyle, Variant, MAX_TIME_MS,
+    AckRules, BackoffReset, Behaviours, Profile, ReceiverStats, RecoverGuard, RtoRestart, SenderStats, SsthreshFrom,
+    TcpConfig, TimerStyle, Variant, MAX_TIME_MS,
 };
 pub use receiver::Receiver;
 pub use sender::Sender;

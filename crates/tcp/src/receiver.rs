@@ -6,9 +6,12 @@
 //! arrives, or, with `delayed_ack_tick`, BSD's fast timer: the next multiple of `delayed_ack_ms` from
 //! time 0, so 0 to `delayed_ack_ms` later (what a base station's timers see from a 4.4BSD receiver). The application is taken to read
 //! immediately, so the advertised window is always `max_window`; a zero window reaches a sender only from
-//! a box on the path that advertises one for the mobile (the sender's persist mode answers it).
+//! a box on the path that advertises one for the mobile (the sender's persist mode answers it). With
+//! `ack_rules = "linux"` the delayed ACK and quick ACKs follow Linux instead (`crate::delack`).
 
-use crate::config::{ms, ReceiverStats, TcpConfig};
+use crate::config::{ms, AckRules, ReceiverStats, TcpConfig};
+use crate::delack::{DelayedAck, LinuxAcks};
+use crate::rto::Rto;
 use crate::segment::{parse_counted, seq_at, signed_offset_of, ts_now};
 use bytes::Bytes;
 use lasthop_wire::{SackBlocks, SeqNum, TcpFlags, TcpRepr, Time};
@@ -73,14 +76,32 @@ pub struct Receiver {
     app_window: Option<u32>,
     /// The window in the last segment sent.
     advertised: u32,
+    /// Linux's acknowledgment engine, with `ack_rules = "linux"`; `None` runs 4.4BSD's rules.
+    linux_acks: Option<LinuxAcks>,
+    /// In-order data segments since the last ACK (Linux's quick-ACK count goes down by these).
+    segs_unacked: u32,
+    /// When the SYN-ACK was sent, while it was sent once (Linux's receiver takes its RTO from the
+    /// SYN-ACK's RTT; Karn: none from a repeated one).
+    synack_sent: Option<Time>,
+    synacks: u32,
 }
 
 impl Receiver {
     pub fn new(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum) -> Receiver {
+        let beh = cfg.behaviours();
+        let linux_acks = (beh.ack_rules == AckRules::Linux).then(|| {
+            let window = cfg.max_window.min(u32::from(u16::MAX));
+            LinuxAcks::new(beh.quick_acks, window, u32::from(cfg.mss.max(1)), Rto::new(&cfg).current())
+        });
         Receiver {
+            linux_acks,
+            segs_unacked: 0,
+            synack_sent: None,
+            synacks: 0,
             delayed_ack: ms(cfg.delayed_ack_ms),
             mss: u32::from(cfg.mss.max(1)),
-            quick_acks_left: cfg.behaviours().quick_acks,
+            // Linux's engine grants its own quick ACKs at the first data.
+            quick_acks_left: if beh.ack_rules == AckRules::Linux { 0 } else { beh.quick_acks },
             app_window: None,
             advertised: cfg.max_window.min(u32::from(u16::MAX)),
             cfg,
@@ -212,6 +233,12 @@ impl Receiver {
                 return;
             }
             self.state = State::Established;
+            if let (Some(l), Some(sent)) = (&mut self.linux_acks, self.synack_sent) {
+                // `tcp_synack_rtt_meas`: the passive opener's first RTT sample sets its RTO.
+                let mut rto = Rto::new(&self.cfg);
+                rto.sample_linux(now.as_nanos().saturating_sub(sent.as_nanos()), 1, 1);
+                l.set_rto(rto.current());
+            }
         }
         if self.ts_ok {
             if let Some((tsval, _)) = r.timestamps {
@@ -270,6 +297,10 @@ impl Receiver {
         if seg_end <= self.rcv_nxt {
             self.stats.duplicate_segments += 1;
             self.ack_now = true; // re-ACK so a sender whose ACKs were lost learns where we are
+            if let Some(l) = &mut self.linux_acks {
+                // "A retransmit, 2nd most common case. Force an immediate ack." (`tcp_data_queue`)
+                l.enter_quickack_mode();
+            }
             return;
         }
         if start > self.rcv_nxt {
@@ -299,6 +330,11 @@ impl Receiver {
             self.rcv_nxt += 1;
             self.ack_now = true;
         }
+        self.segs_unacked = self.segs_unacked.saturating_add(1);
+        if self.linux_acks.is_some() {
+            self.linux_ack_check(now, filled_hole);
+            return;
+        }
         let full = u64::from(self.cfg.ack_every.max(1)) * u64::from(self.mss);
         // Quick ACKs for the connection's first data segments (Linux `tcp_event_data_recv`), so a sender in
         // slow start from one segment does not wait out the delayed-ACK timer.
@@ -314,6 +350,22 @@ impl Receiver {
             } else {
                 now + self.delayed_ack
             });
+        }
+    }
+
+    /// Linux's `tcp_event_data_recv` and `__tcp_ack_snd_check` for in-order data: at once for the
+    /// second full segment, in quick-ACK mode, and when a hole was filled; else the delayed-ACK timer.
+    fn linux_ack_check(&mut self, now: Time, filled_hole: bool) {
+        let full = u64::from(self.cfg.ack_every.max(1)) * u64::from(self.mss);
+        let Some(l) = &mut self.linux_acks else { return };
+        l.on_data(now);
+        if self.ack_now || filled_hole || l.in_quickack_mode() || self.unacked >= full {
+            self.ack_now = true;
+            return;
+        }
+        match l.delayed_ack(now, self.ack_deadline) {
+            DelayedAck::Now => self.ack_now = true,
+            DelayedAck::At(t) => self.ack_deadline = Some(t),
         }
     }
 
@@ -401,6 +453,8 @@ impl Receiver {
     pub fn poll_transmit(&mut self, now: Time) -> Option<Bytes> {
         if self.synack_pending {
             self.synack_pending = false;
+            self.synacks += 1;
+            self.synack_sent = (self.synacks == 1).then_some(now);
             let repr = TcpRepr {
                 seq: self.iss,
                 ack: Some(self.irs + 1),
@@ -426,6 +480,10 @@ impl Receiver {
         self.ack_now = false;
         self.ack_deadline = None;
         self.unacked = 0;
+        if let Some(l) = &mut self.linux_acks {
+            l.on_ack_sent(self.segs_unacked);
+        }
+        self.segs_unacked = 0;
         let mut repr = TcpRepr {
             seq: self.iss + 1,
             ack: Some(seq_at(self.irs, self.rcv_nxt)),

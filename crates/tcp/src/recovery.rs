@@ -25,7 +25,7 @@ impl Sender {
 
     /// ssthresh after a loss: half of what `ssthresh_from` measures, at least two segments (RFC 5681
     /// eq. 4). Segments sent by limited transmit are left out of a flight (RFC 5681 §3.2 step 2).
-    fn halved_flight(&self) -> u32 {
+    pub(crate) fn halved_flight(&self) -> u32 {
         let mss = u64::from(self.mss);
         let half = match self.beh.ssthresh_from {
             SsthreshFrom::SndMax => self.max.saturating_sub(self.una).saturating_sub(self.lt_bytes) / 2,
@@ -53,7 +53,7 @@ impl Sender {
     }
 
     /// Whether duplicate ACKs that do not cover `recover` may start a fast retransmit (`recover_guard`).
-    fn may_retransmit_again(&self) -> bool {
+    pub(crate) fn may_retransmit_again(&self) -> bool {
         match self.beh.recover_guard {
             RecoverGuard::Careful => false,
             RecoverGuard::None => true,
@@ -103,6 +103,7 @@ impl Sender {
     pub(crate) fn enter_recovery(&mut self, now: Time) {
         self.stats.fast_retransmits += 1;
         let halved_flight = self.halved_flight();
+        let prior_cwnd = self.cc.window();
         self.cc.on_congestion_event(now, CongestionEvent::FastRetransmit { halved_flight });
         self.rexmit_pending = Some(self.una);
         self.timing = None;
@@ -114,6 +115,9 @@ impl Sender {
         if self.recovery.on_fast_retransmit(&mut self.cc, self.una, self.mss, thresh) {
             self.nxt = self.una;
             self.go_back_max = self.max;
+        }
+        if self.recovery.in_recovery() {
+            self.prr_start(prior_cwnd);
         }
         self.recover = self.max;
     }
@@ -162,6 +166,10 @@ impl Sender {
         self.nxt = self.una;
         self.dupacks = 0;
         self.recovery.forget(self.una);
+        if let Some(p) = &mut self.prr {
+            p.forget();
+        }
+        self.rack_forget();
         self.scoreboard.clear();
         self.rexmit_pending = None;
         self.timing = None;

@@ -12,7 +12,12 @@
 //! (the version with `rfc2988_` off, as in the `ns2/NS2` repository's history), with the defaults of
 //! `tcl/lib/ns-default.tcl` revision 1.82 of 1997-12-20 (`tcpTick_ 0.1`, `rtxcur_init_ 6.0`,
 //! `maxrto_ 100000`, no `minrto_` yet): see `examples/web-ns.toml`.
+//!
+//! With [`TimerStyle::Linux`] it is Linux's (`net/ipv4/tcp_input.c` `tcp_rtt_estimator`, `tcp_set_rto`):
+//! exact (jiffies of 1 ms), fed an RTT on every ACK, its variance `rttvar` the largest `mdev` of the
+//! last flight and never below the minimum RTO, which is how Linux applies `TCP_RTO_MIN`.
 
+use crate::cc::linux::JIFFY_NS;
 use crate::config::{ms, BackoffReset, TcpConfig, TimerStyle};
 use lasthop_wire::Time;
 
@@ -37,6 +42,14 @@ pub(crate) struct Rto {
     ns_rttvar4: i64,
     /// ns: `t_rtxcur_`, the RTO before backoff and clamps, nanoseconds.
     ns_rtxcur: u64,
+    /// Linux: `srtt_us`, eight times the smoothed RTT in microseconds (0: no estimate yet).
+    srtt8_us: u64,
+    /// Linux: `mdev_us`, four times the smoothed mean deviation (`rttvar` holds `rttvar_us`).
+    mdev: u64,
+    /// Linux: `mdev_max_us`, the largest `mdev` since the flight that ends at `rtt_seq` began.
+    mdev_max: u64,
+    /// Linux: `rtt_seq`, SND.NXT when the current flight's variance began; past it, `rttvar` decays.
+    rtt_seq: u64,
 }
 
 impl Rto {
@@ -56,7 +69,66 @@ impl Rto {
             ns_srtt8: 0,
             ns_rttvar4: 0,
             ns_rtxcur: ms(cfg.initial_rto_ms).as_nanos() as u64,
+            srtt8_us: 0,
+            mdev: 0,
+            mdev_max: 0,
+            rtt_seq: 0,
         }
+    }
+
+    /// Whether this is Linux's timer, which takes its samples from [`sample_linux`](Self::sample_linux).
+    pub fn is_linux(&self) -> bool {
+        self.style == TimerStyle::Linux
+    }
+
+    /// Linux `tcp_rtt_estimator` with `tcp_ack_update_rtt`'s backoff reset: folds in `rtt` nanoseconds
+    /// measured by an ACK that left SND.UNA at `una`, SND.NXT being `nxt`. Linux keeps microseconds; so
+    /// does this, so its integer steps are Linux's.
+    pub fn sample_linux(&mut self, rtt: u64, una: u64, nxt: u64) {
+        let m = (rtt / 1000).max(1) as i64; // mrtt_us
+        let rto_min = (self.min / 1000) as i64;
+        let (mut mdev, mut mdev_max, mut rttvar) = (self.mdev as i64, self.mdev_max as i64, self.rttvar as i64);
+        let srtt8 = match self.srtt8_us {
+            srtt8 if srtt8 > 0 => {
+                let mut srtt8 = srtt8 as i64;
+                let mut err = m - (srtt8 >> 3);
+                srtt8 += err; // rtt = 7/8 rtt + 1/8 new
+                if err < 0 {
+                    // "we use finer gain for mdev in this case (alpha*beta)": a falling RTT barely moves it.
+                    err = -err - (mdev >> 2);
+                    if err > 0 {
+                        err >>= 3;
+                    }
+                } else {
+                    err -= mdev >> 2;
+                }
+                mdev += err; // mdev = 3/4 mdev + 1/4 new
+                if mdev > mdev_max {
+                    mdev_max = mdev;
+                    rttvar = rttvar.max(mdev_max);
+                }
+                if una > self.rtt_seq {
+                    // A flight has passed: rttvar decays towards its largest mdev, which starts afresh.
+                    if mdev_max < rttvar {
+                        rttvar -= (rttvar - mdev_max) >> 2;
+                    }
+                    self.rtt_seq = nxt;
+                    mdev_max = rto_min;
+                }
+                srtt8
+            }
+            _ => {
+                mdev = m << 1; // "make sure rto = 3*rtt"
+                rttvar = mdev.max(rto_min);
+                mdev_max = rttvar;
+                self.rtt_seq = nxt;
+                m << 3
+            }
+        };
+        self.srtt8_us = srtt8.max(1) as u64;
+        self.srtt = Some(self.srtt8_us * 1000 / 8);
+        (self.mdev, self.mdev_max, self.rttvar) = (mdev as u64, mdev_max as u64, rttvar.max(0) as u64);
+        self.backoff = 0;
     }
 
     /// Folds in the RTT of a segment sent at `sent` and acknowledged at `now`.
@@ -120,6 +192,14 @@ impl Rto {
     pub fn base(&self) -> u64 {
         if self.style == TimerStyle::Ns {
             return self.ns_timeout(1);
+        }
+        if self.style == TimerStyle::Linux {
+            // `__tcp_set_rto`: (srtt >> 3) + rttvar in whole jiffies, then `tcp_bound_rto`.
+            if self.srtt8_us == 0 {
+                return self.initial.min(self.max);
+            }
+            let us = (self.srtt8_us >> 3) + self.rttvar;
+            return (us * 1000).div_ceil(JIFFY_NS).saturating_mul(JIFFY_NS).min(self.max);
         }
         let raw = match self.srtt {
             None => self.initial,
@@ -193,7 +273,7 @@ impl Rto {
     /// counts.
     pub fn deadline_after(&self, now: Time, rto: u64) -> Time {
         let t = now.as_nanos();
-        if self.tick == 0 || self.style == TimerStyle::Ns {
+        if self.tick == 0 || self.style != TimerStyle::Bsd {
             return Time(t.saturating_add(rto));
         }
         let ticks = rto.div_ceil(self.tick).max(1);
@@ -304,5 +384,57 @@ mod tests {
         let tiny = Rto::new(&TcpConfig { initial_rto_ms: 50.0, ..cfg });
         assert_eq!(tiny.current(), 200 * MS);
         assert_eq!(tiny.deadline(Time::from_millis(7)), Time::from_millis(207), "exact, not tick-aligned");
+    }
+
+    fn linux(min_rto_ms: f64) -> Rto {
+        let cfg = TcpConfig { min_rto_ms, ..TcpConfig::with_profile(crate::Profile::Linux) };
+        Rto::new(&cfg)
+    }
+
+    #[test]
+    fn linux_rttvar_follows_the_flights_largest_mdev_and_never_falls_below_the_minimum() {
+        let mut r = linux(200.0);
+        assert_eq!(r.current(), 1000 * MS, "TCP_TIMEOUT_INIT before a sample");
+        r.sample_linux(100 * MS, 1, 10);
+        // srtt 100 ms, mdev 200 ms ("rto = 3*rtt"), rttvar max(mdev, TCP_RTO_MIN).
+        assert_eq!(r.current(), 300 * MS);
+        r.sample_linux(60 * MS, 5, 10);
+        // srtt 95 ms; the fall moves mdev to 190 ms, but rttvar keeps the flight's largest, 200 ms.
+        assert_eq!(r.current(), 295 * MS);
+        r.sample_linux(300 * MS, 12, 20);
+        // srtt 120.625 ms; mdev 347.5 ms raises rttvar at once; a new flight begins (rtt_seq 20).
+        assert_eq!(r.current(), 469 * MS, "468.125 ms in whole jiffies");
+        r.sample_linux(100 * MS, 15, 20);
+        assert_eq!(r.current(), 466 * MS, "srtt 118.046 ms + rttvar 347.5 ms: within the flight, no decay");
+        r.sample_linux(100 * MS, 25, 30);
+        // Past rtt_seq: rttvar decays by a quarter of its excess over the flight's mdev_max (281.25 ms).
+        assert_eq!(r.current(), 447 * MS, "115.791 ms + 330.938 ms");
+        r.back_off();
+        assert_eq!(r.current(), 894 * MS);
+        r.sample_linux(100 * MS, 26, 30);
+        assert!(r.current() < 894 * MS, "a valid sample resets the backoff (tcp_ack_update_rtt)");
+    }
+
+    #[test]
+    fn linux_mdev_moves_with_gain_one_32nd_when_the_rtt_falls() {
+        let mut r = linux(0.0);
+        r.sample_linux(100 * MS, 1, 10);
+        r.sample_linux(10 * MS, 2, 10);
+        // srtt 88.75 ms; |err| 90 ms less mdev/4 (50 ms) is 40 ms, taken at 1/8: mdev 205 ms. RFC 6298's
+        // gain would give rttvar 60 ms, an RTO of 328.75 ms.
+        assert_eq!(r.current(), 294 * MS, "88.75 + 205 ms, rounded up to a jiffy");
+        assert_eq!(r.srtt(), Some(88_750_000));
+    }
+
+    #[test]
+    fn linux_timer_is_exact_and_capped_at_tcp_rto_max() {
+        let mut r = linux(200.0);
+        r.sample_linux(10 * MS, 1, 10);
+        assert_eq!(r.current(), 210 * MS, "srtt + TCP_RTO_MIN: Linux's floor is on rttvar, not the RTO");
+        assert_eq!(r.deadline(Time::from_millis(7)), Time::from_millis(217), "no slow-timer tick");
+        for _ in 0..20 {
+            r.back_off();
+        }
+        assert_eq!(r.current(), 120_000 * MS, "TCP_RTO_MAX");
     }
 }

@@ -37,6 +37,12 @@ impl Scoreboard {
         self.ranges.iter().map(|&(a, b)| b - a).sum()
     }
 
+    /// Whether all of `[start, end)` is SACKed.
+    pub fn covers(&self, start: u64, end: u64) -> bool {
+        let i = self.ranges.partition_point(|&(_, b)| b <= start);
+        self.ranges.get(i).is_some_and(|&(a, b)| a <= start && end <= b)
+    }
+
     /// Records `[start, end)` as SACKed. Returns whether any of it was not SACKed before (new
     /// information, which is what makes a SACK-bearing ACK a duplicate ACK worth counting).
     pub fn insert(&mut self, start: u64, end: u64) -> bool {

@@ -12,6 +12,8 @@ use crate::cc::{AckEvent, AckSampler, AnyController, AnyRecovery, Controller, Lo
 use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::pacing::Pacer;
 use crate::payload;
+use crate::prr::Prr;
+use crate::rack::Rack;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
 use crate::segment::{offset_of, parse_counted, seq_at, ts_now, Incoming};
@@ -80,12 +82,15 @@ pub struct Sender {
     /// The one segment being timed, as BSD did: (offset its ACK must reach, when it was sent).
     pub(crate) timing: Option<(u64, Time)>,
     /// Send times for a per-ACK RTT, kept only for a controller that reads every ACK
-    /// ([`Controller::wants_ack_events`]).
+    /// ([`Controller::wants_ack_events`]) or Linux's retransmit timer, which samples every ACK.
     ack_sampler: Option<AckSampler>,
     /// Delivery-rate snapshots and the pacing release, kept only for a rate-based controller
     /// ([`Controller::wants_rate_samples`], [`Controller::pacing_rate`]; `pacing.rs`).
     pub(crate) rate: Option<DeliveryRate>,
     pub(crate) pacer: Option<Pacer>,
+    /// The controller reads every ACK ([`Controller::wants_ack_events`]), asked once here rather than
+    /// per ACK: the classic controllers pay nothing for the others'.
+    per_ack_events: bool,
     syn_pending: bool,
     ack_pending: bool,
     /// A single retransmission ordered by loss recovery (fast retransmit, NewReno partial ACK).
@@ -100,6 +105,10 @@ pub struct Sender {
     pub(crate) eln: Eln,
     /// The behaviours real stacks differ on, resolved from `cfg` once.
     pub(crate) beh: Behaviours,
+    /// Proportional Rate Reduction's state, with `prr` on (`crate::prr`).
+    pub(crate) prr: Option<Prr>,
+    /// RACK-TLP's state, with `rack_tlp` on (`crate::rack`); it acts only once SACK is agreed.
+    pub(crate) rack: Option<Rack>,
     /// Bytes sent by limited transmit since the cumulative ACK last advanced.
     pub(crate) lt_bytes: u64,
     /// How far the cumulative ACK moved the last time it advanced (RFC 6582 §4.1's highest_ack −
@@ -121,11 +130,14 @@ impl Sender {
     pub fn new(cfg: TcpConfig, local: SocketAddrV4, remote: SocketAddrV4, iss: SeqNum, total_bytes: u64) -> Sender {
         let mss = u32::from(cfg.mss.max(1));
         let cc = AnyController::for_variant(&cfg, mss);
+        let per_ack_events = cc.wants_ack_events();
+        let rto = Rto::new(&cfg);
         Sender {
-            ack_sampler: cc.wants_ack_events().then(AckSampler::default),
+            ack_sampler: (per_ack_events || rto.is_linux()).then(AckSampler::default),
+            per_ack_events,
             rate: cc.wants_rate_samples().then(DeliveryRate::default),
             pacer: cc.pacing_rate().map(|_| Pacer::default()),
-            rto: Rto::new(&cfg),
+            rto,
             local,
             remote,
             iss,
@@ -159,6 +171,8 @@ impl Sender {
             out_queue: None,
             eln: Eln::new(&cfg),
             beh: cfg.behaviours(),
+            prr: cfg.behaviours().prr.then(Prr::default),
+            rack: cfg.behaviours().rack_tlp.then(Rack::default),
             lt_bytes: 0,
             last_advance: 0,
             persist_deadline: None,
@@ -329,6 +343,7 @@ impl Sender {
         if a >= self.una {
             self.peer_wnd = window;
         }
+        let prr_sacked = self.prr_sacked();
         let mut newly_sacked = false;
         if self.sack_ok {
             for &(l, rr) in r.sack.as_slice() {
@@ -355,7 +370,7 @@ impl Sender {
             let pure = seg.payload.is_empty() && !r.flags.contains(TcpFlags::FIN);
             if pure && !window_changed && self.una < self.max && !self.is_persisting() {
                 self.stats.dupacks_received += 1;
-                if self.ack_sampler.is_some() {
+                if self.per_ack_events {
                     self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked: 0, rtt_ns: None });
                 }
                 if eln {
@@ -375,6 +390,8 @@ impl Sender {
                     // information" the test, so it is not counted again.
                 } else {
                     self.on_dupack(now);
+                    self.rack_on_ack(now, a);
+                    self.prr_on_ack(prr_sacked, 0, true);
                 }
             }
             if marked {
@@ -384,9 +401,12 @@ impl Sender {
             return;
         }
         let acked = a - self.una;
-        let rtt_ns = self.ack_sampler.as_mut().map(|t| t.on_ack(self.una, a, now));
+        let rtt = match &mut self.ack_sampler {
+            Some(t) => t.on_ack(self.una, a, now),
+            None => None,
+        };
         if let Some(rate) = &mut self.rate {
-            rate.on_cumulative_ack(a, u64::from(self.mss), rtt_ns.flatten());
+            rate.on_cumulative_ack(a, u64::from(self.mss), rtt.map(|r| r.newest_ns));
         }
         self.last_advance = acked;
         self.lt_bytes = 0;
@@ -396,6 +416,9 @@ impl Sender {
         }
         self.una = a;
         self.nxt = self.nxt.max(a);
+        if let (true, Some(rtt)) = (self.rto.is_linux(), rtt) {
+            self.rto.sample_linux(rtt.oldest_ns, self.una, self.max);
+        }
         self.scoreboard.advance(a);
         self.rto.on_new_ack();
         // RFC 6298 (5.2, 5.3): stop when all is acknowledged, else restart; not while persisting.
@@ -405,10 +428,13 @@ impl Sender {
             // ns-2 `TcpAgent::newack` re-arms the timer (`newtimer`) before it updates the RTT estimate.
             self.take_rtt_sample(now, a);
         }
-        if let Some(rtt_ns) = rtt_ns {
+        if self.per_ack_events {
+            let rtt_ns = rtt.map(|r| r.newest_ns);
             self.cc.on_ack_event(now, &AckEvent { una: self.una, nxt: self.nxt, acked, rtt_ns });
         }
         self.on_new_ack(now, acked);
+        self.rack_on_ack(now, a - acked);
+        self.prr_on_ack(prr_sacked, acked, false);
         if eln {
             // A new ACK can carry ELN too (Balakrishnan 1998: marking "can (and does) also happen for new ones"):
             // it is the first ELN ACK for the new acknowledgment number.
@@ -451,12 +477,17 @@ impl Sender {
         }
     }
 
-    /// Karn's rule holds because `timing` is cleared whenever anything is retransmitted.
+    /// Karn's rule holds because `timing` is cleared whenever anything is retransmitted. Linux's timer
+    /// samples every ACK instead (`handle_ack`), and here only the SYN's.
     fn take_rtt_sample(&mut self, now: Time, acked_to: u64) {
         if let Some((end, sent)) = self.timing {
             if acked_to >= end {
-                self.rto.sample(sent, now);
                 self.timing = None;
+                if !self.rto.is_linux() {
+                    self.rto.sample(sent, now);
+                } else if end == 1 {
+                    self.rto.sample_linux(now.as_nanos().saturating_sub(sent.as_nanos()), 1, 1);
+                }
             }
         }
     }
@@ -499,6 +530,9 @@ impl Sender {
                 let pkt = self.emit_data(now, off, len, fin);
                 return Some(self.paced(now, pkt));
             }
+        }
+        if let Some((off, len, fin)) = self.take_loss_probe(now) {
+            return Some(self.emit_data(now, off, len, fin));
         }
         let next = self.recovery.next_segment(self);
         if let Some((off, len, fin)) = next {
@@ -659,6 +693,10 @@ impl Sender {
         if let Some(r) = &mut self.rate {
             r.on_send(now, end, end - off, self.max <= self.una);
         }
+        if let Some(p) = &mut self.prr {
+            p.on_sent();
+        }
+        self.rack_on_send(now, off, end, rexmit);
         if off <= self.nxt && end > self.nxt {
             self.nxt = end;
         }
@@ -695,7 +733,7 @@ impl Sender {
         if self.is_finished() || self.frozen {
             None
         } else {
-            let timers = [self.rtx_deadline, self.persist_deadline].into_iter().flatten().min();
+            let timers = [self.rtx_deadline, self.persist_deadline, self.rack_timeout()].into_iter().flatten().min();
             match &self.pacer {
                 None => timers,
                 Some(p) => [timers, p.deadline()].into_iter().flatten().min(),
@@ -712,6 +750,9 @@ impl Sender {
         }
         if self.persist_deadline.is_some_and(|d| d <= now) {
             self.on_persist_timeout(now);
+        }
+        if self.rack_timeout().is_some_and(|d| d <= now) {
+            self.rack_on_timeout(now);
         }
         match self.rtx_deadline {
             Some(d) if d <= now => self.rtx_deadline = None,

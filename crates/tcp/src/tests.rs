@@ -1701,4 +1701,5 @@ fn ns_rtt_samples_count_tick_boundaries() {
 }
 
 mod behaviours;
+mod linux;
 mod persist;

@@ -63,8 +63,6 @@ pub(crate) struct Cubic {
     ack_cnt: u32,
     /// The Reno-friendly window, segments (RFC 9438 §4.3's W_est).
     tcp_cwnd: u32,
-    /// A timeout without a new ACK since: a further one keeps ssthresh (`tcp_enter_loss`).
-    in_loss: bool,
     hystart: HyStart,
 }
 
@@ -124,7 +122,6 @@ impl Cubic {
             delay_min: 0,
             ack_cnt: 0,
             tcp_cwnd: 0,
-            in_loss: false,
             hystart: HyStart::new(),
         }
     }
@@ -236,9 +233,7 @@ impl Controller for Cubic {
 
     /// `bictcp_acked`.
     fn on_ack_event(&mut self, now: Time, ack: &AckEvent) {
-        if ack.acked > 0 {
-            self.in_loss = false;
-        }
+        self.w.on_acked(ack.acked);
         let Some(rtt_ns) = ack.rtt_ns else { return };
         if self.epoch_start.is_some_and(|e| jiffies(now).saturating_sub(e) < EPOCH_SETTLE_JIFFIES) {
             return; // right after a cut the queue is draining: no delay sample
@@ -278,12 +273,11 @@ impl Controller for Cubic {
             }
             CongestionEvent::Timeout { .. } => {
                 // `tcp_enter_loss`: ssthresh once per loss episode, then `bictcp_state(TCP_CA_Loss)`.
-                if !self.in_loss {
+                if self.w.loss_episode_begins() {
                     let ssthresh = self.recalc_ssthresh();
                     self.w.set_ssthresh_segments(ssthresh);
                 }
                 self.reset();
-                self.in_loss = true;
                 self.w.loss_window();
             }
             CongestionEvent::Eln => {}

@@ -50,6 +50,8 @@ pub(crate) struct SegmentWindow {
     partial: u32,
     initial_segments: u32,
     max_window: u32,
+    /// A timeout without a new ACK since: a further one keeps ssthresh (`tcp_enter_loss`).
+    in_loss: bool,
 }
 
 impl SegmentWindow {
@@ -63,6 +65,7 @@ impl SegmentWindow {
             partial: 0,
             initial_segments,
             max_window: cfg.max_window,
+            in_loss: false,
         }
     }
 
@@ -145,16 +148,32 @@ impl SegmentWindow {
         self.cong_avoid_ai(self.segments(), acked);
     }
 
-    /// A timeout: the loss window of one segment (`tcp_enter_loss`).
+    /// Whether a timeout now begins a loss episode, so that the controller sets ssthresh by its rule
+    /// before [`loss_window`](Self::loss_window): `tcp_enter_loss` sets it once per episode, and a second
+    /// timeout before any new ACK keeps it.
+    pub(crate) fn loss_episode_begins(&self) -> bool {
+        !self.in_loss
+    }
+
+    /// A timeout: the loss window of one segment (`tcp_enter_loss`), the episode lasting until new data
+    /// is acknowledged.
     pub(crate) fn loss_window(&mut self) {
         self.cwnd = self.mss;
         self.cnt = 0;
+        self.in_loss = true;
+    }
+
+    /// An ACK acknowledged `acked` new bytes: a loss episode is over once new data is.
+    pub(crate) fn on_acked(&mut self, acked: u64) {
+        if acked > 0 {
+            self.in_loss = false;
+        }
     }
 }
 
 /// The send times a per-ACK RTT needs (Linux's skb timestamps): every first transmission, until the
-/// ACK that covers it. An ACK's sample is the time since the newest segment it acknowledges was sent
-/// (`ca_rtt_us` from `last_ackt`), none when any byte it acknowledges was ever retransmitted (Karn;
+/// ACK that covers it. An ACK's samples are the times since the newest and the oldest segment it
+/// acknowledges were sent ([`AckRtt`]), none when any byte it acknowledges was ever retransmitted (Karn;
 /// `FLAG_RETRANS_DATA_ACKED`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AckSampler {
@@ -174,21 +193,31 @@ impl AckSampler {
         }
     }
 
-    /// The cumulative ACK moved from `from` to `to` at `now`: the RTT it measured, nanoseconds.
-    pub(crate) fn on_ack(&mut self, from: u64, to: u64, now: Time) -> Option<u64> {
-        let mut newest = None;
+    /// The cumulative ACK moved from `from` to `to` at `now`: the RTTs it measured.
+    pub(crate) fn on_ack(&mut self, from: u64, to: u64, now: Time) -> Option<AckRtt> {
+        let mut sent_range: Option<(Time, Time)> = None;
         while let Some(&(end, sent)) = self.sent.front() {
             if end > to {
                 break;
             }
-            newest = Some(sent);
+            sent_range = Some((sent_range.map_or(sent, |r| r.0), sent));
             self.sent.pop_front();
         }
         if from < self.rexmit_end {
             return None;
         }
-        newest.map(|sent| now.as_nanos().saturating_sub(sent.as_nanos()))
+        let since = |t: Time| now.as_nanos().saturating_sub(t.as_nanos());
+        sent_range.map(|(oldest, newest)| AckRtt { newest_ns: since(newest), oldest_ns: since(oldest) })
     }
+}
+
+/// The RTTs one ACK measured, nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AckRtt {
+    /// Since the newest segment it acknowledges was sent (`ca_rtt_us`): what congestion control reads.
+    pub newest_ns: u64,
+    /// Since the oldest was sent (`seq_rtt_us`): what Linux's RTO estimator reads.
+    pub oldest_ns: u64,
 }
 
 #[cfg(test)]
@@ -226,12 +255,13 @@ mod tests {
         s.on_send(1000, t(0), false);
         s.on_send(2000, t(10), false);
         s.on_send(3000, t(20), false);
-        assert_eq!(s.on_ack(0, 2000, t(110)), Some(100_000_000), "from the newest segment acknowledged");
+        let both = s.on_ack(0, 2000, t(110)).unwrap();
+        assert_eq!((both.newest_ns, both.oldest_ns), (100_000_000, 110_000_000), "from the newest and the oldest");
         assert_eq!(s.on_ack(2000, 2500, t(120)), None, "no segment completed");
         s.on_send(3000, t(130), true);
         s.on_send(4000, t(140), false);
         assert_eq!(s.on_ack(2500, 4000, t(200)), None, "covers a retransmitted byte");
         s.on_send(5000, t(210), false);
-        assert_eq!(s.on_ack(4000, 5000, t(260)), Some(50_000_000));
+        assert_eq!(s.on_ack(4000, 5000, t(260)).map(|r| r.newest_ns), Some(50_000_000));
     }
 }

@@ -263,10 +263,10 @@ pub(crate) trait Recovery {
     /// A go-back to SND.UNA = `una` (timeout or handoff): any recovery ends and its state is forgotten.
     fn forget(&mut self, _una: u64) {}
 
-    /// During recovery: the bytes in flight the algorithm gates transmission on (outside recovery, and by
-    /// default, SND.NXT − SND.UNA).
-    fn in_flight(&self, sender: &Sender) -> u64 {
-        sender.nxt - sender.una
+    /// During recovery: the bytes in flight as this algorithm's transmission rule counts them against
+    /// cwnd, when it counts them otherwise than SND.NXT − SND.UNA (SACK's `pipe`). For PRR (`crate::prr`).
+    fn pipe(&self, _sender: &Sender) -> Option<u64> {
+        None
     }
 
     /// During recovery: the next segment to send (the retransmission of a lost one, new data, or none).
@@ -383,13 +383,18 @@ impl LossRecovery {
         each_recovery!(&mut self.algorithm, r => r.forget(una))
     }
 
-    /// The bytes in flight as the transmission rules count them now.
+    /// The bytes in flight as the transmission rules count them now: during recovery the algorithm's own
+    /// count where it has one ([`Recovery::pipe`]), else SND.NXT − SND.UNA.
     pub(crate) fn in_flight(&self, sender: &Sender) -> u64 {
-        if self.in_recovery {
-            each_recovery!(&self.algorithm, r => r.in_flight(sender))
-        } else {
-            sender.nxt - sender.una
+        match self.in_recovery.then(|| self.pipe(sender)).flatten() {
+            Some(pipe) => pipe,
+            None => sender.nxt - sender.una,
         }
+    }
+
+    /// During recovery: the flight as the algorithm counts it ([`Recovery::pipe`]).
+    pub(crate) fn pipe(&self, sender: &Sender) -> Option<u64> {
+        each_recovery!(&self.algorithm, r => r.pipe(sender))
     }
 
     #[inline]

@@ -53,8 +53,8 @@ impl Recovery for Sack {
     }
 
     /// RFC 6675's pipe.
-    fn in_flight(&self, s: &Sender) -> u64 {
-        s.scoreboard.pipe(s.una, s.max, self.high_rxt, s.mss, s.dupthresh())
+    fn pipe(&self, s: &Sender) -> Option<u64> {
+        Some(s.scoreboard.pipe(s.una, s.max, self.high_rxt, s.mss, s.dupthresh()))
     }
 
     /// NextSeg (RFC 6675 §5 step (C)): the next segment recovery may send, if `cwnd - pipe >= 1 SMSS`.
@@ -65,10 +65,10 @@ impl Recovery for Sack {
             return None;
         }
         let holes = || s.scoreboard.holes(s.una, s.max, s.mss, thresh);
-        // (1) the first lost octet not yet retransmitted
+        // (1) the first lost octet not yet retransmitted (IsLost, or RACK's mark: `crate::rack`)
         for h in holes() {
             let start = h.start.max(self.high_rxt);
-            if h.lost && start < h.end {
+            if (h.lost || s.rack_lost(start)) && start < h.end {
                 let (len, fin) = s.shape(start, h.end);
                 return Some((start, len, fin));
             }

@@ -39,8 +39,6 @@ pub(crate) struct Vegas {
     /// SND.UNA and SND.NXT of the last ACK.
     una: u64,
     nxt: u64,
-    /// A timeout without a new ACK since: a further one keeps ssthresh (`tcp_enter_loss`).
-    in_loss: bool,
 }
 
 impl Vegas {
@@ -54,7 +52,6 @@ impl Vegas {
             doing_vegas_now: true,
             una: 0,
             nxt: 0,
-            in_loss: false,
         }
     }
 
@@ -100,9 +97,7 @@ impl Controller for Vegas {
     fn on_ack_event(&mut self, _now: Time, ack: &AckEvent) {
         self.una = ack.una;
         self.nxt = ack.nxt;
-        if ack.acked > 0 {
-            self.in_loss = false;
-        }
+        self.w.on_acked(ack.acked);
         if let Some(rtt_ns) = ack.rtt_ns {
             let vrtt = rtt_ns / 1000 + 1;
             self.base_rtt = self.base_rtt.min(vrtt);
@@ -141,10 +136,9 @@ impl Controller for Vegas {
                 self.w.cwnd = halved_flight;
             }
             CongestionEvent::Timeout { halved_flight } => {
-                if !self.in_loss {
+                if self.w.loss_episode_begins() {
                     self.w.ssthresh = halved_flight;
                 }
-                self.in_loss = true;
                 self.w.loss_window();
             }
             CongestionEvent::Eln => self.doing_vegas_now = true,

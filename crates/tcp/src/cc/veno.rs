@@ -32,21 +32,11 @@ pub(crate) struct Veno {
     inc: bool,
     /// `diff`: N in half segments, from the last ACK.
     diff: u64,
-    /// A timeout without a new ACK since: a further one keeps ssthresh (`tcp_enter_loss`).
-    in_loss: bool,
 }
 
 impl Veno {
     pub(crate) fn new(cfg: &TcpConfig, mss: u32) -> Veno {
-        Veno {
-            w: SegmentWindow::new(cfg, mss),
-            minrtt: NO_RTT,
-            basertt: NO_RTT,
-            cntrtt: 0,
-            inc: true,
-            diff: 0,
-            in_loss: false,
-        }
+        Veno { w: SegmentWindow::new(cfg, mss), minrtt: NO_RTT, basertt: NO_RTT, cntrtt: 0, inc: true, diff: 0 }
     }
 
     /// `tcp_veno_ssthresh`: 4/5 of cwnd after a random loss, half after a congestive one; at least 2.
@@ -70,9 +60,7 @@ impl Controller for Veno {
 
     /// `tcp_veno_pkts_acked`.
     fn on_ack_event(&mut self, _now: Time, ack: &AckEvent) {
-        if ack.acked > 0 {
-            self.in_loss = false;
-        }
+        self.w.on_acked(ack.acked);
         if let Some(rtt_ns) = ack.rtt_ns {
             let vrtt = rtt_ns / 1000 + 1;
             self.basertt = self.basertt.min(vrtt);
@@ -127,10 +115,9 @@ impl Controller for Veno {
                 self.w.cwnd = self.w.ssthresh;
             }
             CongestionEvent::Timeout { .. } => {
-                if !self.in_loss {
+                if self.w.loss_episode_begins() {
                     self.cut();
                 }
-                self.in_loss = true;
                 self.w.loss_window();
             }
             CongestionEvent::Eln => {}

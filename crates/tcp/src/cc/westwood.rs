@@ -39,8 +39,6 @@ pub(crate) struct Westwood {
     rtt: u64,
     rtt_min: u64,
     reset_rtt_min: bool,
-    /// A timeout without a new ACK since: a further one keeps ssthresh (`tcp_enter_loss`).
-    in_loss: bool,
 }
 
 impl Westwood {
@@ -56,7 +54,6 @@ impl Westwood {
             rtt: INIT_RTT_JIFFIES,
             rtt_min: INIT_RTT_JIFFIES,
             reset_rtt_min: true,
-            in_loss: false,
         }
     }
 
@@ -124,9 +121,7 @@ impl Controller for Westwood {
 
     /// `tcp_westwood_ack` (slow path), then `tcp_westwood_pkts_acked`.
     fn on_ack_event(&mut self, now: Time, ack: &AckEvent) {
-        if ack.acked > 0 {
-            self.in_loss = false;
-        }
+        self.w.on_acked(ack.acked);
         self.update_window(now.as_nanos() / JIFFY_NS, ack.una);
         if ack.acked > 0 && self.accounted == 0 {
             self.bk += ack.una - self.snd_una.unwrap_or(ack.una);
@@ -157,12 +152,11 @@ impl Controller for Westwood {
                 self.w.cwnd = self.w.cwnd.min(self.w.ssthresh);
             }
             CongestionEvent::Timeout { .. } => {
-                if !self.in_loss {
+                if self.w.loss_episode_begins() {
                     let ssthresh = self.bw_rttmin();
                     self.w.set_ssthresh_segments(ssthresh);
                     self.reset_rtt_min = true; // RTTmin is taken afresh from the next ACK
                 }
-                self.in_loss = true;
                 self.w.loss_window();
             }
             CongestionEvent::Eln => {}
