@@ -78,11 +78,11 @@
 //! control blocks and the bytes the mobile has not acknowledged), and we know of no measurement of M-TCP's
 //! own.
 
-use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
+use crate::context::{Cx, View};
+use crate::feature::{Feature, HookSet};
 use crate::metrics::RunResult;
 use crate::scenario::AgentKind;
 use crate::scenario::{LinkKind, Scenario};
-use crate::world::World;
 use crate::{rng, SimError};
 use bytes::Bytes;
 use lasthop_agents::handoff::{Control, Kind, PROTO_HANDOFF};
@@ -194,7 +194,8 @@ struct HandoffStats {
 }
 
 pub(crate) struct Split {
-    id: FeatureId,
+    /// When `[failure]` fails one of the split nodes, and which.
+    fails: Option<(Time, usize)>,
     /// Split nodes and how they split (`split`, `split-sack` or `mtcp`).
     nodes: BTreeMap<usize, AgentKind>,
     buffer_bytes: u32,
@@ -216,11 +217,11 @@ pub(crate) struct Split {
 
 impl Split {
     /// `None` when no node splits connections.
-    pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Result<Option<Split>, SimError> {
+    pub(crate) fn build(s: &Scenario, view: View<'_>) -> Result<Option<Split>, SimError> {
         let nodes: BTreeMap<usize, AgentKind> = s
             .nodes
             .iter()
-            .filter_map(|(name, n)| Some((world.node_index(name), *n.agent.0.iter().find(|k| k.is_split())?)))
+            .filter_map(|(name, n)| Some((view.node_index(name), *n.agent.0.iter().find(|k| k.is_split())?)))
             .collect();
         if nodes.is_empty() {
             return Ok(None);
@@ -232,20 +233,16 @@ impl Split {
             tcp.entry((s.nodes[&f.from].addr, s.nodes[&f.to].addr)).or_insert(cfg);
         }
         let default_tcp = s.flow_tcp("").map_err(|m| bad(format!("`tcp`: {m}")))?;
-        if let Some(f) = &s.failure {
-            let node = world.node_index(&f.node);
-            if nodes.contains_key(&node) {
-                world.schedule(f.at(), id, FeatureEvent::Split(SplitEvent::NodeFails { node }));
-            }
-        }
+        let fails = s.failure.as_ref().map(|f| (f.at(), view.node_index(&f.node)));
+        let fails = fails.filter(|(_, node)| nodes.contains_key(node));
         let cells = s.mobility.as_ref().filter(|m| m.scheme != crate::mobility::SchemeKind::None).map(|m| {
-            let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| world.node_index(b)).collect();
-            let ha = world.node_index(&m.home_agent);
-            let tunnel_sources = bss.iter().chain([&ha]).map(|&n| world.nodes[n].addr).collect();
+            let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| view.node_index(b)).collect();
+            let ha = view.node_index(&m.home_agent);
+            let tunnel_sources = bss.iter().chain([&ha]).map(|&n| view.nodes()[n].addr).collect();
             Cells { bss, tunnel_sources, cost: s.split.handoff.clone() }
         });
         Ok(Some(Split {
-            id,
+            fails,
             nodes,
             buffer_bytes: s.split.buffer_bytes,
             tcp,
@@ -302,9 +299,9 @@ impl Split {
     /// A handoff control message reached mobility base station `node`: a Greeting tells the new base station
     /// to expect the mobile's relays, a Notify tells the old one to send them (Caceres 1995's messages; the
     /// handoff agent checks and applies them too, after this).
-    fn on_control(&mut self, world: &mut World, now: Time, node: usize, src: Ipv4Addr, c: &Control) {
+    fn on_control(&mut self, cx: &mut Cx<'_, SplitEvent>, node: usize, src: Ipv4Addr, c: &Control) {
         let Some(cells) = &self.cells else { return };
-        let peer = cells.bss.iter().copied().find(|&b| world.nodes[b].addr == c.peer);
+        let peer = cells.bss.iter().copied().find(|&b| cx.nodes()[b].addr == c.peer);
         let mine = |s: &Slot| s.mobile == c.mobile && s.relay.is_some();
         match c.kind {
             Kind::Greeting if src == c.mobile => {
@@ -326,7 +323,7 @@ impl Split {
                     if self.relays[i].moving {
                         self.relays[i].then_to = Some(to); // still on its way here: it goes on when it arrives
                     } else {
-                        self.depart(world, now, i, to);
+                        self.depart(cx, i, to);
                     }
                 }
             }
@@ -336,17 +333,18 @@ impl Split {
 
     /// Relay `i` leaves its base station for `to`: it arrives after the state transfer's cost plus the bytes'
     /// time on the wired route (see the module documentation).
-    fn depart(&mut self, world: &mut World, now: Time, i: usize, to: usize) {
+    fn depart(&mut self, cx: &mut Cx<'_, SplitEvent>, i: usize, to: usize) {
+        let now = cx.now();
         if let Some(r) = self.relays[i].relay.as_mut().filter(|r| r.mtcp_stats().is_some()) {
             // M-TCP: the mobile has gone; the sender is frozen from here before the state leaves.
             r.mobile_unreachable(now);
-            self.drain(world, now, i);
+            self.drain(cx, i);
         }
         let Some(cells) = &self.cells else { return };
         let slot = &mut self.relays[i];
         let Some(relay) = slot.relay.as_ref() else { return };
         let bytes = relay.state_bytes();
-        let wire_ns = route_time_ns(world, slot.node, to, bytes);
+        let wire_ns = route_time_ns(cx.view(), slot.node, to, bytes);
         let took = cells.cost.latency(bytes).as_nanos() as u64 + wire_ns;
         let stats = self.moves.entry(slot.node).or_default();
         stats.moves += 1;
@@ -356,12 +354,13 @@ impl Split {
         slot.moving = true;
         slot.expected_at = slot.expected_at.filter(|&e| e != to);
         slot.timer = None;
-        world.schedule(Time(now.0 + took), self.id, FeatureEvent::Split(SplitEvent::Moved { relay: i }));
+        cx.schedule(Time(now.0 + took), SplitEvent::Moved { relay: i });
     }
 
     /// Relay `i` has reached its new base station: it takes what waited for it and resumes, or, when the
     /// mobile has already moved on, leaves again.
-    fn arrive(&mut self, world: &mut World, now: Time, i: usize) {
+    fn arrive(&mut self, cx: &mut Cx<'_, SplitEvent>, i: usize) {
+        let now = cx.now();
         let slot = &mut self.relays[i];
         slot.moving = false;
         let Some(relay) = slot.relay.as_mut() else { return };
@@ -373,8 +372,8 @@ impl Split {
             relay.handle_packet(now, from_mobile, &p);
         }
         match onward {
-            Some(to) => self.depart(world, now, i, to),
-            None => self.drain(world, now, i),
+            Some(to) => self.depart(cx, i, to),
+            None => self.drain(cx, i),
         }
     }
 
@@ -408,29 +407,38 @@ impl Split {
     }
 
     /// Sends what relay `i` has to send and re-arms its timer.
-    fn drain(&mut self, world: &mut World, now: Time, i: usize) {
+    fn drain(&mut self, cx: &mut Cx<'_, SplitEvent>, i: usize) {
+        let now = cx.now();
         let slot = &mut self.relays[i];
         let Some(relay) = slot.relay.as_mut().filter(|_| !slot.moving) else { return };
         while let Some((toward, p)) = relay.poll_transmit(now) {
             let dst = if toward == Toward::Wired { slot.fixed } else { slot.mobile };
-            world.route(now, slot.node, dst, p, false);
+            cx.route(slot.node, dst, p, false);
         }
         if let Some(t) = relay.poll_timeout() {
             if slot.timer.is_none_or(|s| t < s) {
                 slot.timer = Some(t);
-                world.schedule(t, self.id, FeatureEvent::Split(SplitEvent::Timer { relay: i }));
+                cx.schedule(t, SplitEvent::Timer { relay: i });
             }
         }
     }
 }
 
 impl Feature for Split {
+    type Event = SplitEvent;
+
     fn hooks(&self) -> HookSet {
         HookSet { arrive: true, ..HookSet::default() }
     }
 
-    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
-        let FeatureEvent::Split(event) = event else { return };
+    fn set_up(&mut self, cx: &mut Cx<'_, SplitEvent>) {
+        if let Some((at, node)) = self.fails {
+            cx.schedule(at, SplitEvent::NodeFails { node });
+        }
+    }
+
+    fn on_event(&mut self, cx: &mut Cx<'_, SplitEvent>, event: SplitEvent) {
+        let now = cx.now();
         match event {
             SplitEvent::Timer { relay: i } => {
                 let slot = &mut self.relays[i];
@@ -445,7 +453,7 @@ impl Feature for Split {
                         r.handle_timeout(now);
                     }
                 }
-                self.drain(world, now, i);
+                self.drain(cx, i);
             }
             SplitEvent::NodeFails { node } => {
                 for slot in self.relays.iter_mut().filter(|s| s.node == node && !s.moving) {
@@ -455,30 +463,31 @@ impl Feature for Split {
                     }
                 }
             }
-            SplitEvent::Moved { relay } => self.arrive(world, now, relay),
+            SplitEvent::Moved { relay } => self.arrive(cx, relay),
         }
     }
 
-    fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+    fn on_arrive(&mut self, cx: &mut Cx<'_, SplitEvent>, node: usize, link: usize, packet: &Bytes) -> bool {
+        let now = cx.now();
         if !self.nodes.contains_key(&node) {
             return false;
         }
         let outer = Ipv4Packet::new_unchecked(&packet[..]);
-        let to_me = outer.dst_addr() == world.nodes[node].addr;
+        let to_me = outer.dst_addr() == cx.nodes()[node].addr;
         if to_me && outer.protocol() == PROTO_HANDOFF {
             if let Some(c) = Control::parse(packet) {
-                self.on_control(world, now, node, outer.src_addr(), &c);
+                self.on_control(cx, node, outer.src_addr(), &c);
             }
             return false;
         }
         let untunnelled = if to_me { self.untunnel(node, packet) } else { None };
         let packet = untunnelled.as_ref().unwrap_or(packet);
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
-        if ip.protocol() != PROTO_TCP || ip.is_fragment() || ip.dst_addr() == world.nodes[node].addr {
+        if ip.protocol() != PROTO_TCP || ip.is_fragment() || ip.dst_addr() == cx.nodes()[node].addr {
             return false;
         }
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return false };
-        let from_mobile = world.links[link].kind == LinkKind::Wireless && untunnelled.is_none();
+        let from_mobile = cx.links()[link].kind == LinkKind::Wireless && untunnelled.is_none();
         let (src, dst) =
             (SocketAddrV4::new(ip.src_addr(), tcp.src_port()), SocketAddrV4::new(ip.dst_addr(), tcp.dst_port()));
         let (fixed, mobile) = if from_mobile { (dst, src) } else { (src, dst) };
@@ -502,10 +511,10 @@ impl Feature for Split {
                 if !tcp.syn() || tcp.ack() {
                     return false;
                 }
-                let to = world.nodes.iter().position(|n| n.addr == *dst.ip());
+                let to = cx.nodes().iter().position(|n| n.addr == *dst.ip());
                 let Some(leaves_wireless) = to
-                    .and_then(|to| world.nodes[node].routes[to])
-                    .map(|(l, _)| world.links[l].kind == LinkKind::Wireless)
+                    .and_then(|to| cx.nodes()[node].routes[to])
+                    .map(|(l, _)| cx.links()[l].kind == LinkKind::Wireless)
                 else {
                     return false;
                 };
@@ -526,15 +535,15 @@ impl Feature for Split {
                 return true;
             }
         }
-        self.drain(world, now, i);
+        self.drain(cx, i);
         true
     }
 
-    fn finish(self: Box<Self>, world: &World, result: &mut RunResult) {
+    fn finish(self, view: View<'_>, result: &mut RunResult) {
         for &node in self.nodes.keys() {
             let mine = || self.relays.iter().filter(move |s| s.node == node);
             let sum = |f: &dyn Fn(&SplitRelay) -> u64| mine().filter_map(|s| s.relay.as_ref()).map(f).sum::<u64>();
-            let c = result.agents.entry(world.nodes[node].name.clone()).or_default();
+            let c = result.agents.entry(view.nodes()[node].name.clone()).or_default();
             c.insert("split_relays_opened".into(), mine().count() as u64);
             c.insert("split_relays_lost".into(), mine().filter(|s| s.relay.is_none()).count() as u64);
             c.insert("split_orphaned_packets".into(), self.orphaned);
@@ -584,12 +593,12 @@ impl Feature for Split {
 
 /// The state's time on the wired route from `from` to `to`: `bytes` at the route's slowest link, plus its
 /// propagation delays.
-fn route_time_ns(world: &World, from: usize, to: usize, bytes: u64) -> u64 {
-    let Some(path) = world.path(from, to) else { return 0 };
+fn route_time_ns(view: View<'_>, from: usize, to: usize, bytes: u64) -> u64 {
+    let Some(path) = view.path(from, to) else { return 0 };
     let (mut slowest, mut delay) = (0, 0);
     for w in path.windows(2) {
-        if let Some((link, _)) = world.nodes[w[0]].routes[w[1]] {
-            let l = &world.links[link];
+        if let Some((link, _)) = view.nodes()[w[0]].routes[w[1]] {
+            let l = &view.links()[link];
             slowest = slowest.max(l.airtime_ns(bytes.min(usize::MAX as u64) as usize));
             delay += l.delay_ns();
         }
