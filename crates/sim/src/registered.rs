@@ -16,7 +16,7 @@ pub(crate) struct Registered<F: Feature> {
     id: FeatureId,
     feature: F,
     pending: Vec<Option<F::Event>>,
-    free: Vec<u32>,
+    free: Vec<usize>,
     outbox: Vec<Request<F::Event>>,
     /// The core's index of each endpoint the feature opened, by the feature's key.
     endpoints: std::collections::BTreeMap<usize, usize>,
@@ -94,15 +94,15 @@ impl<F: Feature> Registered<F> {
     }
 
     /// Keeps `event` until it is due; returns its place.
-    fn park(&mut self, event: F::Event) -> u32 {
+    fn park(&mut self, event: F::Event) -> usize {
         match self.free.pop() {
             Some(slot) => {
-                self.pending[slot as usize] = Some(event);
+                self.pending[slot] = Some(event);
                 slot
             }
             None => {
                 self.pending.push(Some(event));
-                (self.pending.len() - 1) as u32
+                self.pending.len() - 1
             }
         }
     }
@@ -118,8 +118,8 @@ impl<F: Feature> DynFeature for Registered<F> {
     fn runs_until(&self) -> Option<Time> {
         self.feature.runs_until()
     }
-    fn on_event(&mut self, world: &mut World, now: Time, slot: u32) {
-        let event = self.pending[slot as usize].take().expect("a pending event");
+    fn on_event(&mut self, world: &mut World, now: Time, slot: usize) {
+        let event = self.pending[slot].take().expect("a pending event");
         self.free.push(slot);
         self.call(world, now, |f, cx| f.on_event(cx, event));
     }
@@ -162,7 +162,7 @@ pub(crate) trait DynFeature {
     fn start(&mut self, world: &mut World);
     fn runs_until(&self) -> Option<Time>;
     /// The feature's event parked at `slot` is due.
-    fn on_event(&mut self, world: &mut World, now: Time, slot: u32);
+    fn on_event(&mut self, world: &mut World, now: Time, slot: usize);
     fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool;
     fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;
     fn on_agent_output(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;

@@ -56,9 +56,10 @@ pub(crate) enum Event {
         flow: usize,
     },
     /// One of a feature's own events, parked in its queue at `slot` (see [`crate::registered::Registered`]).
+    /// A `usize`, as the other variants' fields: a `u32` would share the word of the enum's tag.
     Feature {
         feature: FeatureId,
-        slot: u32,
+        slot: usize,
     },
 }
 
@@ -415,7 +416,7 @@ impl World {
     }
 
     /// Schedules one of feature `feature`'s own events.
-    pub(crate) fn schedule(&mut self, at: Time, feature: FeatureId, slot: u32) {
+    pub(crate) fn schedule(&mut self, at: Time, feature: FeatureId, slot: usize) {
         self.sched.schedule(at, Event::Feature { feature, slot });
     }
 
