@@ -40,10 +40,10 @@
 //! Not here: an agent at the sending end (refused: ARQ takes the packets before it would see them), and
 //! `[mobile_ip]` (refused: its entities send on the cells themselves).
 
-use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
+use crate::context::{Cx, Request, View};
+use crate::feature::{Feature, HookSet};
 use crate::metrics::RunResult;
 use crate::scenario::Scenario;
-use crate::world::World;
 use bytes::{BufMut, Bytes, BytesMut};
 use lasthop_arq::tcp_aware::{DupAckFilter, Verdict};
 use lasthop_arq::{ArqConfig, ArqReceiver, ArqSender, Delivery};
@@ -159,7 +159,6 @@ struct ArqLink {
 }
 
 pub(crate) struct Arq {
-    id: FeatureId,
     links: Vec<ArqLink>,
     /// A sending end has an agent whose output must be taken ([`Feature::on_agent_output`]): mobility's
     /// handoff agent at a base station.
@@ -170,12 +169,12 @@ pub(crate) struct Arq {
 const FILTER_CONNECTIONS: usize = 1024;
 
 impl Arq {
-    pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Option<Arq> {
+    pub(crate) fn build(s: &Scenario, view: View<'_>) -> Option<Arq> {
         let mut links = Vec::new();
         for (name, l) in &s.links {
             let Some(a) = &l.arq else { continue };
-            let link = world.links.iter().position(|x| &x.name == name).expect("validated");
-            let ends = world.links[link].ends;
+            let link = view.link_index(name);
+            let ends = view.links()[link].ends;
             let air = |bytes: usize| l.airtime_ns(bytes) as f64 / 1e6;
             // Twice the time a full window of the largest frames and their link ACKs take on the medium:
             // the timer runs from queueing, and the mobile's own TCP ACKs contend for the medium too.
@@ -190,7 +189,7 @@ impl Arq {
             links.push(ArqLink {
                 link,
                 ends,
-                addrs: [world.nodes[ends[0]].addr, world.nodes[ends[1]].addr],
+                addrs: [view.nodes()[ends[0]].addr, view.nodes()[ends[1]].addr],
                 halves: [Some(half()), a.both_directions.then(half)],
                 filter: a.tcp_aware.then(|| DupAckFilter::new(FILTER_CONNECTIONS)),
                 suppressed_before_restart: 0,
@@ -202,12 +201,11 @@ impl Arq {
         if links.is_empty() {
             return None;
         }
-        world.add_control_protocol(PROTO_ARQ);
         // Features that install agents (mobility) are built before this one.
         let agent_output = links
             .iter()
-            .any(|l| l.halves.iter().zip(l.ends).any(|(h, end)| h.is_some() && world.nodes[end].agent.is_some()));
-        Some(Arq { id, links, agent_output })
+            .any(|l| l.halves.iter().zip(l.ends).any(|(h, end)| h.is_some() && view.nodes()[end].agent.is_some()));
+        Some(Arq { links, agent_output })
     }
 
     /// A link frame as an IPv4 packet from end `from` to the other end.
@@ -229,7 +227,8 @@ impl Arq {
     }
 
     /// Puts on the link every frame the sender at end `from` of link `i` will send now, and re-arms its timer.
-    fn pump(&mut self, world: &mut World, now: Time, i: usize, from: usize) {
+    fn pump(&mut self, cx: &mut Cx<'_, ArqEvent>, i: usize, from: usize) {
+        let now = cx.now();
         let l = &mut self.links[i];
         let mut frames = Vec::new();
         let Some(h) = l.halves[from].as_mut() else { return };
@@ -238,38 +237,39 @@ impl Arq {
         }
         for frame in frames {
             let p = Self::wrap(l, from, &frame);
-            world.send(now, (l.link, from), p, false);
+            cx.send((l.link, from), p, false);
         }
         let Some(h) = l.halves[from].as_mut() else { return };
         if let Some(t) = h.sender.poll_timeout() {
             if h.timer.is_none_or(|s| t < s) {
                 h.timer = Some(t);
-                world.schedule(t, self.id, FeatureEvent::Arq(ArqEvent::Timer { i, from }));
+                cx.schedule(t, ArqEvent::Timer { i, from });
             }
         }
     }
 
     /// Hands a packet to the sender at end `from` of link `i` if it has one; false when it has none.
-    fn take(&mut self, world: &mut World, now: Time, i: usize, from: usize, packet: &Bytes) -> bool {
+    fn take(&mut self, cx: &mut Cx<'_, ArqEvent>, i: usize, from: usize, packet: &Bytes) -> bool {
         let l = &mut self.links[i];
         let Some(h) = l.halves[from].as_mut() else { return false };
         if !h.sender.send(packet.clone()) {
             l.refused += 1;
         }
-        self.pump(world, now, i, from);
+        self.pump(cx, i, from);
         true
     }
 
     /// A link frame reached end `at` of link `i`: data for the receiver of the other end's half, or a link
     /// ACK for this end's own sender.
-    fn on_frame(&mut self, world: &mut World, now: Time, i: usize, at: usize, frame: Bytes) {
+    fn on_frame(&mut self, cx: &mut Cx<'_, ArqEvent>, i: usize, at: usize, frame: Bytes) {
+        let now = cx.now();
         let l = &mut self.links[i];
         if frame.first() == Some(&lasthop_arq::frame::KIND_ACK) {
             match l.halves[at].as_mut() {
                 Some(h) => h.sender.handle_frame(now, &frame),
                 None => l.malformed_tcp += 1,
             }
-            self.pump(world, now, i, at);
+            self.pump(cx, i, at);
             return;
         }
         let Some(h) = l.halves[1 - at].as_mut() else {
@@ -284,14 +284,14 @@ impl Arq {
         let up = h.delivered();
         for ack in acks {
             let p = Self::wrap(l, at, &ack);
-            world.send(now, (l.link, at), p, false);
+            cx.send((l.link, at), p, false);
         }
-        self.hand_up(world, now, i, at, up);
+        self.hand_up(cx, i, at, up);
     }
 
     /// Packets the receiver at end `at` of link `i` handed up: to the node itself, or on by its routes (a base
     /// station passes the mobile's packets on; LL-TCP-AWARE judges them first).
-    fn hand_up(&mut self, world: &mut World, now: Time, i: usize, at: usize, up: Vec<Bytes>) {
+    fn hand_up(&mut self, cx: &mut Cx<'_, ArqEvent>, i: usize, at: usize, up: Vec<Bytes>) {
         let node = self.links[i].ends[at];
         for p in up {
             let Ok(inner) = Ipv4Packet::new_checked(&p[..]) else {
@@ -302,10 +302,10 @@ impl Arq {
             if at == 0 && self.judge_from_mobile(i, &p) {
                 continue;
             }
-            if dst == world.nodes[node].addr {
-                world.deliver_local(now, node, p);
+            if dst == cx.nodes()[node].addr {
+                cx.deliver_local(node, p);
             } else {
-                world.route(now, node, dst, p, false);
+                cx.route(node, dst, p, false);
             }
         }
     }
@@ -327,8 +327,8 @@ impl Arq {
 
     /// The ARQ half at `node` that sends toward `dst` (by the node's default gateway or routes), as (link,
     /// sending end).
-    fn outgoing(&self, world: &World, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
-        let out = world.next_hop(node, dst)?;
+    fn outgoing(&self, view: &View<'_>, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
+        let out = view.next_hop(node, dst)?;
         self.links.iter().enumerate().find_map(|(i, l)| {
             let from = l.ends.iter().position(|&e| e == node)?;
             (out == (l.link, from) && l.halves[from].is_some()).then_some((i, from))
@@ -337,6 +337,8 @@ impl Arq {
 }
 
 impl Feature for Arq {
+    type Event = ArqEvent;
+
     fn hooks(&self) -> HookSet {
         // With ARQ both ways the mobile's own packets (its TCP ACKs and data) go in link frames. One way, the
         // first end is a base station forwarding what arrives, seen by `on_arrive`.
@@ -344,8 +346,12 @@ impl Feature for Arq {
         HookSet { arrive: true, host_send, agent_output: self.agent_output, ..HookSet::default() }
     }
 
-    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
-        let FeatureEvent::Arq(ArqEvent::Timer { i, from }) = event else { return };
+    fn set_up(&mut self, cx: &mut Cx<'_, ArqEvent>) {
+        cx.request(Request::AddControlProtocol(PROTO_ARQ));
+    }
+
+    fn on_event(&mut self, cx: &mut Cx<'_, ArqEvent>, ArqEvent::Timer { i, from }: ArqEvent) {
+        let now = cx.now();
         let Some(h) = self.links[i].halves[from].as_mut() else { return };
         if h.timer.is_some_and(|t| t <= now) {
             h.timer = None;
@@ -353,17 +359,17 @@ impl Feature for Arq {
         if h.sender.poll_timeout().is_some_and(|t| t <= now) {
             h.sender.handle_timeout(now);
         }
-        self.pump(world, now, i, from);
+        self.pump(cx, i, from);
     }
 
-    fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+    fn on_arrive(&mut self, cx: &mut Cx<'_, ArqEvent>, node: usize, link: usize, packet: &Bytes) -> bool {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let is_frame = ip.protocol() == PROTO_ARQ;
         for i in 0..self.links.len() {
             let l = &self.links[i];
             if link == l.link && is_frame {
                 let Some(at) = l.ends.iter().position(|&e| e == node) else { continue };
-                self.on_frame(world, now, i, at, packet.slice(ip.payload_range()));
+                self.on_frame(cx, i, at, packet.slice(ip.payload_range()));
                 return true;
             }
             if link == l.link && node == l.ends[0] && l.halves[1].is_none() {
@@ -371,28 +377,28 @@ impl Feature for Arq {
                 return self.judge_from_mobile(i, packet);
             }
         }
-        if is_frame || ip.dst_addr() == world.nodes[node].addr || world.is_control_protocol(ip.protocol()) {
+        if is_frame || ip.dst_addr() == cx.nodes()[node].addr || cx.is_control_protocol(ip.protocol()) {
             return false;
         }
         // A packet this node forwards onto a link direction that runs ARQ.
-        match self.outgoing(world, node, ip.dst_addr()) {
-            Some((i, from)) => self.take(world, now, i, from, packet),
+        match self.outgoing(&cx.view(), node, ip.dst_addr()) {
+            Some((i, from)) => self.take(cx, i, from, packet),
             None => false,
         }
     }
 
-    fn on_agent_output(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+    fn on_agent_output(&mut self, cx: &mut Cx<'_, ArqEvent>, node: usize, packet: &Bytes) -> bool {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return false };
-        if world.is_control_protocol(ip.protocol()) {
+        if cx.is_control_protocol(ip.protocol()) {
             return false;
         }
-        match self.outgoing(world, node, ip.dst_addr()) {
-            Some((i, from)) => self.take(world, now, i, from, packet),
+        match self.outgoing(&cx.view(), node, ip.dst_addr()) {
+            Some((i, from)) => self.take(cx, i, from, packet),
             None => false,
         }
     }
 
-    fn on_reassociate(&mut self, world: &mut World, now: Time, link: usize) {
+    fn on_reassociate(&mut self, cx: &mut Cx<'_, ArqEvent>, link: usize) {
         let Some(i) = self.links.iter().position(|l| l.link == link) else { return };
         for from in 0..2 {
             let l = &mut self.links[i];
@@ -402,7 +408,7 @@ impl Feature for Arq {
             // A timer event already scheduled finds nothing due and re-arms for the fresh sender.
             h.timer = None;
             let up = h.delivered();
-            self.hand_up(world, now, i, 1 - from, up);
+            self.hand_up(cx, i, 1 - from, up);
         }
         let l = &mut self.links[i];
         if let Some(f) = l.filter.as_mut() {
@@ -411,7 +417,7 @@ impl Feature for Arq {
         }
     }
 
-    fn on_link_purge(&mut self, _world: &mut World, link: usize, dir: usize) {
+    fn on_link_purge(&mut self, link: usize, dir: usize) {
         // The world's direction `dir` sends from `ends[dir]`, as the half of that index does.
         for l in self.links.iter_mut().filter(|l| l.link == link) {
             if let Some(h) = l.halves[dir].as_mut() {
@@ -420,20 +426,20 @@ impl Feature for Arq {
         }
     }
 
-    fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+    fn on_host_send(&mut self, cx: &mut Cx<'_, ArqEvent>, node: usize, packet: &Bytes) -> bool {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return false };
-        match self.outgoing(world, node, ip.dst_addr()) {
-            Some((i, from)) => self.take(world, now, i, from, packet),
+        match self.outgoing(&cx.view(), node, ip.dst_addr()) {
+            Some((i, from)) => self.take(cx, i, from, packet),
             None => false,
         }
     }
 
-    fn finish(self: Box<Self>, world: &World, result: &mut RunResult) {
+    fn finish(self, view: View<'_>, result: &mut RunResult) {
         for l in self.links {
             for (from, h) in l.halves.iter().enumerate() {
                 let Some(h) = h else { continue };
                 let s = h.sender.stats();
-                let c = result.agents.entry(world.nodes[l.ends[from]].name.clone()).or_default();
+                let c = result.agents.entry(view.nodes()[l.ends[from]].name.clone()).or_default();
                 for (k, v) in [
                     ("arq_frames_sent", s.frames_sent),
                     ("arq_retransmissions", s.retransmissions),
@@ -446,7 +452,7 @@ impl Feature for Arq {
                     *c.entry(k.into()).or_default() += v;
                 }
                 let r = h.receiver.stats();
-                let c = result.agents.entry(world.nodes[l.ends[1 - from]].name.clone()).or_default();
+                let c = result.agents.entry(view.nodes()[l.ends[1 - from]].name.clone()).or_default();
                 for (k, v) in [
                     ("arq_duplicates", r.duplicates),
                     ("arq_acks_sent", r.acks_sent),
@@ -456,10 +462,10 @@ impl Feature for Arq {
                     *c.entry(k.into()).or_default() += v;
                 }
             }
-            let c = result.agents.entry(world.nodes[l.ends[0]].name.clone()).or_default();
+            let c = result.agents.entry(view.nodes()[l.ends[0]].name.clone()).or_default();
             *c.entry("arq_dupacks_suppressed".into()).or_default() +=
                 l.suppressed_before_restart + l.filter.as_ref().map_or(0, |f| f.stats().dupacks_suppressed);
-            let c = result.agents.entry(world.nodes[l.ends[1]].name.clone()).or_default();
+            let c = result.agents.entry(view.nodes()[l.ends[1]].name.clone()).or_default();
             *c.entry("arq_malformed".into()).or_default() += l.malformed_tcp;
         }
     }

@@ -7,10 +7,10 @@
 //! `bytes_acked_not_delivered` counts what its sender saw acknowledged and its receiver never got.
 
 use crate::agents::build_agent;
-use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
+use crate::context::{Cx, Request, View};
+use crate::feature::{Feature, HookSet};
 use crate::metrics::RunResult;
 use crate::scenario::Scenario;
-use crate::world::World;
 use bytes::Bytes;
 use lasthop_wire::Time;
 use serde::Deserialize;
@@ -53,8 +53,8 @@ pub(crate) enum FailureEvent {
 }
 
 pub(crate) struct Failure {
-    id: FeatureId,
     node: usize,
+    at: Time,
     restart_after: Option<std::time::Duration>,
     /// The agents the node restarts with.
     fresh: Option<Box<dyn lasthop_agents::Agent>>,
@@ -64,13 +64,11 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Option<Failure> {
+    pub(crate) fn build(s: &Scenario, view: View<'_>) -> Option<Failure> {
         let cfg = s.failure.as_ref()?;
-        let node = world.node_index(&cfg.node);
-        world.schedule(cfg.at(), id, FeatureEvent::Failure(FailureEvent::Fail));
         Some(Failure {
-            id,
-            node,
+            node: view.node_index(&cfg.node),
+            at: cfg.at(),
             restart_after: cfg.restart_after_s.map(|r| std::time::Duration::from_nanos((r * 1e9).round() as u64)),
             fresh: build_agent(&s.nodes[&cfg.node].agent, s),
             down: false,
@@ -80,34 +78,39 @@ impl Failure {
 }
 
 impl Feature for Failure {
+    type Event = FailureEvent;
+
     fn hooks(&self) -> HookSet {
         HookSet { arrive: true, ..HookSet::default() }
     }
 
-    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
-        let FeatureEvent::Failure(event) = event else { return };
+    fn set_up(&mut self, cx: &mut Cx<'_, FailureEvent>) {
+        cx.schedule(self.at, FailureEvent::Fail);
+    }
+
+    fn on_event(&mut self, cx: &mut Cx<'_, FailureEvent>, event: FailureEvent) {
         match event {
             FailureEvent::Fail => {
                 self.down = true;
-                world.nodes[self.node].agent = None;
-                for l in 0..world.links.len() {
-                    if world.links[l].ends.contains(&self.node) {
-                        let dir = world.links[l].dir_from(self.node);
-                        self.lost += world.purge_link(l, dir, |_| true);
+                cx.request(Request::SetAgent { node: self.node, agent: None });
+                for (l, link) in cx.links().iter().enumerate() {
+                    if link.ends.contains(&self.node) {
+                        let dir = link.dir_from(self.node);
+                        cx.request(Request::Purge { link: l, dir, matches: Box::new(|_| true) });
                     }
                 }
                 if let Some(d) = self.restart_after {
-                    world.schedule(now + d, self.id, FeatureEvent::Failure(FailureEvent::Restart));
+                    cx.schedule(cx.now() + d, FailureEvent::Restart);
                 }
             }
             FailureEvent::Restart => {
                 self.down = false;
-                world.nodes[self.node].agent = self.fresh.take();
+                cx.request(Request::SetAgent { node: self.node, agent: self.fresh.take() });
             }
         }
     }
 
-    fn on_arrive(&mut self, _world: &mut World, _now: Time, node: usize, _link: usize, _packet: &Bytes) -> bool {
+    fn on_arrive(&mut self, _cx: &mut Cx<'_, FailureEvent>, node: usize, _link: usize, _packet: &Bytes) -> bool {
         if node == self.node && self.down {
             self.lost += 1;
             return true;
@@ -115,8 +118,12 @@ impl Feature for Failure {
         false
     }
 
-    fn finish(self: Box<Self>, world: &World, result: &mut RunResult) {
-        let c = result.agents.entry(world.nodes[self.node].name.clone()).or_default();
+    fn on_purged(&mut self, _link: usize, _dir: usize, frames: u64) {
+        self.lost += frames;
+    }
+
+    fn finish(self, view: View<'_>, result: &mut RunResult) {
+        let c = result.agents.entry(view.nodes()[self.node].name.clone()).or_default();
         c.insert("failure_packets_lost".into(), self.lost);
     }
 }

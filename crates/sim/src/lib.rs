@@ -8,15 +8,18 @@
 //! registration order), and every random stream is seeded from (scenario seed, component, stream name).
 //!
 //! Layout: the core (`world.rs`: event queue, links and media, routing, delivery, bulk flows, metrics) and
-//! its features behind one seam (`feature.rs`, which says how a protocol family registers): the Web workload
-//! ([`web`], its run in `web/feature.rs`), mobility and handoff ([`mobility`], `mobility/feature.rs`), Mobile
-//! IP ([`mobile_ip`], `mobile_ip/feature.rs`), a node that fails ([`failure`]), I-TCP's split connection
-//! ([`split`]) and link-level ARQ ([`arq`]).
+//! its features behind one seam: `feature.rs` (the `Feature` trait, the one registration per family, and
+//! how the core holds a feature) and `context.rs` (what a feature's hooks are handed: the time, a read-only
+//! view, its own events and an outbox of requests the core carries out after the hook; no feature gets the
+//! world). The features: the Web workload ([`web`], its run in `web/feature.rs`), mobility and handoff
+//! ([`mobility`], `mobility/feature.rs`), Mobile IP ([`mobile_ip`], `mobile_ip/feature.rs`), a node that fails
+//! ([`failure`]), I-TCP's split connection ([`split`]) and link-level ARQ ([`arq`]).
 
 pub mod agents;
 pub mod arq;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
 pub use lasthop_channel::{error_model, fit as channel, rng};
+mod context;
 pub mod engine;
 pub mod failure;
 pub(crate) mod feature;
@@ -25,6 +28,8 @@ pub mod link;
 pub mod metrics;
 pub mod mobile_ip;
 pub mod mobility;
+mod registered;
+mod registry;
 mod routes;
 pub mod scale;
 pub mod scenario;

@@ -96,11 +96,11 @@
 //! The mobile's own TCP is M-TCP's as well when the cells are: its sending connections are frozen while it
 //! is out of every cell and resume when it is back (`crate::mobility`).
 
-use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
+use crate::context::{Cx, View};
+use crate::feature::{Feature, HookSet};
 use crate::metrics::RunResult;
 use crate::scenario::AgentKind;
 use crate::scenario::{LinkKind, Scenario};
-use crate::world::World;
 use crate::{rng, SimError};
 use bytes::Bytes;
 use lasthop_agents::handoff::{Control, Kind, PROTO_HANDOFF};
@@ -213,9 +213,9 @@ struct Supervisor {
 impl Cells {
     /// The node that runs the relays of a mobile in `bs`'s cell: the supervisor host above it, if any, else
     /// the base station itself.
-    fn relay_node_for(&self, bs: Ipv4Addr, world: &World) -> Option<usize> {
+    fn relay_node_for(&self, bs: Ipv4Addr, view: View<'_>) -> Option<usize> {
         let sh = self.supervisors.iter().find(|(_, s)| s.cells.contains_key(&bs)).map(|(&n, _)| n);
-        sh.or_else(|| self.bss.iter().copied().find(|&b| world.nodes[b].addr == bs))
+        sh.or_else(|| self.bss.iter().copied().find(|&b| view.nodes()[b].addr == bs))
     }
 }
 
@@ -235,7 +235,8 @@ struct HandoffStats {
 }
 
 pub(crate) struct Split {
-    id: FeatureId,
+    /// When `[failure]` fails one of the split nodes, and which.
+    fails: Option<(Time, usize)>,
     /// Split nodes and how they split (`split`, `split-sack` or `mtcp`).
     nodes: BTreeMap<usize, AgentKind>,
     buffer_bytes: u32,
@@ -259,11 +260,11 @@ pub(crate) struct Split {
 
 impl Split {
     /// `None` when no node splits connections.
-    pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Result<Option<Split>, SimError> {
+    pub(crate) fn build(s: &Scenario, view: View<'_>) -> Result<Option<Split>, SimError> {
         let nodes: BTreeMap<usize, AgentKind> = s
             .nodes
             .iter()
-            .filter_map(|(name, n)| Some((world.node_index(name), *n.agent.0.iter().find(|k| k.is_split())?)))
+            .filter_map(|(name, n)| Some((view.node_index(name), *n.agent.0.iter().find(|k| k.is_split())?)))
             .collect();
         if nodes.is_empty() {
             return Ok(None);
@@ -275,41 +276,37 @@ impl Split {
             tcp.entry((s.nodes[&f.from].addr, s.nodes[&f.to].addr)).or_insert(cfg);
         }
         let default_tcp = s.flow_tcp("").map_err(|m| bad(format!("`tcp`: {m}")))?;
-        if let Some(f) = &s.failure {
-            let node = world.node_index(&f.node);
-            if nodes.contains_key(&node) {
-                world.schedule(f.at(), id, FeatureEvent::Split(SplitEvent::NodeFails { node }));
-            }
-        }
+        let fails = s.failure.as_ref().map(|f| (f.at(), view.node_index(&f.node)));
+        let fails = fails.filter(|(_, node)| nodes.contains_key(node));
         let cells = match s.mobility.as_ref().filter(|m| m.scheme != crate::mobility::SchemeKind::None) {
             None => None,
             Some(m) => {
-                let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| world.node_index(b)).collect();
-                let ha = world.node_index(&m.home_agent);
+                let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| view.node_index(b)).collect();
+                let ha = view.node_index(&m.home_agent);
                 let mut supervisors = BTreeMap::new();
                 for (sh, cells) in s.supervisor_cells(m) {
-                    let sh_node = world.node_index(sh);
-                    let cells: Vec<usize> = cells.iter().map(|b| world.node_index(b)).collect();
-                    if let Some(&b) = cells.iter().find(|&&b| world.path(ha, b).is_none_or(|p| !p.contains(&sh_node))) {
+                    let sh_node = view.node_index(sh);
+                    let cells: Vec<usize> = cells.iter().map(|b| view.node_index(b)).collect();
+                    if let Some(&b) = cells.iter().find(|&&b| view.path(ha, b).is_none_or(|p| !p.contains(&sh_node))) {
                         return Err(bad(format!(
                             "`nodes.{sh}`: an M-TCP supervisor host must be on the home agent's route to its cells, and `{}` is reached from `{}` without it",
-                            world.nodes[b].name, m.home_agent
+                            view.nodes()[b].name, m.home_agent
                         ))
                         .into());
                     }
                     let current = cells[0];
-                    let cells = cells.iter().map(|&b| (world.nodes[b].addr, b)).collect();
+                    let cells = cells.iter().map(|&b| (view.nodes()[b].addr, b)).collect();
                     supervisors.insert(sh_node, Supervisor { cells, current });
                 }
                 let tunnel_sources =
-                    bss.iter().chain([&ha]).chain(supervisors.keys()).map(|&n| world.nodes[n].addr).collect();
+                    bss.iter().chain([&ha]).chain(supervisors.keys()).map(|&n| view.nodes()[n].addr).collect();
                 let bss = bss.into_iter().filter(|b| nodes.contains_key(b)).collect();
-                let (mobile, home_agent) = (world.nodes[world.node_index(&m.mobile)].addr, world.nodes[ha].addr);
+                let (mobile, home_agent) = (view.nodes()[view.node_index(&m.mobile)].addr, view.nodes()[ha].addr);
                 Some(Cells { bss, tunnel_sources, cost: s.split.handoff.clone(), supervisors, mobile, home_agent })
             }
         };
         Ok(Some(Split {
-            id,
+            fails,
             nodes,
             buffer_bytes: s.split.buffer_bytes,
             tcp,
@@ -367,9 +364,9 @@ impl Split {
     /// A handoff control message reached mobility base station `node`: a Greeting tells the new base station
     /// to expect the mobile's relays, a Notify tells the old one to send them (Caceres 1995's messages; the
     /// handoff agent checks and applies them too, after this).
-    fn on_control(&mut self, world: &mut World, now: Time, node: usize, src: Ipv4Addr, c: &Control) {
+    fn on_control(&mut self, cx: &mut Cx<'_, SplitEvent>, node: usize, src: Ipv4Addr, c: &Control) {
         let Some(cells) = &self.cells else { return };
-        let peer = cells.bss.iter().copied().find(|&b| world.nodes[b].addr == c.peer);
+        let peer = cells.bss.iter().copied().find(|&b| cx.nodes()[b].addr == c.peer);
         let mine = |s: &Slot| s.mobile == c.mobile && s.relay.is_some();
         match c.kind {
             Kind::Greeting if src == c.mobile => {
@@ -391,7 +388,7 @@ impl Split {
                     if self.relays[i].moving {
                         self.relays[i].then_to = Some(to); // still on its way here: it goes on when it arrives
                     } else {
-                        self.depart(world, now, i, to);
+                        self.depart(cx, i, to);
                     }
                 }
             }
@@ -406,8 +403,7 @@ impl Split {
     /// supervisor's and the new one is not, the relays leave for the supervisor host above the new cell.
     fn on_passing_control(
         &mut self,
-        world: &mut World,
-        now: Time,
+        cx: &mut Cx<'_, SplitEvent>,
         node: usize,
         src: Ipv4Addr,
         dst: Ipv4Addr,
@@ -417,7 +413,7 @@ impl Split {
             return;
         }
         let Some(cells) = self.cells.as_mut() else { return };
-        let target = cells.relay_node_for(c.peer, world);
+        let target = cells.relay_node_for(c.peer, cx.view());
         let Some(sh) = cells.supervisors.get_mut(&node) else { return };
         let mine = |s: &Slot| s.mobile == c.mobile && s.relay.is_some();
         if let Some(&bs) = sh.cells.get(&c.peer) {
@@ -436,9 +432,9 @@ impl Split {
             }
             for i in here {
                 if let Some(r) = self.relays[i].relay.as_mut() {
-                    r.mobile_changed_cell(now);
+                    r.mobile_changed_cell(cx.now());
                 }
-                self.drain(world, now, i);
+                self.drain(cx, i);
             }
             return;
         }
@@ -449,7 +445,7 @@ impl Split {
             if self.relays[i].moving {
                 self.relays[i].then_to = Some(to);
             } else {
-                self.depart(world, now, i, to);
+                self.depart(cx, i, to);
             }
         }
     }
@@ -468,17 +464,18 @@ impl Split {
 
     /// Relay `i` leaves its base station for `to`: it arrives after the state transfer's cost plus the bytes'
     /// time on the wired route (see the module documentation).
-    fn depart(&mut self, world: &mut World, now: Time, i: usize, to: usize) {
+    fn depart(&mut self, cx: &mut Cx<'_, SplitEvent>, i: usize, to: usize) {
+        let now = cx.now();
         if let Some(r) = self.relays[i].relay.as_mut().filter(|r| r.mtcp_stats().is_some()) {
             // M-TCP: the mobile has gone; the sender is frozen from here before the state leaves.
             r.mobile_unreachable(now);
-            self.drain(world, now, i);
+            self.drain(cx, i);
         }
         let Some(cells) = &self.cells else { return };
         let slot = &mut self.relays[i];
         let Some(relay) = slot.relay.as_ref() else { return };
         let bytes = relay.state_bytes();
-        let wire_ns = route_time_ns(world, slot.node, to, bytes);
+        let wire_ns = route_time_ns(cx.view(), slot.node, to, bytes);
         let took = cells.cost.latency(bytes).as_nanos() as u64 + wire_ns;
         let stats = self.moves.entry(slot.node).or_default();
         stats.moves += 1;
@@ -488,12 +485,13 @@ impl Split {
         slot.moving = true;
         slot.expected_at = slot.expected_at.filter(|&e| e != to);
         slot.timer = None;
-        world.schedule(Time(now.0 + took), self.id, FeatureEvent::Split(SplitEvent::Moved { relay: i }));
+        cx.schedule(Time(now.0 + took), SplitEvent::Moved { relay: i });
     }
 
     /// Relay `i` has reached its new base station: it takes what waited for it and resumes, or, when the
     /// mobile has already moved on, leaves again.
-    fn arrive(&mut self, world: &mut World, now: Time, i: usize) {
+    fn arrive(&mut self, cx: &mut Cx<'_, SplitEvent>, i: usize) {
+        let now = cx.now();
         let slot = &mut self.relays[i];
         slot.moving = false;
         let Some(relay) = slot.relay.as_mut() else { return };
@@ -505,8 +503,8 @@ impl Split {
             relay.handle_packet(now, from_mobile, &p);
         }
         match onward {
-            Some(to) => self.depart(world, now, i, to),
-            None => self.drain(world, now, i),
+            Some(to) => self.depart(cx, i, to),
+            None => self.drain(cx, i),
         }
     }
 
@@ -525,10 +523,10 @@ impl Split {
     /// A packet tunnelled to mobility base station `node`: the inner TCP packet of a connection toward the
     /// mobile, for the relay here (or one on its way here), or a new connection's SYN. `None`: not the
     /// relay's, the handoff agent takes it.
-    fn untunnel(&self, world: &World, node: usize, packet: &Bytes) -> Option<Bytes> {
+    fn untunnel(&self, view: View<'_>, node: usize, packet: &Bytes) -> Option<Bytes> {
         let cells = self.cells.as_ref()?;
         let outer = Ipv4Packet::new_unchecked(&packet[..]);
-        let to_me = outer.dst_addr() == world.nodes[node].addr;
+        let to_me = outer.dst_addr() == view.nodes()[node].addr;
         // A supervisor host takes the tunnels to its cells' base stations as they pass, and those to itself.
         let mine = match cells.supervisors.get(&node) {
             Some(sh) => to_me || sh.cells.contains_key(&outer.dst_addr()),
@@ -543,34 +541,43 @@ impl Split {
     }
 
     /// Sends what relay `i` has to send and re-arms its timer.
-    fn drain(&mut self, world: &mut World, now: Time, i: usize) {
+    fn drain(&mut self, cx: &mut Cx<'_, SplitEvent>, i: usize) {
+        let now = cx.now();
         let slot = &mut self.relays[i];
         // A supervisor host hands what it sends the mobile to the base station of the mobile's cell.
         let cell = self.cells.as_ref().and_then(|c| c.supervisors.get(&slot.node)).map(|s| s.current);
         let Some(relay) = slot.relay.as_mut().filter(|_| !slot.moving) else { return };
         while let Some((toward, p)) = relay.poll_transmit(now) {
-            match (toward, cell.and_then(|bs| world.nodes[slot.node].routes[bs])) {
-                (Toward::Mobile, Some(hop)) => world.send(now, hop, p, false),
-                (Toward::Mobile, None) => world.route(now, slot.node, slot.mobile, p, false),
-                (Toward::Wired, _) => world.route(now, slot.node, slot.fixed, p, false),
+            match (toward, cell.and_then(|bs| cx.nodes()[slot.node].routes[bs])) {
+                (Toward::Mobile, Some(hop)) => cx.send(hop, p, false),
+                (Toward::Mobile, None) => cx.route(slot.node, slot.mobile, p, false),
+                (Toward::Wired, _) => cx.route(slot.node, slot.fixed, p, false),
             }
         }
         if let Some(t) = relay.poll_timeout() {
             if slot.timer.is_none_or(|s| t < s) {
                 slot.timer = Some(t);
-                world.schedule(t, self.id, FeatureEvent::Split(SplitEvent::Timer { relay: i }));
+                cx.schedule(t, SplitEvent::Timer { relay: i });
             }
         }
     }
 }
 
 impl Feature for Split {
+    type Event = SplitEvent;
+
     fn hooks(&self) -> HookSet {
         HookSet { arrive: true, ..HookSet::default() }
     }
 
-    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
-        let FeatureEvent::Split(event) = event else { return };
+    fn set_up(&mut self, cx: &mut Cx<'_, SplitEvent>) {
+        if let Some((at, node)) = self.fails {
+            cx.schedule(at, SplitEvent::NodeFails { node });
+        }
+    }
+
+    fn on_event(&mut self, cx: &mut Cx<'_, SplitEvent>, event: SplitEvent) {
+        let now = cx.now();
         match event {
             SplitEvent::Timer { relay: i } => {
                 let slot = &mut self.relays[i];
@@ -585,7 +592,7 @@ impl Feature for Split {
                         r.handle_timeout(now);
                     }
                 }
-                self.drain(world, now, i);
+                self.drain(cx, i);
             }
             SplitEvent::NodeFails { node } => {
                 for slot in self.relays.iter_mut().filter(|s| s.node == node && !s.moving) {
@@ -595,19 +602,20 @@ impl Feature for Split {
                     }
                 }
             }
-            SplitEvent::Moved { relay } => self.arrive(world, now, relay),
+            SplitEvent::Moved { relay } => self.arrive(cx, relay),
         }
     }
 
-    fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+    fn on_arrive(&mut self, cx: &mut Cx<'_, SplitEvent>, node: usize, link: usize, packet: &Bytes) -> bool {
+        let now = cx.now();
         if !self.nodes.contains_key(&node) {
             return false;
         }
         let outer = Ipv4Packet::new_unchecked(&packet[..]);
-        let to_me = outer.dst_addr() == world.nodes[node].addr;
+        let to_me = outer.dst_addr() == cx.nodes()[node].addr;
         if to_me && outer.protocol() == PROTO_HANDOFF {
             if let Some(c) = Control::parse(packet) {
-                self.on_control(world, now, node, outer.src_addr(), &c);
+                self.on_control(cx, node, outer.src_addr(), &c);
             }
             return false;
         }
@@ -615,17 +623,17 @@ impl Feature for Split {
         let supervisor = self.cells.as_ref().is_some_and(|c| c.supervisors.contains_key(&node));
         if supervisor && !to_me && outer.protocol() == PROTO_HANDOFF {
             if let Some(c) = Control::parse(packet).filter(|c| Some(c.mobile) == mobile_addr) {
-                self.on_passing_control(world, now, node, outer.src_addr(), outer.dst_addr(), &c);
+                self.on_passing_control(cx, node, outer.src_addr(), outer.dst_addr(), &c);
             }
             return false;
         }
-        let untunnelled = if to_me || supervisor { self.untunnel(world, node, packet) } else { None };
+        let untunnelled = if to_me || supervisor { self.untunnel(cx.view(), node, packet) } else { None };
         if untunnelled.is_some() {
             self.note_tunnel(node, outer.src_addr(), outer.dst_addr());
         }
         let packet = untunnelled.as_ref().unwrap_or(packet);
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
-        if ip.protocol() != PROTO_TCP || ip.is_fragment() || ip.dst_addr() == world.nodes[node].addr {
+        if ip.protocol() != PROTO_TCP || ip.is_fragment() || ip.dst_addr() == cx.nodes()[node].addr {
             return false;
         }
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return false };
@@ -634,7 +642,7 @@ impl Feature for Split {
             && if supervisor {
                 Some(ip.src_addr()) == mobile_addr
             } else {
-                world.links[link].kind == LinkKind::Wireless
+                cx.links()[link].kind == LinkKind::Wireless
             };
         let (src, dst) =
             (SocketAddrV4::new(ip.src_addr(), tcp.src_port()), SocketAddrV4::new(ip.dst_addr(), tcp.dst_port()));
@@ -653,10 +661,10 @@ impl Feature for Split {
                 if !supervisor {
                     return false;
                 }
-                let to = world.nodes[self.relays[i].node].addr;
+                let to = cx.nodes()[self.relays[i].node].addr;
                 self.tunnel_ident = self.tunnel_ident.wrapping_add(1);
-                let p = ipip::encapsulate(packet, world.nodes[node].addr, to, self.tunnel_ident, 64);
-                world.route(now, node, to, p, false);
+                let p = ipip::encapsulate(packet, cx.nodes()[node].addr, to, self.tunnel_ident, 64);
+                cx.route(node, to, p, false);
                 return true;
             }
             Some(_) => {
@@ -669,12 +677,11 @@ impl Feature for Split {
                 if !tcp.syn() || tcp.ack() {
                     return false;
                 }
-                let to = world.nodes.iter().position(|n| n.addr == *dst.ip());
+                let to = cx.nodes().iter().position(|n| n.addr == *dst.ip());
                 let leaves_wireless = if supervisor {
                     Some(Some(*dst.ip()) == mobile_addr)
                 } else {
-                    to.and_then(|to| world.nodes[node].routes[to])
-                        .map(|(l, _)| world.links[l].kind == LinkKind::Wireless)
+                    to.and_then(|to| cx.nodes()[node].routes[to]).map(|(l, _)| cx.links()[l].kind == LinkKind::Wireless)
                 };
                 let Some(leaves_wireless) = leaves_wireless else {
                     return false;
@@ -696,15 +703,15 @@ impl Feature for Split {
                 return true;
             }
         }
-        self.drain(world, now, i);
+        self.drain(cx, i);
         true
     }
 
-    fn finish(self: Box<Self>, world: &World, result: &mut RunResult) {
+    fn finish(self, view: View<'_>, result: &mut RunResult) {
         for &node in self.nodes.keys() {
             let mine = || self.relays.iter().filter(move |s| s.node == node);
             let sum = |f: &dyn Fn(&SplitRelay) -> u64| mine().filter_map(|s| s.relay.as_ref()).map(f).sum::<u64>();
-            let c = result.agents.entry(world.nodes[node].name.clone()).or_default();
+            let c = result.agents.entry(view.nodes()[node].name.clone()).or_default();
             c.insert("split_relays_opened".into(), mine().count() as u64);
             c.insert("split_relays_lost".into(), mine().filter(|s| s.relay.is_none()).count() as u64);
             c.insert("split_orphaned_packets".into(), self.orphaned);
@@ -754,12 +761,12 @@ impl Feature for Split {
 
 /// The state's time on the wired route from `from` to `to`: `bytes` at the route's slowest link, plus its
 /// propagation delays.
-fn route_time_ns(world: &World, from: usize, to: usize, bytes: u64) -> u64 {
-    let Some(path) = world.path(from, to) else { return 0 };
+fn route_time_ns(view: View<'_>, from: usize, to: usize, bytes: u64) -> u64 {
+    let Some(path) = view.path(from, to) else { return 0 };
     let (mut slowest, mut delay) = (0, 0);
     for w in path.windows(2) {
-        if let Some((link, _)) = world.nodes[w[0]].routes[w[1]] {
-            let l = &world.links[link];
+        if let Some((link, _)) = view.nodes()[w[0]].routes[w[1]] {
+            let l = &view.links()[link];
             slowest = slowest.max(l.airtime_ns(bytes.min(usize::MAX as u64) as usize));
             delay += l.delay_ns();
         }

@@ -1,17 +1,18 @@
 //! The simulator's core: one run's event queue, nodes, links and media, routing, delivery to endpoints and
 //! agents, the bulk flows, and the metrics they yield. Everything else a run does (the Web workload, mobility
 //! and handoff, Mobile IP, node failure, the split connection, link-level ARQ) is a
-//! [`Feature`](crate::feature::Feature) that the core drives through the seam in [`crate::feature`]; the core
-//! names no feature.
+//! [`Feature`](crate::feature::Feature) that the core drives through the seam in [`crate::feature`] (it hands
+//! each hook a [`crate::context::Cx`] and carries out its requests); the core names no feature.
 //!
 //! A run goes on until every bulk flow has delivered its bytes and every feature's
 //! [`runs_until`](crate::feature::Feature::runs_until) time has passed, or the time limit is reached.
 
 use crate::agents::build_agent;
 use crate::engine::Scheduler;
-use crate::feature::{Feature, FeatureEvent, FeatureId};
+use crate::feature::{Feature, FeatureId};
 use crate::link::{Link, Medium, Transmission};
 use crate::metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+use crate::registered::DynFeature;
 use crate::routes::Routes;
 use crate::scenario::{LinkKind, Scenario};
 use crate::{rng, RunOptions, SimError};
@@ -54,10 +55,11 @@ pub(crate) enum Event {
     FlowStart {
         flow: usize,
     },
-    /// One of a feature's own events (see [`crate::feature`]).
+    /// One of a feature's own events, parked in its queue at `slot` (see [`crate::registered::Registered`]).
+    /// A `usize`, as the other variants' fields: a `u32` would share the word of the enum's tag.
     Feature {
         feature: FeatureId,
-        event: FeatureEvent,
+        slot: usize,
     },
 }
 
@@ -126,9 +128,35 @@ pub(crate) enum Role {
     Receiver(Box<Receiver>),
     /// An endpoint after its connection was torn down (its timers may still fire).
     Closed,
+    /// A feature's endpoint ([`Owner::Feature`]): the feature keeps its TCP state and runs it; the core hands
+    /// it the endpoint's packets.
+    Owned,
 }
 
-/// Whose an endpoint is: a bulk flow of the core, or a feature's (with a key the feature chose).
+impl Role {
+    /// When the endpoint's TCP wants its timer; never for a closed endpoint or one a feature keeps.
+    #[inline]
+    pub(crate) fn poll_timeout(&self) -> Option<Time> {
+        match self {
+            Role::Sender(s) => s.poll_timeout(),
+            Role::Receiver(r) => r.poll_timeout(),
+            Role::Closed | Role::Owned => None,
+        }
+    }
+
+    /// The time to schedule the endpoint's timer for, when its TCP wants it earlier than the one pending
+    /// (`timer`, then set to it).
+    #[inline]
+    pub(crate) fn rearm(&self, timer: &mut Option<Time>) -> Option<Time> {
+        let t = self.poll_timeout()?;
+        timer.is_none_or(|s| t < s).then(|| {
+            *timer = Some(t);
+            t
+        })
+    }
+}
+
+/// Whose an endpoint is: a bulk flow of the core, or a feature's (with the key the feature opened it with).
 #[derive(Clone, Copy)]
 pub(crate) enum Owner {
     Flow(usize),
@@ -237,8 +265,10 @@ pub struct World {
     pub(crate) trace: bool,
     /// Packets no node could route or deliver (no route, no endpoint, unparsable at a host).
     pub(crate) undeliverable: u64,
-    /// The features in registration order. A slot is empty while its feature runs (it holds `&mut World`).
-    features: Vec<Option<Box<dyn Feature>>>,
+    /// The features in registration order. A slot is empty while its feature's hook and the requests it made
+    /// run ([`crate::registered::Registered::call`] holds the world then): so a feature's own requests never
+    /// come back to it.
+    features: Vec<Option<Box<dyn DynFeature>>>,
     hooks: HookSet,
     /// Packets endpoints sent while a feature ran (its slot empty, so it could not be offered them): offered
     /// to [`Feature::on_host_send`] when no feature runs any more, in the order sent.
@@ -255,10 +285,10 @@ pub struct World {
 
 impl World {
     pub fn build(s: &Scenario, opts: &RunOptions) -> Result<World, SimError> {
-        Self::build_with(s, opts, crate::feature::build_all)
+        Self::build_with(s, opts, crate::registry::build_all)
     }
 
-    /// [`World::build`] with `register` in place of [`crate::feature::build_all`] (the tests register probes).
+    /// [`World::build`] with `register` in place of [`crate::registry::build_all`] (the tests register probes).
     pub(crate) fn build_with(
         s: &Scenario,
         opts: &RunOptions,
@@ -354,8 +384,8 @@ impl World {
         FeatureId(self.features.len())
     }
 
-    /// Registers a feature built with id [`World::next_feature_id`] (see [`crate::feature::build_all`]).
-    pub(crate) fn add_feature(&mut self, feature: Box<dyn Feature>) {
+    /// Registers a feature built with id [`World::next_feature_id`] (see [`crate::registry::build_all`]).
+    pub(crate) fn add_feature(&mut self, feature: Box<dyn DynFeature>) {
         let h = feature.hooks();
         self.hooks.arrive |= h.arrive;
         self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
@@ -364,9 +394,16 @@ impl World {
         self.features.push(Some(feature));
     }
 
+    /// Registers `feature` (see [`crate::registry::build_all`]) and runs its [`Feature::set_up`].
+    pub(crate) fn register<F: Feature>(&mut self, feature: F) {
+        let mut registered = crate::registered::Registered::new(self.next_feature_id(), feature);
+        registered.call(self, Time::ZERO, |f, cx| f.set_up(cx));
+        self.add_feature(Box::new(registered));
+    }
+
     /// Runs `f` on feature `id` with the world; `None` if that feature is the one running now (a hook never
     /// re-enters the feature it came from).
-    fn with_feature<R>(&mut self, id: FeatureId, f: impl FnOnce(&mut dyn Feature, &mut World) -> R) -> Option<R> {
+    fn with_feature<R>(&mut self, id: FeatureId, f: impl FnOnce(&mut dyn DynFeature, &mut World) -> R) -> Option<R> {
         let mut feature = self.features[id.0].take()?;
         let r = f(feature.as_mut(), self);
         self.features[id.0] = Some(feature);
@@ -379,8 +416,8 @@ impl World {
     }
 
     /// Schedules one of feature `feature`'s own events.
-    pub(crate) fn schedule(&mut self, at: Time, feature: FeatureId, event: FeatureEvent) {
-        self.sched.schedule(at, Event::Feature { feature, event });
+    pub(crate) fn schedule(&mut self, at: Time, feature: FeatureId, slot: usize) {
+        self.sched.schedule(at, Event::Feature { feature, slot });
     }
 
     /// Marks `protocol` as a feature's control traffic (not data, for [`World::out_of_range_losses`]).
@@ -400,6 +437,29 @@ impl World {
     pub(crate) fn reassociate(&mut self, now: Time, link: usize) {
         for i in 0..self.features.len() {
             self.with_feature(FeatureId(i), |f, w| f.on_reassociate(w, now, link));
+        }
+    }
+
+    /// Runs `poke` on every open endpoint at `node`, each followed by its follow-up ([`World::after_endpoint`]).
+    pub(crate) fn poke_endpoints(&mut self, now: Time, node: usize, poke: impl Fn(&mut Role, Time)) {
+        for ep in self.nodes[node].endpoints.clone() {
+            match (&self.endpoints[ep].role, self.endpoints[ep].owner) {
+                (Role::Closed, _) => continue,
+                (Role::Owned, Owner::Feature { feature, key }) => {
+                    self.with_feature(feature, |f, w| f.on_endpoint_poke(w, now, key, &poke));
+                }
+                _ => {
+                    poke(&mut self.endpoints[ep].role, now);
+                    self.after_endpoint(now, ep);
+                }
+            }
+        }
+    }
+
+    /// Notes a handoff at `now` in every traced flow's time series.
+    pub(crate) fn note_handoff(&mut self, now: Time) {
+        for series in self.flows.iter_mut().filter_map(|f| f.series.as_mut()) {
+            series.handoffs.push(now.as_secs_f64());
         }
     }
 
@@ -573,13 +633,13 @@ impl World {
                     let due = match &self.endpoints[ep].role {
                         Role::Sender(s) => s.poll_timeout(),
                         Role::Receiver(r) => r.poll_timeout(),
-                        Role::Closed => continue,
+                        Role::Closed | Role::Owned => continue,
                     };
                     if due.is_some_and(|t| t <= now) {
                         match &mut self.endpoints[ep].role {
                             Role::Sender(s) => s.handle_timeout(now),
                             Role::Receiver(r) => r.handle_timeout(now),
-                            Role::Closed => {}
+                            Role::Closed | Role::Owned => {}
                         }
                     }
                     self.after_endpoint(now, ep);
@@ -596,8 +656,8 @@ impl World {
                     self.apply_actions(now, node);
                 }
                 Event::FlowStart { flow } => self.start_flow(now, flow),
-                Event::Feature { feature, event } => {
-                    self.with_feature(feature, |f, w| f.on_event(w, now, event));
+                Event::Feature { feature, slot } => {
+                    self.with_feature(feature, |f, w| f.on_event(w, now, slot));
                 }
             }
         }
@@ -693,7 +753,7 @@ impl World {
                 match &e.role {
                     Role::Sender(s) => object(&**s),
                     Role::Receiver(r) => object(&**r),
-                    Role::Closed => {}
+                    Role::Closed | Role::Owned => {}
                 }
             }
             for &l in p.links.iter().flatten() {
@@ -874,7 +934,7 @@ impl World {
         let purged = self.links[link].purge(dir, matches);
         self.medium_update(link);
         for i in 0..self.features.len() {
-            self.with_feature(FeatureId(i), |f, w| f.on_link_purge(w, link, dir));
+            self.with_feature(FeatureId(i), |f, _| f.on_link_purge(link, dir));
         }
         purged
     }
@@ -971,21 +1031,23 @@ impl World {
                 }
             }
             Role::Closed => return,
+            Role::Owned => return self.deliver_to_owner(now, ep, &packet),
         }
         self.after_endpoint(now, ep);
     }
 
-    /// Drains what an endpoint wants to send and read, and re-arms its timer. A feature's endpoint goes to
-    /// its feature's [`Feature::after_endpoint`].
-    pub(crate) fn after_endpoint(&mut self, now: Time, ep: usize) {
-        let flow = match self.endpoints[ep].owner {
-            Owner::Flow(f) => f,
-            Owner::Feature { feature, key } => {
-                let ran = self.with_feature(feature, |f, w| f.after_endpoint(w, now, ep, key));
-                assert!(ran.is_some(), "a feature runs its own endpoints' follow-up itself");
-                return;
-            }
-        };
+    /// Hands `packet` to the feature that keeps endpoint `ep` ([`Role::Owned`]).
+    #[inline(never)]
+    fn deliver_to_owner(&mut self, now: Time, ep: usize, packet: &Bytes) {
+        let Owner::Feature { feature, key } = self.endpoints[ep].owner else { unreachable!("an owned endpoint") };
+        let ran = self.with_feature(feature, |f, w| f.on_endpoint_packet(w, now, key, packet));
+        assert!(ran.is_some(), "a feature's own requests never deliver to its own endpoints");
+    }
+
+    /// Drains what a bulk flow's endpoint wants to send and read, and re-arms its timer (a feature runs its
+    /// own endpoints).
+    fn after_endpoint(&mut self, now: Time, ep: usize) {
+        let Owner::Flow(flow) = self.endpoints[ep].owner else { unreachable!("a feature runs its own endpoints") };
         let node = self.endpoints[ep].node;
         let dst = *self.endpoints[ep].remote.ip();
         // The interface whose queue length an ELN sender piggybacks (Balakrishnan 1998 §3); no other sender reads it.
@@ -1016,7 +1078,7 @@ impl World {
                     p
                 }
                 Role::Receiver(r) => r.poll_transmit(now),
-                Role::Closed => None,
+                Role::Closed | Role::Owned => None,
             };
             let Some(packet) = packet else { break };
             self.send_own(now, node, dst, packet);
@@ -1048,7 +1110,7 @@ impl World {
                     }
                 }
             }
-            Role::Closed => {}
+            Role::Closed | Role::Owned => {}
         }
         if self.hooks.after_flow_endpoint {
             for i in 0..self.features.len() {
@@ -1058,25 +1120,10 @@ impl World {
         self.arm_endpoint_timer(ep);
     }
 
-    /// Sends everything endpoint `ep` has to send now (its follow-up is the caller's).
-    pub(crate) fn transmit_endpoint(&mut self, now: Time, ep: usize) {
-        let dst = *self.endpoints[ep].remote.ip();
-        let node = self.endpoints[ep].node;
-        loop {
-            let packet = match &mut self.endpoints[ep].role {
-                Role::Sender(s) => s.poll_transmit(now),
-                Role::Receiver(r) => r.poll_transmit(now),
-                Role::Closed => None,
-            };
-            let Some(packet) = packet else { break };
-            self.send_own(now, node, dst, packet);
-        }
-    }
-
     /// Sends a packet that `node`'s own endpoint made: offered first to the features'
     /// [`Feature::on_host_send`] (the link layer or the Mobile IP agent at a mobile host), else by the routing
     /// table.
-    fn send_own(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes) {
+    pub(crate) fn send_own(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes) {
         if self.hooks.host_send {
             if self.features.iter().any(Option::is_none) {
                 // A feature runs now (an endpoint answering what it delivered): it too must see the packet.
@@ -1092,18 +1139,10 @@ impl World {
         self.route(now, node, dst, packet, false);
     }
 
-    pub(crate) fn arm_endpoint_timer(&mut self, ep: usize) {
+    fn arm_endpoint_timer(&mut self, ep: usize) {
         let e = &mut self.endpoints[ep];
-        let want = match &e.role {
-            Role::Sender(s) => s.poll_timeout(),
-            Role::Receiver(r) => r.poll_timeout(),
-            Role::Closed => None,
-        };
-        if let Some(t) = want {
-            if e.timer.is_none_or(|s| t < s) {
-                e.timer = Some(t);
-                self.sched.schedule(t, Event::EndpointTimer { ep });
-            }
+        if let Some(t) = e.role.rearm(&mut e.timer) {
+            self.sched.schedule(t, Event::EndpointTimer { ep });
         }
     }
 
@@ -1123,8 +1162,8 @@ impl World {
     /// Sum of the per-connection agent counter `name` (`Agent::connection_counters`) over the nodes of
     /// `path` and the connections whose senders are `senders` (endpoint indices): what the agents did for
     /// these connections alone, not for every connection through them.
-    pub(crate) fn connection_counter(&self, path: &[usize], senders: &[usize], name: &str) -> u64 {
-        let mut keys: Vec<FlowKey> = senders.iter().map(|&ep| self.endpoints[ep].flow_key()).collect();
+    pub(crate) fn connection_counter(&self, path: &[usize], keys: &[FlowKey], name: &str) -> u64 {
+        let mut keys = keys.to_vec();
         keys.sort_unstable();
         keys.dedup();
         let agents = path.iter().filter_map(|&n| self.nodes[n].agent.as_deref());
@@ -1156,7 +1195,8 @@ impl World {
                 (self.links[link].kind == LinkKind::Wireless).then(|| self.links[link].dirs[dir].bytes_sent)
             });
             let ratio = |useful: u64, sent: u64| if sent > 0 { useful as f64 / sent as f64 } else { 0.0 };
-            let counter = |name: &str| self.connection_counter(&f.path, &[f.sender], name);
+            let key = self.endpoints[f.sender].flow_key();
+            let counter = |name: &str| self.connection_counter(&f.path, &[key], name);
             flows.push(FlowMetrics {
                 name: f.name.clone(),
                 tcp: f.variant.clone(),

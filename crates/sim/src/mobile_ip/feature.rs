@@ -12,10 +12,10 @@
 //!   its gateway, its current cell.
 
 use super::config::{CleanupKind, MipScheme, MobileIpConfig};
-use crate::feature::{Feature, FeatureEvent, FeatureId, HookSet};
+use crate::context::{Cx, Request, Setup, View};
+use crate::feature::{Feature, HookSet};
 use crate::metrics::{MipHandoffMetrics, MobileIpMetrics, RunResult};
 use crate::scenario::{LinkKind, Scenario};
-use crate::world::World;
 use bytes::Bytes;
 use lasthop_agents::mip::{
     BaseStation, BsConfig, Cleanup, Correspondent, FaConfig, ForeignAgent, HaConfig, HomeAgent, MnConfig, MnEvent,
@@ -55,7 +55,6 @@ struct Cell {
 }
 
 pub(crate) struct MobileIp {
-    id: FeatureId,
     ch: usize,
     /// Where the correspondent's one link ends, and that link.
     ch_hop: usize,
@@ -101,10 +100,8 @@ pub(crate) struct MobileIp {
     ch_acked: Vec<(Time, u32)>,
     mh_received: Vec<(Time, u32, u16)>,
     out: Vec<Action>,
-}
-
-fn schedule(world: &mut World, id: FeatureId, at: Time, e: MobileIpEvent) {
-    world.schedule(at, id, FeatureEvent::MobileIp(e));
+    /// Whether a first handoff is scheduled at all (`first_handoff_s` finite).
+    first_handoff: bool,
 }
 
 fn secs(v: f64) -> Time {
@@ -113,28 +110,29 @@ fn secs(v: f64) -> Time {
 
 impl MobileIp {
     /// Sets up the scenario's `[mobile_ip]` (`None` without it).
-    pub(crate) fn build(s: &Scenario, world: &mut World, id: FeatureId) -> Option<MobileIp> {
+    pub(crate) fn build(s: &Scenario, setup: &mut Setup<'_>) -> Option<MobileIp> {
         let cfg: &MobileIpConfig = s.mobile_ip.as_ref()?;
-        let (ch, ha, mh) =
-            (world.node_index(&cfg.correspondent), world.node_index(&cfg.home_agent), world.node_index(&cfg.mobile));
-        world.recompute_routes(Some(mh));
-        let find = |w: &World, a: usize, b: usize, kind: LinkKind| {
-            w.links
+        let index = |name: &str| setup.view().node_index(name);
+        let (ch, ha, mh) = (index(&cfg.correspondent), index(&cfg.home_agent), index(&cfg.mobile));
+        setup.recompute_routes(Some(mh));
+        let view = setup.view();
+        let find = |w: View<'_>, a: usize, b: usize, kind: LinkKind| {
+            w.links()
                 .iter()
                 .position(|l| l.kind == kind && l.ends.contains(&a) && l.ends.contains(&b))
                 .expect("validated")
         };
-        let ch_link = world.links.iter().position(|l| l.ends.contains(&ch)).expect("validated");
-        let ch_hop = world.links[ch_link].ends[1 - world.links[ch_link].dir_from(ch)];
+        let ch_link = view.links().iter().position(|l| l.ends.contains(&ch)).expect("validated");
+        let ch_hop = view.links()[ch_link].ends[1 - view.links()[ch_link].dir_from(ch)];
         let cells: Vec<Cell> = cfg
             .cells
             .iter()
             .map(|c| {
-                let (fa, bs) = (world.node_index(&c.foreign_agent), world.node_index(&c.base_station));
-                Cell { fa, bs, air: find(world, bs, mh, LinkKind::Wireless), lan: find(world, bs, fa, LinkKind::Wired) }
+                let (fa, bs) = (view.node_index(&c.foreign_agent), view.node_index(&c.base_station));
+                Cell { fa, bs, air: find(view, bs, mh, LinkKind::Wireless), lan: find(view, bs, fa, LinkKind::Wired) }
             })
             .collect();
-        let addr = |n: usize| world.nodes[n].addr;
+        let addr = |n: usize| view.nodes()[n].addr;
         let (mh_addr, ha_addr) = (addr(mh), addr(ha));
         let ro = cfg.scheme == MipScheme::Ro;
         let buffering = cfg.buffer_packets > 0;
@@ -200,38 +198,31 @@ impl MobileIp {
         });
         mobile.attach(addr(cells[0].bs), addr(cells[0].fa));
 
-        for c in &cells[1..] {
-            world.links[c.air].out_of_range = true;
-        }
-        world.nodes[mh].gateway = Some((cells[0].air, world.links[cells[0].air].dir_from(mh)));
-        for p in [PROTO_MIP_LOCAL, PROTO_ICMP, PROTO_UDP] {
-            world.add_control_protocol(p);
-        }
+        let gateway = Some((cells[0].air, view.links()[cells[0].air].dir_from(mh)));
         let ha_fa_delay = cells
             .iter()
             .map(|c| {
-                let direct = world.links.iter().find(|l| l.ends.contains(&ha) && l.ends.contains(&c.fa));
+                let direct = view.links().iter().find(|l| l.ends.contains(&ha) && l.ends.contains(&c.fa));
                 Time(direct.map_or(0, |l| l.delay_ns()))
             })
             .collect();
-        let delay_between = |w: &World, a: usize, b: usize| {
-            Time(w.links.iter().find(|l| l.ends.contains(&a) && l.ends.contains(&b)).map_or(0, |l| l.delay_ns()))
+        let delay_between = |w: View<'_>, a: usize, b: usize| {
+            Time(w.links().iter().find(|l| l.ends.contains(&a) && l.ends.contains(&b)).map_or(0, |l| l.delay_ns()))
         };
-        let bs_fa_delay: Vec<Time> = cells.iter().map(|c| delay_between(world, c.bs, c.fa)).collect();
-        let fa_fa_delay = if cells.len() > 1 { delay_between(world, cells[0].fa, cells[1].fa) } else { Time::ZERO };
+        let bs_fa_delay: Vec<Time> = cells.iter().map(|c| delay_between(view, c.bs, c.fa)).collect();
+        let fa_fa_delay = if cells.len() > 1 { delay_between(view, cells[0].fa, cells[1].fa) } else { Time::ZERO };
         let tcp = s.flows.keys().next().and_then(|f| s.flow_tcp(f).ok()).unwrap_or_default();
         let mss = usize::from(tcp.mss.max(1));
         let mws = f64::from(tcp.max_window.min(65_535)) / mss as f64;
         // Table 1: rtt = 2 × (CH–HA + HA–FA) + α, α the FA–mobile round trip (§3.2: "roughly 8 ms").
         let one_way: u64 =
-            world.path(ch, cells[0].fa).map_or(0, |p| p.windows(2).map(|w| delay_between(world, w[0], w[1]).0).sum());
-        let air = &world.links[cells[0].air];
+            view.path(ch, cells[0].fa).map_or(0, |p| p.windows(2).map(|w| delay_between(view, w[0], w[1]).0).sum());
+        let air = &view.links()[cells[0].air];
         let alpha = 2 * bs_fa_delay[0].0 + air.airtime_ns(mss + 40) + air.airtime_ns(40);
         let eq_rtt = Duration::from_nanos(2 * one_way + alpha);
         let every = cfg.handoff_every_s.is_finite().then(|| secs(cfg.handoff_every_s));
         let first = secs(cfg.first_handoff_s.min(1e7));
         let state = MobileIp {
-            id,
             ch,
             ch_hop,
             ch_link,
@@ -266,9 +257,14 @@ impl MobileIp {
             ch_acked: Vec::new(),
             mh_received: Vec::new(),
             out: Vec::new(),
+            first_handoff: cfg.first_handoff_s.is_finite(),
         };
-        if cfg.first_handoff_s.is_finite() {
-            schedule(world, id, first, MobileIpEvent::Leave { k: 0 });
+        for c in &state.cells[1..] {
+            setup.set_out_of_range(c.air, true);
+        }
+        setup.set_gateway(mh, gateway);
+        for p in [PROTO_MIP_LOCAL, PROTO_ICMP, PROTO_UDP] {
+            setup.add_control_protocol(p);
         }
         Some(state)
     }
@@ -288,17 +284,17 @@ impl MobileIp {
     }
 
     /// Schedules `e`'s timer if it wants one earlier than the one pending.
-    fn arm(&mut self, world: &mut World, e: Entity) {
+    fn arm(&mut self, cx: &mut Cx<'_, MobileIpEvent>, e: Entity) {
         let Some(want) = self.entity(e).poll_timeout() else { return };
         let key = Self::key(e);
         if self.timers.get(&key).is_none_or(|&t| want < t) {
             self.timers.insert(key, want);
-            schedule(world, self.id, want, MobileIpEvent::Timer(e));
+            cx.schedule(want, MobileIpEvent::Timer(e));
         }
     }
 
     /// Carries out what entity `from` emitted (in `self.out`), then re-arms its timer.
-    fn carry(&mut self, world: &mut World, now: Time, from: Option<Entity>, node: usize) {
+    fn carry(&mut self, cx: &mut Cx<'_, MobileIpEvent>, from: Option<Entity>, node: usize) {
         let actions = std::mem::take(&mut self.out);
         for a in &actions {
             let (side, p) = match a {
@@ -312,34 +308,35 @@ impl MobileIp {
                 // one, which sends it on by the routing table; not the buffer the *forward* message sends
                 // up to the old FA (addressed to the mobile), nor the local protocol's messages.
                 Some(Entity::Bs(_))
-                    if world.nodes[node].agent.is_some()
+                    if cx.nodes()[node].agent.is_some()
                         && ip.protocol() == PROTO_TCP
                         && !matches!(a, Action::Inject(..))
                         && !(side == Side::ToWired && dst == self.mh_addr) =>
                 {
-                    world.hand_to_agent(now, node, side, p);
+                    cx.request(Request::HandToAgent { node, side, packet: p });
                 }
                 Some(Entity::Bs(i)) => {
                     let link = if side == Side::ToMobile { self.cells[i].air } else { self.cells[i].lan };
-                    let dir = world.links[link].dir_from(node);
-                    world.send(now, (link, dir), p, false);
+                    let dir = cx.links()[link].dir_from(node);
+                    cx.send((link, dir), p, false);
                 }
                 Some(Entity::Fa(i)) if dst.is_broadcast() => {
                     let link = self.cells[i].lan;
-                    let dir = world.links[link].dir_from(node);
-                    world.send(now, (link, dir), p, false);
+                    let dir = cx.links()[link].dir_from(node);
+                    cx.send((link, dir), p, false);
                 }
-                _ => world.route(now, node, dst, p, false),
+                _ => cx.route(node, dst, p, false),
             }
         }
         self.out = actions;
         self.out.clear();
         if let Some(e) = from {
-            self.arm(world, e);
+            self.arm(cx, e);
         }
     }
 
-    fn on_timer(&mut self, world: &mut World, now: Time, e: Entity) {
+    fn on_timer(&mut self, cx: &mut Cx<'_, MobileIpEvent>, e: Entity) {
+        let now = cx.now();
         let key = Self::key(e);
         if self.timers.get(&key).is_some_and(|&t| t <= now) {
             self.timers.remove(&key);
@@ -354,12 +351,12 @@ impl MobileIp {
             Entity::Fa(i) => self.cells[i].fa,
             Entity::Bs(i) => self.cells[i].bs,
         };
-        self.carry(world, now, Some(e), node);
+        self.carry(cx, Some(e), node);
     }
 
-    fn settle_losses(&mut self, world: &World) {
-        let lost = world.out_of_range_losses() - self.losses_seen;
-        self.losses_seen = world.out_of_range_losses();
+    fn settle_losses(&mut self, view: View<'_>) {
+        let lost = view.out_of_range_losses() - self.losses_seen;
+        self.losses_seen = view.out_of_range_losses();
         if let Some(h) = self.handoffs.last_mut() {
             h.packets_lost += lost;
         }
@@ -377,51 +374,50 @@ impl MobileIp {
         self.recovered_mark = total;
     }
 
-    fn on_leave(&mut self, world: &mut World, now: Time, k: u32) {
-        self.settle_losses(world);
+    fn on_leave(&mut self, cx: &mut Cx<'_, MobileIpEvent>, k: u32) {
+        let now = cx.now();
+        self.settle_losses(cx.view());
         self.close_handoff();
         let from = self.current;
         let to = (from + 1) % self.cells.len();
-        world.links[self.cells[from].air].out_of_range = true;
+        cx.request(Request::SetOutOfRange { link: self.cells[from].air, out: true });
         self.handoffs.push(MipHandoffMetrics {
             index: k,
-            from: world.nodes[self.cells[from].bs].name.clone(),
-            to: world.nodes[self.cells[to].bs].name.clone(),
+            from: cx.nodes()[self.cells[from].bs].name.clone(),
+            to: cx.nodes()[self.cells[to].bs].name.clone(),
             left_s: now.as_secs_f64(),
             ..MipHandoffMetrics::default()
         });
-        for f in &mut world.flows {
-            if let Some(series) = f.series.as_mut() {
-                series.handoffs.push(now.as_secs_f64());
-            }
-        }
-        schedule(world, self.id, Time(now.0 + self.gap.0), MobileIpEvent::Enter { k });
+        cx.request(Request::NoteHandoff);
+        cx.schedule(Time(now.0 + self.gap.0), MobileIpEvent::Enter { k });
     }
 
-    fn on_enter(&mut self, world: &mut World, now: Time, k: u32) {
+    fn on_enter(&mut self, cx: &mut Cx<'_, MobileIpEvent>, k: u32) {
+        let now = cx.now();
         let to = (self.current + 1) % self.cells.len();
         self.current = to;
         let air = self.cells[to].air;
-        world.links[air].out_of_range = false;
-        world.nodes[self.mh].gateway = Some((air, world.links[air].dir_from(self.mh)));
+        cx.request(Request::SetOutOfRange { link: air, out: false });
+        let gateway = Some((air, cx.links()[air].dir_from(self.mh)));
+        cx.request(Request::SetGateway { node: self.mh, gateway });
         if let Some(every) = self.every {
             let next = Time(secs(self.first.as_secs_f64()).0 + every.0 * u64::from(k + 1));
-            schedule(world, self.id, next.max(now), MobileIpEvent::Leave { k: k + 1 });
+            cx.schedule(next.max(now), MobileIpEvent::Leave { k: k + 1 });
         }
     }
 
     /// Notes the correspondent's data segments as they leave it (their arrival at its first hop, less the
     /// access link's airtime and delay: the link carries only the correspondent's packets, which never wait
     /// at 1 Gb/s behind a 1.6 Mb/s bottleneck's pace) and its ACKs as they reach it.
-    fn observe_correspondent(&mut self, world: &World, now: Time, node: usize, link: usize, packet: &Bytes) {
+    fn observe_correspondent(&mut self, view: View<'_>, now: Time, node: usize, link: usize, packet: &Bytes) {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         if ip.protocol() != PROTO_TCP {
             return;
         }
         let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return };
-        let ch = world.nodes[self.ch].addr;
+        let ch = view.nodes()[self.ch].addr;
         if node == self.ch_hop && link == self.ch_link && ip.src_addr() == ch && !tcp.payload().is_empty() {
-            let l = &world.links[link];
+            let l = &view.links()[link];
             let sent = Time(now.0.saturating_sub(l.airtime_ns(packet.len()) + l.delay_ns()));
             self.ch_sent.push((sent, tcp.seq_number().0, ip.ident()));
         } else if node == self.ch && ip.dst_addr() == ch && tcp.ack() {
@@ -434,14 +430,14 @@ impl MobileIp {
     /// point learns the new care-of address) are lost. The forwarding point is the HA under base Mobile IP
     /// (T2: the new registration reaches it; Eq. (2)) and the old FA under route optimisation (T2: the new
     /// FA's binding update reaches it; Eq. (3)). Queueing at the old BS is not part of it, as in the paper.
-    fn observe_switch(&mut self, world: &World, now: Time, node: usize, packet: &Bytes) {
+    fn observe_switch(&mut self, view: View<'_>, now: Time, node: usize, packet: &Bytes) {
         let Some(h) = self.handoffs.last_mut().filter(|h| h.t_loss_ms.is_none()) else { return };
-        let from = self.cells.iter().position(|c| world.nodes[c.bs].name == h.from).expect("a cell");
+        let from = self.cells.iter().position(|c| view.nodes()[c.bs].name == h.from).expect("a cell");
         let switched = match MipMessage::parse_ipv4(packet) {
             Ok(Some((_, dst, MipMessage::RegistrationRequest(r))))
                 if !self.route_optimised
                     && node == self.ha
-                    && dst == world.nodes[self.ha].addr
+                    && dst == view.nodes()[self.ha].addr
                     && r.home_addr == self.mh_addr =>
             {
                 true
@@ -449,7 +445,7 @@ impl MobileIp {
             Ok(Some((_, dst, MipMessage::BindingUpdate(u))))
                 if self.route_optimised
                     && node == self.cells[from].fa
-                    && dst == world.nodes[node].addr
+                    && dst == view.nodes()[node].addr
                     && u.home_addr == self.mh_addr =>
             {
                 true
@@ -465,12 +461,12 @@ impl MobileIp {
 
     /// Eq. (1)–(3) for every handoff whose registration went out (see
     /// [`MipHandoffMetrics::predicted_t_loss_ms`]).
-    fn predict(&mut self, world: &World) {
+    fn predict(&mut self, view: View<'_>) {
         let ns = |t: Time| Duration::from_nanos(t.0);
         let s = |x: f64| Duration::from_secs_f64(x.max(0.0));
         for h in &mut self.handoffs {
             let (Some(request), Some(registration)) = (h.handoff_request_s, h.registration_sent_s) else { continue };
-            let cell = |name: &str| self.cells.iter().position(|c| world.nodes[c.bs].name == name).expect("a cell");
+            let cell = |name: &str| self.cells.iter().position(|c| view.nodes()[c.bs].name == name).expect("a cell");
             let (from, to) = (cell(&h.from), cell(&h.to));
             let p = super::analysis::LossPeriod {
                 ha_to_old_fa: ns(self.ha_fa_delay[from]),
@@ -505,7 +501,8 @@ impl MobileIp {
     }
 
     /// A packet reached the mobile over `link`: the mobile's agent reads it; data is counted.
-    fn at_mobile(&mut self, world: &mut World, now: Time, link: usize, packet: &Bytes) -> bool {
+    fn at_mobile(&mut self, cx: &mut Cx<'_, MobileIpEvent>, link: usize, packet: &Bytes) -> bool {
+        let now = cx.now();
         if let Some(i) = self.cells.iter().position(|c| c.air == link) {
             if self.link_acks {
                 // The frame arrived: the link layer's acknowledgement frees its copy in the BS buffer.
@@ -531,7 +528,7 @@ impl MobileIp {
         let consumed = out.iter().any(|a| matches!(a, Action::Drop(_)));
         out.retain(|a| matches!(a, Action::Inject(..)));
         self.out = out;
-        self.carry(world, now, None, self.mh);
+        self.carry(cx, None, self.mh);
         for (t, e) in self.mobile.take_events() {
             let Some(h) = self.handoffs.last_mut() else { continue };
             let since = Some(t.saturating_since(secs(h.left_s)).as_secs_f64());
@@ -546,39 +543,47 @@ impl MobileIp {
 }
 
 impl Feature for MobileIp {
+    type Event = MobileIpEvent;
+
     fn hooks(&self) -> HookSet {
         // The mobile's own packets pass its agent only when it keeps them (else they go as before).
         HookSet { arrive: true, host_send: self.own_buffer, ..HookSet::default() }
     }
 
-    fn start(&mut self, world: &mut World) {
+    fn set_up(&mut self, cx: &mut Cx<'_, MobileIpEvent>) {
+        if self.first_handoff {
+            cx.schedule(self.first, MobileIpEvent::Leave { k: 0 });
+        }
+    }
+
+    fn start(&mut self, cx: &mut Cx<'_, MobileIpEvent>) {
         for i in 0..self.cells.len() {
-            self.arm(world, Entity::Bs(i));
-            self.arm(world, Entity::Fa(i));
+            self.arm(cx, Entity::Bs(i));
+            self.arm(cx, Entity::Fa(i));
         }
     }
 
-    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
-        let FeatureEvent::MobileIp(event) = event else { unreachable!("the core routes a feature its own events") };
+    fn on_event(&mut self, cx: &mut Cx<'_, MobileIpEvent>, event: MobileIpEvent) {
         match event {
-            MobileIpEvent::Leave { k } => self.on_leave(world, now, k),
-            MobileIpEvent::Enter { k } => self.on_enter(world, now, k),
-            MobileIpEvent::Timer(e) => self.on_timer(world, now, e),
+            MobileIpEvent::Leave { k } => self.on_leave(cx, k),
+            MobileIpEvent::Enter { k } => self.on_enter(cx, k),
+            MobileIpEvent::Timer(e) => self.on_timer(cx, e),
         }
     }
 
-    fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+    fn on_arrive(&mut self, cx: &mut Cx<'_, MobileIpEvent>, node: usize, link: usize, packet: &Bytes) -> bool {
+        let now = cx.now();
         if node == self.mh {
-            return self.at_mobile(world, now, link, packet);
+            return self.at_mobile(cx, link, packet);
         }
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
-        self.observe_correspondent(world, now, node, link, packet);
-        self.observe_switch(world, now, node, packet);
+        self.observe_correspondent(cx.view(), now, node, link, packet);
+        self.observe_switch(cx.view(), now, node, packet);
         let mut out = std::mem::take(&mut self.out);
         let from = if let (Some(cn), true) = (
             self.correspondent.as_mut(),
-            node == self.ch_hop && link == self.ch_link && src == world.nodes[self.ch].addr,
+            node == self.ch_hop && link == self.ch_link && src == cx.nodes()[self.ch].addr,
         ) {
             // The correspondent's own packets, at the end of its one link (see `MobileIpConfig::correspondent`).
             cn.on_packet(now, Side::ToWired, packet.clone(), &mut out);
@@ -591,7 +596,7 @@ impl Feature for MobileIp {
             let side = if link == self.cells[i].lan { Side::ToWired } else { Side::ToMobile };
             self.fas[i].on_packet(now, side, packet.clone(), &mut out);
             Some(Entity::Fa(i))
-        } else if node == self.ha && (dst == world.nodes[self.ha].addr || dst == self.mh_addr) {
+        } else if node == self.ha && (dst == cx.nodes()[self.ha].addr || dst == self.mh_addr) {
             self.home_agent.on_packet(now, Side::ToMobile, packet.clone(), &mut out);
             None
         } else if let (Some(cn), true) = (self.correspondent.as_mut(), node == self.ch && ip.protocol() == PROTO_UDP) {
@@ -609,41 +614,42 @@ impl Feature for MobileIp {
             return false;
         };
         self.out = out;
-        self.carry(world, now, from, node);
+        self.carry(cx, from, node);
         true
     }
 
     /// What the mobile host sends passes its agent (`Side::ToWired`), which keeps its last data packets for
     /// re-sending after a handoff (§4.2), then goes out by its gateway, its current cell.
-    fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+    fn on_host_send(&mut self, cx: &mut Cx<'_, MobileIpEvent>, node: usize, packet: &Bytes) -> bool {
+        let now = cx.now();
         if node != self.mh {
             return false;
         }
         let mut out = std::mem::take(&mut self.out);
         self.mobile.on_packet(now, Side::ToWired, packet.clone(), &mut out);
         self.out = out;
-        self.carry(world, now, None, self.mh);
+        self.carry(cx, None, self.mh);
         true
     }
 
-    fn finish(mut self: Box<Self>, world: &World, result: &mut RunResult) {
-        self.settle_losses(world);
+    fn finish(mut self, view: View<'_>, result: &mut RunResult) {
+        self.settle_losses(view);
         self.close_handoff();
         let mut counters = BTreeMap::new();
         let mut put = |name: &str, c: Vec<(&'static str, u64)>| {
             counters.insert(name.to_string(), c.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
         };
-        put(&world.nodes[self.ha].name, self.home_agent.counters());
+        put(&view.nodes()[self.ha].name, self.home_agent.counters());
         for (i, c) in self.cells.iter().enumerate() {
-            put(&world.nodes[c.fa].name, self.fas[i].counters());
-            put(&world.nodes[c.bs].name, self.bss[i].counters());
+            put(&view.nodes()[c.fa].name, self.fas[i].counters());
+            put(&view.nodes()[c.bs].name, self.bss[i].counters());
         }
         if let Some(cn) = &self.correspondent {
-            put(&world.nodes[self.ch].name, cn.counters());
+            put(&view.nodes()[self.ch].name, cn.counters());
         }
-        put(&world.nodes[self.mh].name, self.mobile.counters());
+        put(&view.nodes()[self.mh].name, self.mobile.counters());
         let erroneous = self.trace_analysis();
-        self.predict(world);
+        self.predict(view);
         result.mobile_ip = Some(MobileIpMetrics {
             erroneous_fast_retransmits: erroneous,
             handoffs: std::mem::take(&mut self.handoffs),

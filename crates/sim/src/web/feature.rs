@@ -1,13 +1,15 @@
 //! The Web workload's part in a run: the scenario's `[web.*]` workloads, their TCP connections opened and torn
-//! down as the browsing goes (endpoints in the core's table, owned by this feature), their requests, and
-//! their metrics. The browsing model itself is [`crate::web`].
+//! down as the browsing goes (this feature keeps their endpoints and runs them; the core only finds them by
+//! address and hands them their packets), their requests, and their metrics. The browsing model itself is [`crate::web`].
 
 use super::{Command, Object, Samplers, WebClient, WebParams};
-use crate::feature::{Feature, FeatureEvent, FeatureId};
+use crate::context::{Cx, Request, View};
+use crate::feature::Feature;
 use crate::metrics::{RunResult, WebMetrics};
-use crate::world::{Owner, Role, World};
+use crate::world::Role;
 use crate::{rng, Scenario, SimError};
 use bytes::Bytes;
+use lasthop_agents::flow::FlowKey;
 use lasthop_tcp::{Receiver, Sender, TcpConfig};
 use lasthop_wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_UDP};
 use lasthop_wire::{SeqNum, Time};
@@ -29,6 +31,8 @@ pub(crate) enum WebEvent {
     /// The client's retransmission timer for the request on connection `conn` of `web`, armed by send
     /// number `attempt`.
     RequestTimer { web: usize, conn: usize, attempt: u32 },
+    /// Endpoint `ep`'s timer may be due.
+    EndpointTimer { ep: usize },
 }
 
 const WEB_PORT_FIRST: u16 = 30_000;
@@ -39,6 +43,7 @@ const HTTP_PORT: u16 = 80;
 /// carries (one for HTTP/1.0, any number in sequence for P-HTTP).
 struct WebConn {
     slot: usize,
+    /// The server's and the client's endpoints (indices into `WebWorkloads::endpoints`).
     sender: usize,
     receiver: usize,
     /// Objects not yet read completely: (stream offset one past their last byte, object, when requested).
@@ -99,7 +104,6 @@ struct Web {
 
 /// Every web workload of the scenario.
 pub(crate) struct WebWorkloads {
-    id: FeatureId,
     webs: Vec<Web>,
     /// The latest end of any web workload's browsing time: the run goes on until then.
     until: Option<Time>,
@@ -107,13 +111,24 @@ pub(crate) struct WebWorkloads {
     next_port: u16,
     /// The live web connection of each client port: (web, connection).
     ports: BTreeMap<u16, (usize, usize)>,
-    /// (web, connection) of each endpoint key this feature gave the core.
-    keys: Vec<(usize, usize)>,
+    /// Every endpoint of every connection, in the order opened; its index is the key the core knows it by.
+    endpoints: Vec<WebEndpoint>,
+}
+
+/// One end of a web connection: its TCP state and its timer, kept here.
+struct WebEndpoint {
+    web: usize,
+    conn: usize,
+    node: usize,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    role: Role,
+    timer: Option<Time>,
 }
 
 impl WebWorkloads {
     /// The scenario's web workloads (`None` without any).
-    pub(crate) fn build(s: &Scenario, world: &World, id: FeatureId) -> Result<Option<WebWorkloads>, SimError> {
+    pub(crate) fn build(s: &Scenario, view: View<'_>) -> Result<Option<WebWorkloads>, SimError> {
         if s.web.is_empty() {
             return Ok(None);
         }
@@ -123,8 +138,8 @@ impl WebWorkloads {
             let tcp = s
                 .web_tcp(name)
                 .map_err(|m| crate::ScenarioError::at(s.origin(), format!("web.{name}.tcp"), None, m))?;
-            let (client, server) = (world.node_index(&w.client), world.node_index(&w.server));
-            let path = world.path(server, client).ok_or_else(|| {
+            let (client, server) = (view.node_index(&w.client), view.node_index(&w.server));
+            let path = view.path(server, client).ok_or_else(|| {
                 let message = format!("no route between `{}` and `{}`", w.server, w.client);
                 crate::ScenarioError::at(s.origin(), format!("web.{name}"), None, message)
             })?;
@@ -158,28 +173,45 @@ impl WebWorkloads {
             });
             until = until.max(Some(end));
         }
-        Ok(Some(WebWorkloads { id, webs, until, next_port: WEB_PORT_FIRST, ports: BTreeMap::new(), keys: Vec::new() }))
+        Ok(Some(WebWorkloads { webs, until, next_port: WEB_PORT_FIRST, ports: BTreeMap::new(), endpoints: Vec::new() }))
     }
 
-    fn schedule(&self, world: &mut World, at: Time, event: WebEvent) {
-        world.schedule(at, self.id, FeatureEvent::Web(event));
-    }
-
-    /// Runs endpoint `ep` of connection `conn` of `web` after something happened to it.
-    fn after_own_endpoint(&mut self, world: &mut World, now: Time, ep: usize) {
-        if let Owner::Feature { key, .. } = world.endpoints[ep].owner {
-            let (web, conn) = self.keys[key];
-            self.after_web_endpoint(world, now, ep, web, conn);
+    /// Schedules endpoint `ep`'s timer if it wants one earlier than the one pending.
+    fn arm_endpoint_timer(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize) {
+        let e = &mut self.endpoints[ep];
+        if let Some(t) = e.role.rearm(&mut e.timer) {
+            cx.schedule(t, WebEvent::EndpointTimer { ep });
         }
     }
 
+    /// Endpoint `ep`'s timer fired: its timeout if one is due, then its follow-up.
+    fn on_endpoint_timer(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize) {
+        let now = cx.now();
+        let e = &mut self.endpoints[ep];
+        if e.timer.is_some_and(|t| t <= now) {
+            e.timer = None;
+        }
+        if matches!(e.role, Role::Closed) {
+            return;
+        }
+        if e.role.poll_timeout().is_some_and(|t| t <= now) {
+            match &mut e.role {
+                Role::Sender(s) => s.handle_timeout(now),
+                Role::Receiver(r) => r.handle_timeout(now),
+                Role::Closed | Role::Owned => {}
+            }
+        }
+        self.after_web_endpoint(cx, ep);
+    }
+
     /// Carries out what a web client asked for.
-    fn web_commands(&mut self, world: &mut World, now: Time, web: usize, cmds: Vec<Command>) {
+    fn web_commands(&mut self, cx: &mut Cx<'_, WebEvent>, web: usize, cmds: Vec<Command>) {
+        let now = cx.now();
         for cmd in cmds {
             match cmd {
                 Command::Fetch { slot, object, new_connection } => {
                     let open = self.webs[web].slot_conn[slot].filter(|_| !new_connection);
-                    let conn = open.unwrap_or_else(|| self.open_web_conn(world, web, slot));
+                    let conn = open.unwrap_or_else(|| self.open_web_conn(cx, web, slot));
                     let w = &mut self.webs[web];
                     let c = &mut w.conns[conn];
                     c.assigned += object.reply_bytes;
@@ -194,37 +226,37 @@ impl WebWorkloads {
                     if open.is_some() || !w.handshake {
                         // A persistent connection, or a one-way (ns) one that needs no setup: the request
                         // goes out at once.
-                        self.send_request(world, now, web, conn);
+                        self.send_request(cx, web, conn);
                     } else {
                         // The client's SYN, a modelled one-way latency; the request follows once the client
                         // has the server's SYN (see `after_web_endpoint`).
-                        let at = now + std::time::Duration::from_nanos(self.request_latency_ns(world, web, 0));
-                        self.schedule(world, at, WebEvent::Connect { web, conn });
+                        let at = now + std::time::Duration::from_nanos(self.request_latency_ns(cx.view(), web, 0));
+                        cx.schedule(at, WebEvent::Connect { web, conn });
                     }
                 }
                 Command::Close { slot } => {
                     if let Some(conn) = self.webs[web].slot_conn[slot].take() {
                         let ep = self.webs[web].conns[conn].sender;
-                        if let Role::Sender(s) = &mut world.endpoints[ep].role {
+                        if let Role::Sender(s) = &mut self.endpoints[ep].role {
                             s.close();
                         }
-                        self.after_own_endpoint(world, now, ep);
+                        self.after_web_endpoint(cx, ep);
                     }
                 }
-                Command::Wake { at } => self.schedule(world, at, WebEvent::Wake { web }),
+                Command::Wake { at } => cx.schedule(at, WebEvent::Wake { web }),
             }
         }
     }
 
     /// A new connection for `slot` of `web`: the server's sender (open for P-HTTP, sized to the one object
     /// otherwise; it connects when the request arrives) and the client's receiver.
-    fn open_web_conn(&mut self, world: &mut World, web: usize, slot: usize) -> usize {
+    fn open_web_conn(&mut self, cx: &mut Cx<'_, WebEvent>, web: usize, slot: usize) -> usize {
         let port = self.next_port;
         self.next_port = if port >= 64_999 { WEB_PORT_FIRST } else { port + 1 };
         let w = &mut self.webs[web];
         let conn = w.conns.len();
-        let server = SocketAddrV4::new(world.nodes[w.server_node].addr, HTTP_PORT);
-        let client = SocketAddrV4::new(world.nodes[w.client_node].addr, port);
+        let server = SocketAddrV4::new(cx.nodes()[w.server_node].addr, HTTP_PORT);
+        let client = SocketAddrV4::new(cx.nodes()[w.client_node].addr, port);
         let (iss_s, iss_c) = (SeqNum(w.iss.next_u32()), SeqNum(w.iss.next_u32()));
         let (sender, receiver) = if w.handshake {
             (
@@ -237,10 +269,14 @@ impl WebWorkloads {
                 Receiver::new_established(w.tcp.clone(), client, server, iss_c, iss_s),
             )
         };
-        let owner = Owner::Feature { feature: self.id, key: self.keys.len() };
-        self.keys.push((web, conn));
-        let se = world.add_endpoint(owner, w.server_node, server, client, Role::Sender(Box::new(sender)));
-        let re = world.add_endpoint(owner, w.client_node, client, server, Role::Receiver(Box::new(receiver)));
+        let mut open = |node: usize, local: SocketAddrV4, remote: SocketAddrV4, role: Role| {
+            let ep = self.endpoints.len();
+            self.endpoints.push(WebEndpoint { web, conn, node, local, remote, role, timer: None });
+            cx.request(Request::OpenEndpoint { key: ep, node, local, remote });
+            ep
+        };
+        let se = open(w.server_node, server, client, Role::Sender(Box::new(sender)));
+        let re = open(w.client_node, client, server, Role::Receiver(Box::new(receiver)));
         w.conns.push(WebConn {
             slot,
             sender: se,
@@ -258,14 +294,14 @@ impl WebWorkloads {
 
     /// One-way latency of `bytes` of payload from client to server in segments of 40 header bytes (0: a
     /// SYN): transmission plus propagation on every hop, without queueing or loss (see [`crate::web`]).
-    fn request_latency_ns(&self, world: &World, web: usize, bytes: u64) -> u64 {
+    fn request_latency_ns(&self, view: View<'_>, web: usize, bytes: u64) -> u64 {
         let w = &self.webs[web];
         let mss = u64::from(w.tcp.mss.max(1));
         let wire = bytes + 40 * bytes.div_ceil(mss).max(1);
         let mut total = 0;
         for pair in w.path.windows(2).map(|p| [p[1], p[0]]) {
-            if let Some((link, _)) = world.nodes[pair[0]].routes[pair[1]] {
-                let l = &world.links[link];
+            if let Some((link, _)) = view.nodes()[pair[0]].routes[pair[1]] {
+                let l = &view.links()[link];
                 total += l.airtime_ns(wire as usize) + l.delay_ns();
             }
         }
@@ -277,7 +313,8 @@ impl WebWorkloads {
     /// TCP header; a request over one MSS, at most 1825 bytes in Mah's data, still travels as one frame).
     /// The client's retransmission timer is BSD's minimum RTO, doubled per copy, on the slow timer's ticks
     /// (Balakrishnan 1998's era; `examples/web.toml`); the server's arrival stops it (the ACK is not modelled).
-    fn send_request(&mut self, world: &mut World, now: Time, web: usize, conn: usize) {
+    fn send_request(&mut self, cx: &mut Cx<'_, WebEvent>, web: usize, conn: usize) {
+        let now = cx.now();
         if !self.webs[web].request_over_air {
             // Modelled as a latency, never lost (see `WebConfig::request_over_air`).
             let Some(req) = self.webs[web].conns[conn].request.as_mut().filter(|r| !r.arrived && r.attempts == 0)
@@ -286,8 +323,8 @@ impl WebWorkloads {
             };
             req.attempts = 1;
             let bytes = req.bytes;
-            let at = now + std::time::Duration::from_nanos(self.request_latency_ns(world, web, bytes));
-            self.schedule(world, at, WebEvent::RequestArrives { web, conn });
+            let at = now + std::time::Duration::from_nanos(self.request_latency_ns(cx.view(), web, bytes));
+            cx.schedule(at, WebEvent::RequestArrives { web, conn });
             return;
         }
         let w = &mut self.webs[web];
@@ -296,8 +333,8 @@ impl WebWorkloads {
         req.attempts += 1;
         let attempt = req.attempts;
         let payload_len = 20 + req.bytes as usize;
-        let (client, server) = (world.nodes[w.client_node].addr, world.nodes[w.server_node].addr);
-        let port = world.endpoints[c.receiver].local.port();
+        let (client, server) = (cx.nodes()[w.client_node].addr, cx.nodes()[w.server_node].addr);
+        let port = self.endpoints[c.receiver].local.port();
         let ip = Ipv4Repr { src: client, dst: server, protocol: PROTO_UDP, ident: 0, ttl: 64, payload_len };
         let mut buf = vec![0u8; ip.buffer_len()];
         ip.emit(&mut buf);
@@ -312,7 +349,7 @@ impl WebWorkloads {
             // traffic model, `WebTrafPool::launchReq` in ns-2's webtraf.cc, sends each request over its own
             // TCP agent before the reply), whose RTO before any sample is the initial one; the reply's
             // sender, on the same path, stands for it: its RTO estimate once it has one (P-HTTP).
-            match &world.endpoints[c.sender].role {
+            match &self.endpoints[c.sender].role {
                 Role::Sender(s) => s.rto_ns(),
                 _ => ms(w.tcp.initial_rto_ms),
             }
@@ -325,34 +362,45 @@ impl WebWorkloads {
             at = at.div_ceil(tick).saturating_mul(tick);
         }
         let client_node = w.client_node;
-        self.schedule(world, Time(at), WebEvent::RequestTimer { web, conn, attempt });
-        world.route(now, client_node, server, Bytes::from(buf), false);
+        cx.schedule(Time(at), WebEvent::RequestTimer { web, conn, attempt });
+        cx.route(client_node, server, Bytes::from(buf), false);
     }
 
     /// The server has the request of connection `conn`: it queues the reply (and, for HTTP/1.0, its FIN).
-    fn request_arrived(&mut self, world: &mut World, now: Time, web: usize, conn: usize) {
+    fn request_arrived(&mut self, cx: &mut Cx<'_, WebEvent>, web: usize, conn: usize) {
         let persistent = self.webs[web].client.params().persistent;
         let c = &mut self.webs[web].conns[conn];
         let Some(req) = c.request.as_mut().filter(|r| !r.arrived && !c.done) else { return };
         req.arrived = true;
         let (bytes, ep) = (req.reply, c.sender);
-        if let Role::Sender(s) = &mut world.endpoints[ep].role {
+        if let Role::Sender(s) = &mut self.endpoints[ep].role {
             s.push(bytes);
             if !persistent {
                 s.close(); // HTTP/1.0: the server closes after the one reply (FIN after the data)
             }
         }
-        self.after_own_endpoint(world, now, ep);
+        self.after_web_endpoint(cx, ep);
     }
 
     /// After a web connection's endpoint ran: send, read and verify the replies, complete objects, tear the
     /// connection down once the server's side is finished.
-    fn after_web_endpoint(&mut self, world: &mut World, now: Time, ep: usize, web: usize, conn: usize) {
-        world.transmit_endpoint(now, ep);
+    fn after_web_endpoint(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize) {
+        let now = cx.now();
+        let e = &mut self.endpoints[ep];
+        let (web, conn, node, dst) = (e.web, e.conn, e.node, *e.remote.ip());
+        loop {
+            let packet = match &mut e.role {
+                Role::Sender(s) => s.poll_transmit(now),
+                Role::Receiver(r) => r.poll_transmit(now),
+                Role::Closed | Role::Owned => None,
+            };
+            let Some(packet) = packet else { break };
+            cx.request(Request::SendOwn { node, dst, packet });
+        }
         let mut done_slots = Vec::new();
         let mut finished = false;
         let mut send_request = false;
-        match &mut world.endpoints[ep].role {
+        match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
                 let w = &mut self.webs[web];
                 let c = &mut w.conns[conn];
@@ -376,11 +424,11 @@ impl WebWorkloads {
             }
             // Everything, FIN included, acknowledged: the connection is over.
             Role::Sender(s) => finished = s.is_finished(),
-            Role::Closed => return,
+            Role::Closed | Role::Owned => return,
         }
-        world.arm_endpoint_timer(ep);
+        self.arm_endpoint_timer(cx, ep);
         if send_request {
-            self.send_request(world, now, web, conn);
+            self.send_request(cx, web, conn);
         }
         for slot in done_slots {
             if !self.webs[web].client.params().persistent && self.webs[web].slot_conn[slot] == Some(conn) {
@@ -389,38 +437,41 @@ impl WebWorkloads {
                 self.webs[web].slot_conn[slot] = None;
             }
             let cmds = self.webs[web].client.object_done(now, slot);
-            self.web_commands(world, now, web, cmds);
+            self.web_commands(cx, web, cmds);
         }
         if finished {
-            self.teardown_web_conn(world, web, conn);
+            self.teardown_web_conn(cx, web, conn);
         }
     }
 
-    fn teardown_web_conn(&mut self, world: &mut World, web: usize, conn: usize) {
+    fn teardown_web_conn(&mut self, cx: &mut Cx<'_, WebEvent>, web: usize, conn: usize) {
         let c = &mut self.webs[web].conns[conn];
         if c.done {
             return;
         }
         c.done = true;
         let (se, re) = (c.sender, c.receiver);
-        let port = world.endpoints[re].local.port();
+        let port = self.endpoints[re].local.port();
         if self.ports.get(&port) == Some(&(web, conn)) {
             self.ports.remove(&port);
         }
         for ep in [se, re] {
-            match world.close_endpoint(ep) {
+            cx.request(Request::CloseEndpoint { key: ep });
+            match std::mem::replace(&mut self.endpoints[ep].role, Role::Closed) {
                 Role::Sender(s) => add_stats(&mut self.webs[web].stats, s.stats()),
                 Role::Receiver(r) => self.webs[web].duplicate_segments += r.stats().duplicate_segments,
-                Role::Closed => {}
+                Role::Closed | Role::Owned => {}
             }
         }
     }
 }
 
 impl Feature for WebWorkloads {
-    fn start(&mut self, world: &mut World) {
+    type Event = WebEvent;
+
+    fn start(&mut self, cx: &mut Cx<'_, WebEvent>) {
         for web in 0..self.webs.len() {
-            self.schedule(world, self.webs[web].start, WebEvent::Start { web });
+            cx.schedule(self.webs[web].start, WebEvent::Start { web });
         }
     }
 
@@ -428,16 +479,16 @@ impl Feature for WebWorkloads {
         self.until
     }
 
-    fn on_event(&mut self, world: &mut World, now: Time, event: FeatureEvent) {
-        let FeatureEvent::Web(event) = event else { unreachable!("the core routes a feature its own events") };
+    fn on_event(&mut self, cx: &mut Cx<'_, WebEvent>, event: WebEvent) {
+        let now = cx.now();
         match event {
             WebEvent::Start { web } => {
                 let cmds = self.webs[web].client.start(now);
-                self.web_commands(world, now, web, cmds);
+                self.web_commands(cx, web, cmds);
             }
             WebEvent::Wake { web } => {
                 let cmds = self.webs[web].client.wake(now);
-                self.web_commands(world, now, web, cmds);
+                self.web_commands(cx, web, cmds);
             }
             WebEvent::Connect { web, conn } => {
                 let c = &self.webs[web].conns[conn];
@@ -445,24 +496,25 @@ impl Feature for WebWorkloads {
                     return;
                 }
                 let ep = c.sender;
-                if let Role::Sender(s) = &mut world.endpoints[ep].role {
+                if let Role::Sender(s) = &mut self.endpoints[ep].role {
                     s.connect(now);
                 }
-                self.after_own_endpoint(world, now, ep);
+                self.after_web_endpoint(cx, ep);
             }
-            WebEvent::RequestArrives { web, conn } => self.request_arrived(world, now, web, conn),
+            WebEvent::RequestArrives { web, conn } => self.request_arrived(cx, web, conn),
             WebEvent::RequestTimer { web, conn, attempt } => {
                 let c = &self.webs[web].conns[conn];
                 if !c.done && c.request.is_some_and(|r| !r.arrived && r.attempts == attempt) {
                     self.webs[web].request_retransmissions += 1;
-                    self.send_request(world, now, web, conn);
+                    self.send_request(cx, web, conn);
                 }
             }
+            WebEvent::EndpointTimer { ep } => self.on_endpoint_timer(cx, ep),
         }
     }
 
     /// A request frame reached the server: the server queues the reply (and, for HTTP/1.0, its FIN).
-    fn on_datagram(&mut self, world: &mut World, now: Time, _node: usize, packet: &Bytes) -> bool {
+    fn on_datagram(&mut self, cx: &mut Cx<'_, WebEvent>, _node: usize, packet: &Bytes) -> bool {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
         if ip.protocol() != PROTO_UDP {
             return false;
@@ -473,31 +525,44 @@ impl Feature for WebWorkloads {
         let found = ports
             .filter(|&(_, dport)| dport == HTTP_PORT)
             .and_then(|(sport, _)| self.ports.get(&sport).copied())
-            .filter(|&(web, _)| world.nodes[self.webs[web].client_node].addr == src);
+            .filter(|&(web, _)| cx.nodes()[self.webs[web].client_node].addr == src);
         let Some((web, conn)) = found else { return false };
-        self.request_arrived(world, now, web, conn);
+        self.request_arrived(cx, web, conn);
         true
     }
 
-    fn after_endpoint(&mut self, world: &mut World, now: Time, ep: usize, key: usize) {
-        let (web, conn) = self.keys[key];
-        self.after_web_endpoint(world, now, ep, web, conn);
+    fn on_endpoint_packet(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize, packet: &Bytes) {
+        let now = cx.now();
+        match &mut self.endpoints[ep].role {
+            Role::Sender(s) => s.handle_packet(now, packet),
+            Role::Receiver(r) => r.handle_packet(now, packet),
+            Role::Closed | Role::Owned => return,
+        }
+        self.after_web_endpoint(cx, ep);
     }
 
-    fn finish(self: Box<Self>, world: &World, result: &mut RunResult) {
+    fn on_endpoint_poke(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize, poke: &dyn Fn(&mut Role, Time)) {
+        if matches!(self.endpoints[ep].role, Role::Closed) {
+            return;
+        }
+        poke(&mut self.endpoints[ep].role, cx.now());
+        self.after_web_endpoint(cx, ep);
+    }
+
+    fn finish(self, view: View<'_>, result: &mut RunResult) {
         for w in &self.webs {
             let mut st = w.stats.clone();
             let mut duplicates = w.duplicate_segments;
             for c in w.conns.iter().filter(|c| !c.done) {
-                if let Role::Sender(s) = &world.endpoints[c.sender].role {
+                if let Role::Sender(s) = &self.endpoints[c.sender].role {
                     add_stats(&mut st, s.stats());
                 }
-                if let Role::Receiver(r) = &world.endpoints[c.receiver].role {
+                if let Role::Receiver(r) = &self.endpoints[c.receiver].role {
                     duplicates += r.stats().duplicate_segments;
                 }
             }
-            let senders: Vec<usize> = w.conns.iter().map(|c| c.sender).collect();
-            let counter = |name: &str| world.connection_counter(&w.path, &senders, name);
+            let senders: Vec<FlowKey> = w.conns.iter().map(|c| self.endpoints[c.sender].flow_key()).collect();
+            let counter = |name: &str| view.connection_counter(&w.path, &senders, name);
             let p = w.client.params();
             let metrics = WebMetrics {
                 name: w.name.clone(),
@@ -524,6 +589,18 @@ impl Feature for WebWorkloads {
                 duplicate_segments_received: duplicates,
             };
             result.web.push(metrics);
+        }
+    }
+}
+
+impl WebEndpoint {
+    /// The connection as agents key it, for a sender: data from here to the remote end.
+    fn flow_key(&self) -> FlowKey {
+        FlowKey {
+            src: *self.local.ip(),
+            src_port: self.local.port(),
+            dst: *self.remote.ip(),
+            dst_port: self.remote.port(),
         }
     }
 }

@@ -1,0 +1,231 @@
+//! What a feature is handed when the core calls it: [`Cx`], the time, a read-only [`View`] of the nodes, links
+//! and routes, the scheduling of the feature's own events and an outbox of [`Request`]s that the core carries
+//! out, in the order they were made, as soon as the hook returns (see "Same-instant order" in
+//! [`crate::feature`]).
+
+use crate::link::Link;
+use crate::world::{Endpoint, Flow, Node, Role, World};
+use bytes::Bytes;
+use lasthop_agents::flow::FlowKey;
+use lasthop_agents::{Action, Agent, Side};
+use lasthop_wire::Time;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// A read-only view of the core: nodes, links, routes.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    world: &'a World,
+}
+
+impl<'a> View<'a> {
+    pub(crate) fn new(world: &'a World) -> View<'a> {
+        View { world }
+    }
+
+    pub(crate) fn nodes(&self) -> &'a [Node] {
+        &self.world.nodes
+    }
+
+    pub(crate) fn links(&self) -> &'a [Link] {
+        &self.world.links
+    }
+
+    /// The bulk flows, in the order of their names.
+    pub(crate) fn flows(&self) -> &'a [Flow] {
+        &self.world.flows
+    }
+
+    pub(crate) fn endpoints(&self) -> &'a [Endpoint] {
+        &self.world.endpoints
+    }
+
+    /// Node index by name (the scenario was validated, so the name exists).
+    pub(crate) fn node_index(&self, name: &str) -> usize {
+        self.world.node_index(name)
+    }
+
+    /// Link index by name (validated likewise).
+    pub(crate) fn link_index(&self, name: &str) -> usize {
+        self.world.links.iter().position(|l| l.name == name).expect("validated")
+    }
+
+    /// Where `node` sends a packet for `dst` (its default gateway, else its route), as (link, direction).
+    pub(crate) fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
+        self.world.next_hop(node, dst)
+    }
+
+    /// Nodes from `from` to `to` inclusive, following the routing tables.
+    pub(crate) fn path(&self, from: usize, to: usize) -> Option<Vec<usize>> {
+        self.world.path(from, to)
+    }
+
+    /// Whether `protocol` is a feature's control traffic ([`Request::AddControlProtocol`]).
+    pub(crate) fn is_control_protocol(&self, protocol: u8) -> bool {
+        self.world.is_control_protocol(protocol)
+    }
+
+    /// Sum of the per-connection agent counter `name` over the nodes of `path` and the connections `keys`.
+    pub(crate) fn connection_counter(&self, path: &[usize], keys: &[FlowKey], name: &str) -> u64 {
+        self.world.connection_counter(path, keys, name)
+    }
+
+    /// Data frames lost so far because their link was out of range.
+    pub(crate) fn out_of_range_losses(&self) -> u64 {
+        self.world.out_of_range_losses()
+    }
+}
+
+/// Which frames a purge takes: true for a frame (an IPv4 packet) to be taken.
+pub(crate) type FrameFilter = Box<dyn Fn(&[u8]) -> bool>;
+/// What a host event tells a node's agent, and where the agent puts what it then does.
+pub(crate) type AgentCall = Box<dyn FnOnce(&mut dyn Agent, &mut Vec<Action>)>;
+/// What a poke does to an endpoint at `Time`.
+pub(crate) type EndpointPoke = Box<dyn Fn(&mut Role, Time)>;
+
+/// What a feature asks the core to do; carried out after the hook returns, in the order asked.
+pub(crate) enum Request<E> {
+    /// One of the feature's own events, handed back to it at `at`.
+    Schedule { at: Time, event: E },
+    /// Queue `packet` on direction `dir` of `link` ([`World::send`]).
+    Send { out: (usize, usize), packet: Bytes, priority: bool },
+    /// Send `packet` from `node` toward `dst` by the routing table ([`World::route`]).
+    Route { node: usize, dst: Ipv4Addr, packet: Bytes, priority: bool },
+    /// Hand `packet`, addressed to `node`, to its endpoints ([`World::deliver_local`]).
+    DeliverLocal { node: usize, packet: Bytes },
+    /// Hand `packet` to `node`'s agent as if it travelled toward `side` ([`World::hand_to_agent`]).
+    HandToAgent { node: usize, side: Side, packet: Bytes },
+    /// Take out of direction `dir` of `link` every frame not yet on the air for which `matches` holds; how
+    /// many comes back to [`crate::feature::Feature::on_purged`] ([`World::purge_link`]).
+    Purge { link: usize, dir: usize, matches: FrameFilter },
+    /// Put `agent` in place of `node`'s agent (none: the node forwards plainly).
+    SetAgent { node: usize, agent: Option<Box<dyn lasthop_agents::Agent>> },
+    /// Count `protocol` as control traffic, not data (set-up).
+    AddControlProtocol(u8),
+    /// Mark wireless `link` out of the mobile's range (frames on it are lost) or back in range.
+    SetOutOfRange { link: usize, out: bool },
+    /// Give `node` a default gateway (a mobile host's current cell) or take it away.
+    SetGateway { node: usize, gateway: Option<(usize, usize)> },
+    /// Note a handoff now in every traced flow's time series.
+    NoteHandoff,
+    /// The mobile (re)associated with the cell of wireless `link`: every other feature restarts its link-layer
+    /// state for it ([`World::reassociate`]).
+    Reassociate { link: usize },
+    /// Let `node`'s agent (if any) act on a host event outside a packet ([`World::tell_agent`]).
+    TellAgent { node: usize, tell: AgentCall },
+    /// Tell `node`'s agent (if any) how full the queue it forwards into toward `side` is.
+    QueueOccupancy { node: usize, side: Side, occupancy: f64 },
+    /// Run `poke` on every open endpoint at `node`, each followed by the core's follow-up (what it sends,
+    /// reads, its timer), in the order the endpoints were opened.
+    PokeEndpoints { node: usize, poke: EndpointPoke },
+    /// Open an endpoint at `node` that the feature keeps and runs: packets from `remote` to `local` reach
+    /// its [`crate::feature::Feature::on_endpoint_packet`] with `key`.
+    OpenEndpoint { key: usize, node: usize, local: SocketAddrV4, remote: SocketAddrV4 },
+    /// Close the endpoint opened with `key`.
+    CloseEndpoint { key: usize },
+    /// Send `packet`, made by an endpoint at `node` for `dst`: offered to the features' `on_host_send`, else
+    /// routed ([`World::send_own`]).
+    SendOwn { node: usize, dst: Ipv4Addr, packet: Bytes },
+    /// Hand `event` back to the feature's `on_event` as soon as the requests before it are carried out, at
+    /// the same instant and before anything else: a hook that must read what its own requests changed
+    /// continues there.
+    Then(E),
+}
+
+/// What a family's `build` may do to the topology before the run starts: routes, media, agents, gateways,
+/// ranges and control protocols; the rest of the core it sees through [`Setup::view`].
+pub(crate) struct Setup<'a> {
+    world: &'a mut World,
+}
+
+impl<'a> Setup<'a> {
+    pub(crate) fn new(world: &'a mut World) -> Setup<'a> {
+        Setup { world }
+    }
+
+    pub(crate) fn view(&self) -> View<'_> {
+        View::new(self.world)
+    }
+
+    /// Recomputes every node's routes; `no_transit` is a node that originates and receives but never relays.
+    pub(crate) fn recompute_routes(&mut self, no_transit: Option<usize>) {
+        self.world.recompute_routes(no_transit);
+    }
+
+    /// Puts `links` on one half-duplex medium.
+    pub(crate) fn share_medium(&mut self, links: &[usize]) {
+        self.world.share_medium(links);
+    }
+
+    pub(crate) fn set_agent(&mut self, node: usize, agent: Option<Box<dyn lasthop_agents::Agent>>) {
+        self.world.nodes[node].agent = agent;
+    }
+
+    pub(crate) fn set_gateway(&mut self, node: usize, gateway: Option<(usize, usize)>) {
+        self.world.nodes[node].gateway = gateway;
+    }
+
+    pub(crate) fn set_out_of_range(&mut self, link: usize, out: bool) {
+        self.world.links[link].out_of_range = out;
+    }
+
+    /// Counts `protocol` as control traffic, not data.
+    pub(crate) fn add_control_protocol(&mut self, protocol: u8) {
+        self.world.add_control_protocol(protocol);
+    }
+}
+
+/// The context of one hook call: the time, the [`View`] (through `Deref`) and the outbox.
+pub(crate) struct Cx<'a, E> {
+    now: Time,
+    view: View<'a>,
+    out: &'a mut Vec<Request<E>>,
+}
+
+impl<'a, E> std::ops::Deref for Cx<'a, E> {
+    type Target = View<'a>;
+    fn deref(&self) -> &View<'a> {
+        &self.view
+    }
+}
+
+impl<'a, E> Cx<'a, E> {
+    pub(crate) fn new(now: Time, view: View<'a>, out: &'a mut Vec<Request<E>>) -> Cx<'a, E> {
+        Cx { now, view, out }
+    }
+
+    pub(crate) fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The read-only view, for code that keeps it past the call.
+    pub(crate) fn view(&self) -> View<'a> {
+        self.view
+    }
+
+    /// Schedules one of the feature's own events.
+    pub(crate) fn schedule(&mut self, at: Time, event: E) {
+        self.out.push(Request::Schedule { at, event });
+    }
+
+    /// Asks the core to carry out `request` once the hook returns.
+    pub(crate) fn request(&mut self, request: Request<E>) {
+        self.out.push(request);
+    }
+
+    pub(crate) fn send(&mut self, out: (usize, usize), packet: Bytes, priority: bool) {
+        self.out.push(Request::Send { out, packet, priority });
+    }
+
+    pub(crate) fn route(&mut self, node: usize, dst: Ipv4Addr, packet: Bytes, priority: bool) {
+        self.out.push(Request::Route { node, dst, packet, priority });
+    }
+
+    pub(crate) fn deliver_local(&mut self, node: usize, packet: Bytes) {
+        self.out.push(Request::DeliverLocal { node, packet });
+    }
+
+    /// Continues with `event` once the requests made so far are carried out ([`Request::Then`]).
+    pub(crate) fn then(&mut self, event: E) {
+        self.out.push(Request::Then(event));
+    }
+}

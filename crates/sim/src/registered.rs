@@ -1,0 +1,176 @@
+//! How the core holds a feature: [`Registered`] keeps it with its pending events (the core's event names only
+//! their place) and its outbox, hands each hook a [`Cx`], and carries out the requests once the hook
+//! returns; [`DynFeature`] is its object-safe face, the one the core calls. Part of the core: it takes the
+//! world, which no feature does.
+
+use crate::context::{Cx, Request, View};
+use crate::feature::{Feature, FeatureId, HookSet};
+use crate::metrics::RunResult;
+use crate::world::{Owner, Role, World};
+use bytes::Bytes;
+use lasthop_wire::Time;
+
+/// A [`Feature`] as the core holds it: the feature, the queue of its pending events (the core's event names
+/// only their place here), and its outbox, carried out with `&mut World` after each hook.
+pub(crate) struct Registered<F: Feature> {
+    id: FeatureId,
+    feature: F,
+    pending: Vec<Option<F::Event>>,
+    free: Vec<usize>,
+    outbox: Vec<Request<F::Event>>,
+    /// The core's index of each endpoint the feature opened, by the feature's key.
+    endpoints: std::collections::BTreeMap<usize, usize>,
+}
+
+impl<F: Feature> Registered<F> {
+    pub(crate) fn new(id: FeatureId, feature: F) -> Registered<F> {
+        Registered {
+            id,
+            feature,
+            pending: Vec::new(),
+            free: Vec::new(),
+            outbox: Vec::new(),
+            endpoints: Default::default(),
+        }
+    }
+
+    /// Runs `hook` with a context, then carries out what it asked for, in order. While they are carried out
+    /// this feature is still out of its slot, so the core does not call it back (see "Same-instant order").
+    pub(crate) fn call<R>(
+        &mut self,
+        world: &mut World,
+        now: Time,
+        hook: impl FnOnce(&mut F, &mut Cx<'_, F::Event>) -> R,
+    ) -> R {
+        let mut out = std::mem::take(&mut self.outbox);
+        let r = hook(&mut self.feature, &mut Cx::new(now, View::new(world), &mut out));
+        // A continuation (`Request::Then`) fills an outbox of its own while this one drains.
+        for request in out.drain(..) {
+            self.apply(world, now, request);
+        }
+        self.outbox = out;
+        r
+    }
+
+    fn apply(&mut self, world: &mut World, now: Time, request: Request<F::Event>) {
+        match request {
+            Request::Schedule { at, event } => {
+                let slot = self.park(event);
+                world.schedule(at, self.id, slot);
+            }
+            Request::Then(event) => self.call(world, now, |f, cx| f.on_event(cx, event)),
+            Request::Send { out, packet, priority } => world.send(now, out, packet, priority),
+            Request::Route { node, dst, packet, priority } => world.route(now, node, dst, packet, priority),
+            Request::DeliverLocal { node, packet } => world.deliver_local(now, node, packet),
+            Request::HandToAgent { node, side, packet } => world.hand_to_agent(now, node, side, packet),
+            Request::Purge { link, dir, matches } => {
+                let frames = world.purge_link(link, dir, matches);
+                self.feature.on_purged(link, dir, frames);
+            }
+            Request::SetAgent { node, agent } => world.nodes[node].agent = agent,
+            Request::AddControlProtocol(p) => world.add_control_protocol(p),
+            Request::SetOutOfRange { link, out } => world.links[link].out_of_range = out,
+            Request::SetGateway { node, gateway } => world.nodes[node].gateway = gateway,
+            Request::NoteHandoff => world.note_handoff(now),
+            Request::Reassociate { link } => world.reassociate(now, link),
+            Request::TellAgent { node, tell } => world.tell_agent(now, node, tell),
+            Request::QueueOccupancy { node, side, occupancy } => {
+                if let Some(a) = world.nodes[node].agent.as_mut() {
+                    a.on_queue_occupancy(side, occupancy);
+                }
+            }
+            Request::PokeEndpoints { node, poke } => world.poke_endpoints(now, node, poke),
+            Request::OpenEndpoint { key, node, local, remote } => {
+                let ep = world.add_endpoint(Owner::Feature { feature: self.id, key }, node, local, remote, Role::Owned);
+                self.endpoints.insert(key, ep);
+            }
+            Request::CloseEndpoint { key } => {
+                if let Some(ep) = self.endpoints.remove(&key) {
+                    world.close_endpoint(ep);
+                }
+            }
+            Request::SendOwn { node, dst, packet } => world.send_own(now, node, dst, packet),
+        }
+    }
+
+    /// Keeps `event` until it is due; returns its place.
+    fn park(&mut self, event: F::Event) -> usize {
+        match self.free.pop() {
+            Some(slot) => {
+                self.pending[slot] = Some(event);
+                slot
+            }
+            None => {
+                self.pending.push(Some(event));
+                self.pending.len() - 1
+            }
+        }
+    }
+}
+
+impl<F: Feature> DynFeature for Registered<F> {
+    fn hooks(&self) -> HookSet {
+        self.feature.hooks()
+    }
+    fn start(&mut self, world: &mut World) {
+        self.call(world, Time::ZERO, |f, cx| f.start(cx));
+    }
+    fn runs_until(&self) -> Option<Time> {
+        self.feature.runs_until()
+    }
+    fn on_event(&mut self, world: &mut World, now: Time, slot: usize) {
+        let event = self.pending[slot].take().expect("a pending event");
+        self.free.push(slot);
+        self.call(world, now, |f, cx| f.on_event(cx, event));
+    }
+    fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+        self.call(world, now, |f, cx| f.on_arrive(cx, node, link, packet))
+    }
+    fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+        self.call(world, now, |f, cx| f.on_host_send(cx, node, packet))
+    }
+    fn on_agent_output(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+        self.call(world, now, |f, cx| f.on_agent_output(cx, node, packet))
+    }
+    fn on_reassociate(&mut self, world: &mut World, now: Time, link: usize) {
+        self.call(world, now, |f, cx| f.on_reassociate(cx, link));
+    }
+    fn on_link_purge(&mut self, link: usize, dir: usize) {
+        self.feature.on_link_purge(link, dir);
+    }
+    fn after_flow_endpoint(&mut self, world: &mut World, now: Time) {
+        self.call(world, now, |f, cx| f.after_flow_endpoint(cx));
+    }
+    fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
+        self.call(world, now, |f, cx| f.on_datagram(cx, node, packet))
+    }
+    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, packet: &Bytes) {
+        self.call(world, now, |f, cx| f.on_endpoint_packet(cx, key, packet));
+    }
+    fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time)) {
+        self.call(world, now, |f, cx| f.on_endpoint_poke(cx, key, poke));
+    }
+    fn finish(self: Box<Self>, world: &World, result: &mut RunResult) {
+        self.feature.finish(View::new(world), result);
+    }
+}
+
+/// The object-safe face of a [`Registered`] feature: what the core calls, with the world in hand (see
+/// [`Feature`] for each hook). Only [`Registered`] implements it.
+pub(crate) trait DynFeature {
+    fn hooks(&self) -> HookSet;
+    fn start(&mut self, world: &mut World);
+    fn runs_until(&self) -> Option<Time>;
+    /// The feature's event parked at `slot` is due.
+    fn on_event(&mut self, world: &mut World, now: Time, slot: usize);
+    fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool;
+    fn on_host_send(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;
+    fn on_agent_output(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;
+    fn on_reassociate(&mut self, world: &mut World, now: Time, link: usize);
+    fn on_link_purge(&mut self, link: usize, dir: usize);
+    fn after_flow_endpoint(&mut self, world: &mut World, now: Time);
+    fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;
+    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, packet: &Bytes);
+    fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time));
+    fn finish(self: Box<Self>, world: &World, result: &mut RunResult);
+}
