@@ -105,6 +105,7 @@ impl Runner for FakeKernel {
             counters: Counters::default(),
             sender,
             split: None,
+            handoff: None,
         };
         Ok(TwinRun { sim, testbed: checked.testbed, kernel, kernel_cwnd: Vec::new(), sim_mss: 1460, notes: Vec::new() })
     }

@@ -213,6 +213,9 @@ fn read_scenario(doc: &toml::Value) -> Result<String, String> {
             quick_acks: None,
             rto_backoff_reset: None,
             rto_restart: None,
+            ack_rules: None,
+            prr: None,
+            rack_tlp: None,
             ..c
         };
         format!("{c:?} {behaviours:?}")
