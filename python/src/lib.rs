@@ -374,6 +374,7 @@ fn experiments<'py>(py: Python<'py>, experiments: Option<PathBuf>) -> PyResult<B
             RunnerKind::Sim => "sim",
             RunnerKind::Testbed => "testbed",
             RunnerKind::Scale => "scale",
+            RunnerKind::Twin => "twin",
         };
         d.set_item("runner", runner)?;
         d.set_item("file", e.file.display().to_string())?;

@@ -415,6 +415,17 @@ pub(crate) fn ip(args: &[&str]) -> Result<String, NetError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Adds the network namespaces `names`; a refusal from `ip` means this machine or user cannot make them.
+pub(crate) fn add_namespaces(names: &[String]) -> Result<(), NetError> {
+    for n in names {
+        ip(&["netns", "add", n]).map_err(|e| match e {
+            NetError::Command { stderr, .. } => NetError::NamespacesUnavailable(stderr),
+            e => e,
+        })?;
+    }
+    Ok(())
+}
+
 /// Removes namespaces a killed earlier run left behind (their pid no longer exists).
 pub fn remove_stale_namespaces() {
     let Ok(list) = ip(&["netns", "list"]) else { return };
@@ -492,12 +503,7 @@ impl Testbed {
         let base = format!("lh{}n{}", std::process::id(), k);
         let names = [format!("{base}-fh"), format!("{base}-bs"), format!("{base}-mh")];
         let mut tb = Testbed { names, torn_down: false };
-        for n in &tb.names {
-            ip(&["netns", "add", n]).map_err(|e| match e {
-                NetError::Command { stderr, .. } => NetError::NamespacesUnavailable(stderr),
-                e => e,
-            })?;
-        }
+        add_namespaces(&tb.names)?;
         // From here on, an error drops `tb`, which removes whatever was made.
         tb.build()?;
         Ok(tb)

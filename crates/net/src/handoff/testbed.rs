@@ -27,7 +27,9 @@ use crate::counters::Counters;
 use crate::forward::Mac;
 use crate::hop::HopCounters;
 use crate::sys;
-use crate::testbed::{ip, remove_stale_namespaces, run_in_namespace, sender_offloads_off, spawn_in_namespace};
+use crate::testbed::{
+    add_namespaces, ip, remove_stale_namespaces, run_in_namespace, sender_offloads_off, spawn_in_namespace,
+};
 use crate::testbed::{transfer_between, TestbedConfig, TestbedResult, TransferProgress, TransferResult};
 use crate::testbed::{FH_IP, MH_IP};
 use crate::NetError;
@@ -111,12 +113,7 @@ impl HandoffTestbed {
         let base = format!("lh{}n{}h", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed));
         let names = HOSTS.map(|h| format!("{base}-{}", format!("{h:?}").to_lowercase()));
         let mut tb = HandoffTestbed { names, torn_down: false };
-        for n in &tb.names {
-            ip(&["netns", "add", n]).map_err(|e| match e {
-                NetError::Command { stderr, .. } => NetError::NamespacesUnavailable(stderr),
-                e => e,
-            })?;
-        }
+        add_namespaces(&tb.names)?;
         tb.build()?;
         Ok(tb)
     }
