@@ -12,6 +12,11 @@ pub struct FlowKey {
 }
 
 impl FlowKey {
+    /// The connection whose data goes from `from` to `to`.
+    pub fn between(from: std::net::SocketAddrV4, to: std::net::SocketAddrV4) -> FlowKey {
+        FlowKey { src: *from.ip(), src_port: from.port(), dst: *to.ip(), dst_port: to.port() }
+    }
+
     /// The same connection keyed from the other end (for matching ACKs to data).
     pub fn reversed(self) -> FlowKey {
         FlowKey { src: self.dst, src_port: self.dst_port, dst: self.src, dst_port: self.src_port }

@@ -596,12 +596,7 @@ impl Feature for WebWorkloads {
 impl WebEndpoint {
     /// The connection as agents key it, for a sender: data from here to the remote end.
     fn flow_key(&self) -> FlowKey {
-        FlowKey {
-            src: *self.local.ip(),
-            src_port: self.local.port(),
-            dst: *self.remote.ip(),
-            dst_port: self.remote.port(),
-        }
+        FlowKey::between(self.local, self.remote)
     }
 }
 
