@@ -190,14 +190,19 @@ pub struct TestbedArgs {
     /// off between them every S seconds (`inf`: never) [default with --scheme: inf]
     #[arg(long, value_name = "S")]
     pub handoff_every: Option<f64>,
-    /// The handoff scheme of the two-base-station testbed: Balakrishnan 1995's multicast with buffering, or
-    /// plain break-before-make (Caceres 1995) [default with --handoff-every: multicast]
+    /// The handoff scheme of the two-base-station testbed: Balakrishnan 1995's multicast with buffering,
+    /// plain break-before-make (Caceres 1995), or plain with Caceres 1995's fast retransmit after handoff
+    /// (three copies of the mobile's last ACK through the new cell) [default with --handoff-every: multicast]
     #[arg(long, value_enum)]
     pub scheme: Option<HandoffSchemeArg>,
     /// With --handoff-every or --scheme: packets each base station's handoff buffer keeps [default: 12,
     /// Balakrishnan 1995 §6]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub handoff_buffer: Option<u64>,
+    /// With --handoff-every: the mobile stops moving after N handoffs (it never comes back after the
+    /// last) [default: no limit]
+    #[arg(long, value_name = "N")]
+    pub handoff_limit: Option<u32>,
     /// Print the result (configuration, goodput, hash check, counters) as JSON
     #[arg(long)]
     pub json: bool,
@@ -208,6 +213,7 @@ pub struct TestbedArgs {
 pub enum HandoffSchemeArg {
     Multicast,
     Plain,
+    FastRexmit,
 }
 
 impl From<HandoffSchemeArg> for HandoffScheme {
@@ -215,6 +221,7 @@ impl From<HandoffSchemeArg> for HandoffScheme {
         match a {
             HandoffSchemeArg::Multicast => HandoffScheme::Multicast,
             HandoffSchemeArg::Plain => HandoffScheme::Plain,
+            HandoffSchemeArg::FastRexmit => HandoffScheme::FastRexmit,
         }
     }
 }
@@ -370,6 +377,7 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         },
         handoff_every_s: a.handoff_every.unwrap_or(d.handoff_every_s),
         handoff_buffer_packets: a.handoff_buffer.map_or(d.handoff_buffer_packets, |n| n as usize),
+        handoff_limit: a.handoff_limit.or(d.handoff_limit),
         ..d
     }
 }
@@ -418,17 +426,19 @@ pub fn handoff_report(h: &HandoffSummary) -> String {
     let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1} ms"));
     for x in &h.handoffs {
         s += &format!(
-            "  #{} at {:.2} s {} -> {}: latency {}, accepted {}, lost {}, resent from buffer {}, duplicated {}, missed in the old cell {}\n",
+            "  #{} at {:.2} s {} -> {}{}: latency {}, accepted {}, lost {}, resent from buffer {}, duplicated {}, missed in the old cell {}, duplicate ACKs sent {}\n",
             x.seq,
             x.requested_s,
             x.from,
             x.to,
+            if x.cell_lost { " (cell lost)" } else { "" },
             opt(x.latency_ms),
             opt(x.accepted_ms),
             x.lost.map_or("-".to_string(), |l| l.to_string()),
             x.resent_from_buffer,
             x.duplicated,
-            x.missed_old_cell
+            x.missed_old_cell,
+            x.dup_acks_sent
         );
     }
     for (k, v) in &h.counters {

@@ -142,6 +142,8 @@ pub struct TestbedConfig {
     pub handoff_every_s: f64,
     /// With `handoff`: packets each base station's handoff buffer keeps (Balakrishnan 1995 §6: 12).
     pub handoff_buffer_packets: usize,
+    /// With `handoff`: the mobile stops moving after this many scheduled handoffs (none: it never stops).
+    pub handoff_limit: Option<u32>,
     /// With `handoff`: seconds between a base station's beacons (Balakrishnan 1995 §6: one per second; 0: none).
     pub beacon_every_s: f64,
 }
@@ -172,6 +174,7 @@ impl Default for TestbedConfig {
             handoff: None,
             handoff_every_s: f64::INFINITY,
             handoff_buffer_packets: 12,
+            handoff_limit: None,
             beacon_every_s: 1.0,
         }
     }

@@ -4,7 +4,7 @@
 //! unless LASTHOP_NO_SKIP=1 (CI), where they fail.
 
 use lasthop_agents::handoff::{Control, Kind};
-use lasthop_net::handoff::testbed::{HandoffTestbed, Host, BS1_IP, HA_IP};
+use lasthop_net::handoff::testbed::{HandoffTestbed, Host, BS1_IP, BS2_IP, HA_IP};
 use lasthop_net::handoff::HandoffScheme;
 use lasthop_net::testbed::{skip_or_fail, FH_IP, MH_IP};
 use lasthop_net::{NetError, TestbedConfig, TestbedResult};
@@ -61,7 +61,7 @@ fn a_transfer_through_two_handoffs_arrives_byte_exact_with_each_scheme() {
                 assert!(h.counters["bs2.buffered"] > 0, "the second base station buffered before its first handoff");
                 assert_eq!(h.counters["bs1.forwarded_to_new_bs"] + h.counters["bs2.forwarded_to_new_bs"], 0);
             }
-            HandoffScheme::Plain => {
+            HandoffScheme::Plain | HandoffScheme::FastRexmit => {
                 assert_eq!(
                     h.counters["bs1.buffered"] + h.counters["bs2.buffered"],
                     0,
@@ -71,6 +71,87 @@ fn a_transfer_through_two_handoffs_arrives_byte_exact_with_each_scheme() {
             }
         }
     }
+}
+
+#[test]
+fn a_base_station_killed_mid_transfer_loses_no_acknowledged_byte() {
+    // The mobile's base station crashes 0.6 s into a 2 s transfer and never comes back. No handoff is
+    // scheduled: the mobile leaves because the cell's beacons (every 0.1 s here) stop, for the other base
+    // station, and the fixed host's TCP repairs what died with the crashed one. Everything the mobile's
+    // TCP had acknowledged was already in its kernel, and the rest arrives, byte-exact.
+    for scheme in [HandoffScheme::Multicast, HandoffScheme::Plain] {
+        let Some(tb) = testbed_or_skip() else { return };
+        drop(tb);
+        let cfg = TestbedConfig { beacon_every_s: 0.1, ..config(scheme, f64::INFINITY, 384 << 10) };
+        let mut killer = None;
+        let r = lasthop_net::handoff::run_handoff_transfer_with(&cfg, scheme, |d| {
+            let k = d.kill_switch(Host::Bs1);
+            killer = Some(std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(600));
+                k.pull();
+            }));
+        })
+        .unwrap();
+        killer.unwrap().join().unwrap();
+        let h = r.handoff.as_ref().unwrap();
+        eprintln!("{scheme}, BS1 killed: {:.3} Mb/s, sender {:?}, handoffs {:?}", r.goodput_mbps, r.sender, h.handoffs);
+        assert!(r.hash_ok && r.bytes == 384 << 10, "{scheme}: {} bytes, hash {}", r.bytes, r.hash_ok);
+        assert_eq!(h.handoffs.len(), 1, "{scheme}: {:?}", h.handoffs);
+        let x = &h.handoffs[0];
+        assert!(x.cell_lost && x.to == BS2_IP, "{scheme}: {x:?}");
+        assert!(
+            (0.6..1.5).contains(&x.requested_s),
+            "{scheme}: left at {} s, after 3 silent beacon periods",
+            x.requested_s
+        );
+        assert!(x.accepted_ms.is_some(), "{scheme}: BS2 accepted");
+        assert!(
+            h.counters["bs1.forwarded_to_mobile"] > 0 && h.counters["bs2.forwarded_to_mobile"] > 0,
+            "{:?}",
+            h.counters
+        );
+    }
+}
+
+#[test]
+fn a_mobile_that_never_hands_back_leaves_the_buffering_base_station_bounded() {
+    // One handoff at 0.3 s, then BS1 buffers for the rest of a 3 s transfer (about 350 packets) for a
+    // mobile that never returns: it holds no more than its 12-packet buffer and its 48-packet Snoop mirror.
+    let mut cfg = config(HandoffScheme::Multicast, 0.3, 512 << 10);
+    cfg.handoff_limit = Some(1);
+    let Some(r) = run(&cfg) else { return };
+    let h = r.handoff.as_ref().unwrap();
+    assert!(r.hash_ok);
+    assert_eq!(h.handoffs.len(), 1);
+    let c = &h.counters;
+    assert!(c["bs1.buffered"] > 200, "BS1 buffered {} packets after the mobile left", c["bs1.buffered"]);
+    assert_eq!(c["bs1.buffer_max_packets"], 12, "{c:?}");
+    assert!(c["bs1.held_max_packets"] <= 48, "{c:?}");
+}
+
+#[test]
+fn fast_retransmit_after_handoff_makes_the_fixed_host_fast_retransmit() {
+    // Caceres 1995: at the new base station's greeting ACK, the mobile's controller sends three copies of
+    // its kernel's last ACK; the fixed host's unmodified Reno takes them as duplicates and retransmits the
+    // segments lost in the old cell at once. The same run with plain handoffs is the baseline.
+    let cfg = |scheme| TestbedConfig { seed: 3, ..config(scheme, 0.7, 512 << 10) };
+    let Some(plain) = run(&cfg(HandoffScheme::Plain)) else { return };
+    let Some(fast) = run(&cfg(HandoffScheme::FastRexmit)) else { return };
+    let h = fast.handoff.as_ref().unwrap();
+    assert!(fast.hash_ok && plain.hash_ok);
+    assert!(h.handoffs.len() >= 2, "{:?}", h.handoffs);
+    assert!(
+        h.handoffs.iter().all(|x| x.dup_acks_sent == 3 && x.accepted_ms.is_some()),
+        "three duplicate ACKs at each accepted handoff: {:?}",
+        h.handoffs
+    );
+    assert_eq!(plain.handoff.as_ref().unwrap().counters["mh.dup_acks_sent"], 0);
+    assert!(
+        fast.sender.fast_retrans > plain.sender.fast_retrans + 5,
+        "fast retransmits: {} with the mobile's duplicate ACKs, {} without",
+        fast.sender.fast_retrans,
+        plain.sender.fast_retrans
+    );
 }
 
 #[test]

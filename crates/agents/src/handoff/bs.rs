@@ -206,6 +206,13 @@ impl BaseStation {
         m.ring.iter().skip(skip).map(|(id, _)| *id).collect()
     }
 
+    /// Packets held for `mobile`: the handoff buffer's and the Snoop mirror's together (at most
+    /// `mirror_packets`), and of them the handoff buffer's (at most `buffer_packets`).
+    pub fn held_packets(&self, mobile: Ipv4Addr) -> (usize, usize) {
+        let held = self.mobiles.get(&mobile).map_or(0, |m| m.ring.len());
+        (held, held.min(self.cfg.buffer_packets))
+    }
+
     /// Whether the Snoop serving `mobile` gets transmission reports (transmit-timed recovery).
     pub fn reports_transmissions(&self, mobile: Ipv4Addr) -> bool {
         self.mobiles.get(&mobile).is_some_and(|m| m.reports && m.snoop.is_some())

@@ -54,6 +54,7 @@ pub struct Promotion {
 
 pub struct HandoffBsNode {
     addr: Ipv4Addr,
+    mobile: Ipv4Addr,
     links: [Link; 2],
     agent: BaseStation,
     hop: Hop<Bytes>,
@@ -67,6 +68,10 @@ pub struct HandoffBsNode {
     /// Packets from the mobile neither TCP nor for this base station (control messages for others),
     /// routed on to the wired side.
     pub routed_up: u64,
+    /// The most packets ever held for the mobile (buffer and Snoop mirror), and of them in the buffer:
+    /// a mobile that never comes back must not grow them past their configured bounds.
+    pub held_max: usize,
+    pub buffer_max: usize,
 }
 
 impl HandoffBsNode {
@@ -85,6 +90,7 @@ impl HandoffBsNode {
         agent.set_role(cfg.mobile, cfg.role);
         HandoffBsNode {
             addr: cfg.addr,
+            mobile: cfg.mobile,
             links,
             agent,
             hop: Hop::new(&cfg.hop),
@@ -95,6 +101,8 @@ impl HandoffBsNode {
             beacons_sent: 0,
             not_ipv4: 0,
             routed_up: 0,
+            held_max: 0,
+            buffer_max: 0,
         }
     }
 
@@ -118,6 +126,8 @@ impl HandoffBsNode {
             ("beacons_sent", self.beacons_sent),
             ("not_ipv4", self.not_ipv4),
             ("routed_up", self.routed_up),
+            ("held_max_packets", self.held_max as u64),
+            ("buffer_max_packets", self.buffer_max as u64),
             ("hop_frames_lost", down.frames_lost + up.frames_lost),
             ("hop_queue_drops", down.queue_drops + up.queue_drops),
         ]
@@ -136,6 +146,9 @@ impl HandoffBsNode {
         let was = forward.as_ref().map(|c| self.agent.role(c.mobile));
         let mut acts = Vec::new();
         self.agent.on_packet(now, side, packet, &mut acts);
+        let (held, buffer) = self.agent.held_packets(self.mobile);
+        self.held_max = self.held_max.max(held);
+        self.buffer_max = self.buffer_max.max(buffer);
         if let Some(c) = forward {
             if was != Some(Role::Primary) && self.agent.role(c.mobile) == Role::Primary {
                 let resent = self.agent.stats().resent_from_buffer - before;

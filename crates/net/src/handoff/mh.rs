@@ -15,6 +15,14 @@
 //! the hole between what the mobile had and the first data segment through the new base station (full
 //! segments; the hole TCP must then repair end to end); and the segments duplicated, data the mobile
 //! already had arriving within [`DUPLICATE_WINDOW`] of the request.
+//!
+//! Two additions to the schedule. A cell whose beacons stop (its base station died) is left for the cell
+//! heard most recently, as Caceres 1995's mobile switches "when it receives the first beacon signal from
+//! a new MSS after failing to receive a beacon signal from the old MSS". And with fast retransmit after
+//! handoff (Caceres 1995), the controller keeps the last pure ACK the mobile's kernel sent (it sees every
+//! frame the kernel sends) and, when the new base station's greeting ACK arrives, sends three copies of it
+//! through the new cell: "three ordinary TCP ACKs", the fixed host's unmodified TCP counts them as
+//! duplicates and fast-retransmits instead of waiting for its timeout.
 
 use super::node::{ipv4_of, Link, Node, Out};
 use bytes::Bytes;
@@ -53,7 +61,19 @@ pub struct HandoffRecord {
     pub missed_old_cell: u64,
     /// Packets the new base station resent from its buffer (filled in from the base station).
     pub resent_from_buffer: u64,
+    /// Copies of the mobile's last ACK sent through the new cell at acceptance (fast retransmit).
+    #[serde(default)]
+    pub dup_acks_sent: u64,
+    /// The mobile left its cell because the base station's beacons stopped (not by schedule).
+    #[serde(default)]
+    pub cell_lost: bool,
 }
+
+/// Copies of the last ACK the controller sends after a handoff (Caceres 1995: "three ordinary TCP ACK's").
+pub const FAST_REXMIT_ACKS: u64 = 3;
+
+/// Beacon periods without a beacon after which the mobile's cell counts as lost.
+pub const BEACONS_MISSED: u32 = 3;
 
 pub struct MhNode {
     ctl: MobileHost,
@@ -63,7 +83,19 @@ pub struct MhNode {
     links: Vec<Link>,
     tuned: usize,
     every: Option<Duration>,
+    /// Scheduled handoffs stop after this many (`None`: never).
+    max_handoffs: Option<u32>,
+    /// A tuned cell silent for this long is left (`None`: never).
+    lost_after: Option<Duration>,
+    /// When each cell's last beacon was heard.
+    last_beacon: Vec<Option<Time>>,
+    /// Send [`FAST_REXMIT_ACKS`] copies of the kernel's last ACK when a handoff is accepted.
+    fast_rexmit: bool,
+    /// The last pure ACK the mobile's kernel sent (a whole IPv4 packet).
+    last_ack: Option<Bytes>,
     started: Option<Time>,
+    /// The last silence check.
+    checked: Time,
     next_handoff: Option<Time>,
     records: Vec<HandoffRecord>,
     /// Pending measurements of the latest handoff: its request time.
@@ -97,7 +129,13 @@ impl MhNode {
             links,
             tuned: 0,
             every,
+            max_handoffs: None,
+            lost_after: None,
+            last_beacon: vec![None; n],
+            fast_rexmit: false,
+            last_ack: None,
             started: None,
+            checked: Time(0),
             next_handoff: None,
             records: Vec::new(),
             pending: None,
@@ -108,6 +146,24 @@ impl MhNode {
             downlink: 0,
             not_ipv4: 0,
         }
+    }
+
+    /// Scheduled handoffs stop after `n` (a mobile that moves on and never comes back).
+    pub fn with_max_handoffs(mut self, n: u32) -> MhNode {
+        self.max_handoffs = Some(n);
+        self
+    }
+
+    /// Leave the tuned cell when its beacons have not been heard for [`BEACONS_MISSED`] periods of `beacon`.
+    pub fn leaving_silent_cells(mut self, beacon: Duration) -> MhNode {
+        self.lost_after = Some(beacon * BEACONS_MISSED);
+        self
+    }
+
+    /// Fast retransmit after handoff (Caceres 1995): three copies of the kernel's last ACK at acceptance.
+    pub fn with_fast_retransmit(mut self) -> MhNode {
+        self.fast_rexmit = true;
+        self
     }
 
     pub fn records(&self) -> &[HandoffRecord] {
@@ -125,6 +181,8 @@ impl MhNode {
             ("downlink".to_string(), self.downlink),
             ("not_ipv4".to_string(), self.not_ipv4),
             ("handoffs".to_string(), self.records.len() as u64),
+            ("dup_acks_sent".to_string(), self.records.iter().map(|r| r.dup_acks_sent).sum()),
+            ("cells_lost".to_string(), self.records.iter().filter(|r| r.cell_lost).count() as u64),
         ];
         for (i, n) in self.beacons_heard.iter().enumerate() {
             v.push((format!("beacons_heard_cell{}", i + 1), *n));
@@ -136,10 +194,9 @@ impl MhNode {
         self.started.map_or(0.0, |s| t.saturating_since(s).as_secs_f64())
     }
 
-    /// Retunes to the next cell and sends the handoff's control messages there.
-    fn hand_off(&mut self, now: Time, out: &mut Out) {
+    /// Retunes to cell `new` and sends the handoff's control messages there.
+    fn hand_off(&mut self, now: Time, new: usize, out: &mut Out) {
         let old = self.tuned;
-        let new = (old + 1) % self.cells.len();
         let buffering: Vec<Ipv4Addr> =
             if self.scheme == Scheme::Multicast { vec![self.cells[old]] } else { Vec::new() };
         let requests = self.ctl.handoff(self.cells[new], &buffering);
@@ -158,6 +215,8 @@ impl MhNode {
             duplicated: 0,
             missed_old_cell: 0,
             resent_from_buffer: 0,
+            dup_acks_sent: 0,
+            cell_lost: false,
         });
         self.pending = Some(now);
     }
@@ -167,6 +226,7 @@ impl MhNode {
         let control = ip.protocol() == PROTO_HANDOFF;
         if control && Control::parse(&packet).is_some_and(|c| c.kind == Kind::Beacon) {
             self.beacons_heard[cell] += 1;
+            self.last_beacon[cell] = Some(now);
             return;
         }
         if cell != self.tuned {
@@ -187,6 +247,7 @@ impl MhNode {
             if let Some(r) = self.records.last_mut() {
                 r.accepted_ms = Some(l);
             }
+            self.send_duplicate_acks(out);
         }
         if control {
             return;
@@ -196,6 +257,44 @@ impl MhNode {
         }
         self.downlink += 1;
         out.push((KERNEL, self.links[KERNEL].frame(&packet, false)));
+    }
+
+    /// Fast retransmit after handoff: the kernel's last ACK, [`FAST_REXMIT_ACKS`] times, on the new cell.
+    fn send_duplicate_acks(&mut self, out: &mut Out) {
+        let (true, Some(ack)) = (self.fast_rexmit, self.last_ack.clone()) else { return };
+        let cell = self.tuned + 1;
+        for _ in 0..FAST_REXMIT_ACKS {
+            out.push((cell, self.links[cell].frame(&ack, false)));
+        }
+        if let Some(r) = self.records.last_mut() {
+            r.dup_acks_sent += FAST_REXMIT_ACKS;
+        }
+    }
+
+    /// Keeps `packet` if it is a pure ACK of the mobile's kernel (no data, no SYN, FIN or RST).
+    fn note_kernel_ack(&mut self, packet: &Bytes) {
+        let ip = Ipv4Packet::new_unchecked(&packet[..]);
+        if ip.protocol() != PROTO_TCP {
+            return;
+        }
+        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else { return };
+        if tcp.ack() && tcp.payload().is_empty() && !tcp.syn() && !tcp.fin() && !tcp.rst() {
+            self.last_ack = Some(packet.clone());
+        }
+    }
+
+    /// The cell to leave for when the tuned one's beacons stopped: the one heard most recently within
+    /// the same time (`None`: the tuned cell is not silent, or no other is heard).
+    fn lost_cell_replacement(&self, now: Time) -> Option<usize> {
+        let lost_after = self.lost_after?;
+        let fresh = |t: Option<Time>| t.is_some_and(|t| now.saturating_since(t) <= lost_after);
+        let since = self.last_beacon[self.tuned].or(self.started)?;
+        if now.saturating_since(since) <= lost_after {
+            return None;
+        }
+        (0..self.cells.len())
+            .filter(|&c| c != self.tuned && fresh(self.last_beacon[c]))
+            .max_by_key(|&c| self.last_beacon[c])
     }
 
     /// Sequence bookkeeping of the data the mobile receives: the hole at the first segment through the new
@@ -232,6 +331,9 @@ impl Node for MhNode {
         };
         if port == KERNEL {
             self.uplink += 1;
+            if self.fast_rexmit {
+                self.note_kernel_ack(&packet);
+            }
             let cell = self.tuned + 1;
             out.push((cell, self.links[cell].frame(&packet, false)));
         } else {
@@ -240,20 +342,32 @@ impl Node for MhNode {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        match (self.started, self.every) {
-            (None, Some(_)) => Some(Time(0)),
-            _ => self.next_handoff,
+        if self.started.is_none() && (self.every.is_some() || self.lost_after.is_some()) {
+            return Some(Time(0));
         }
+        // The silence check runs a few times per beacon period.
+        let check = self.lost_after.zip(self.started).map(|(d, s)| s.max(self.checked) + d / 4);
+        [self.next_handoff, check].into_iter().flatten().min()
     }
 
     fn on_timeout(&mut self, now: Time, out: &mut Out) {
         let start = *self.started.get_or_insert(now);
+        self.checked = now;
+        if let Some(new) = self.lost_cell_replacement(now) {
+            self.hand_off(now, new, out);
+            if let Some(r) = self.records.last_mut() {
+                r.cell_lost = true;
+            }
+        }
         let Some(every) = self.every else { return };
+        let done = self.max_handoffs.is_some_and(|m| self.records.len() as u64 >= u64::from(m));
         match self.next_handoff {
             None => self.next_handoff = Some(start + every),
+            Some(_) if done => self.next_handoff = None,
             Some(t) if t <= now => {
-                self.hand_off(now, out);
-                self.next_handoff = Some(t + every);
+                self.hand_off(now, (self.tuned + 1) % self.cells.len(), out);
+                let done = self.max_handoffs.is_some_and(|m| self.records.len() as u64 >= u64::from(m));
+                self.next_handoff = (!done).then_some(t + every);
             }
             Some(_) => {}
         }

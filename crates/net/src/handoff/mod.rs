@@ -17,7 +17,7 @@ pub mod testbed;
 mod tests;
 
 pub use mh::HandoffRecord;
-pub use testbed::{run_handoff_transfer, HandoffTestbed};
+pub use testbed::{run_handoff_transfer, run_handoff_transfer_with, HandoffTestbed};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,6 +32,21 @@ pub enum HandoffScheme {
     /// Caceres 1995, break-before-make: greeting, notify, the old base station re-tunnels what still
     /// reaches it; what it had sent into the old cell is lost.
     Plain,
+    /// Plain, plus Caceres 1995's fast retransmit after handoff: when the new base station's greeting ACK
+    /// arrives, the mobile's controller sends three copies of its kernel's last ACK through the new cell,
+    /// and the fixed host's unmodified TCP fast-retransmits instead of waiting for its timeout.
+    #[serde(rename = "fast-rexmit")]
+    FastRexmit,
+}
+
+impl HandoffScheme {
+    /// The handoff protocol the agents run (fast retransmit is the plain one plus the mobile's ACKs).
+    pub fn agents(self) -> lasthop_agents::handoff::Scheme {
+        match self {
+            HandoffScheme::Multicast => lasthop_agents::handoff::Scheme::Multicast,
+            HandoffScheme::Plain | HandoffScheme::FastRexmit => lasthop_agents::handoff::Scheme::Plain,
+        }
+    }
 }
 
 impl std::str::FromStr for HandoffScheme {
@@ -40,7 +55,10 @@ impl std::str::FromStr for HandoffScheme {
         match s {
             "multicast" => Ok(HandoffScheme::Multicast),
             "plain" => Ok(HandoffScheme::Plain),
-            other => Err(format!("unknown handoff scheme {other:?}: expected \"multicast\" or \"plain\"")),
+            "fast-rexmit" => Ok(HandoffScheme::FastRexmit),
+            other => {
+                Err(format!("unknown handoff scheme {other:?}: expected \"multicast\", \"plain\" or \"fast-rexmit\""))
+            }
         }
     }
 }
@@ -50,6 +68,7 @@ impl std::fmt::Display for HandoffScheme {
         f.write_str(match self {
             HandoffScheme::Multicast => "multicast",
             HandoffScheme::Plain => "plain",
+            HandoffScheme::FastRexmit => "fast-rexmit",
         })
     }
 }

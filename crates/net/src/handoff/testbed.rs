@@ -33,7 +33,7 @@ use crate::testbed::{
 use crate::testbed::{transfer_between, TestbedConfig, TestbedResult, TransferProgress, TransferResult};
 use crate::testbed::{FH_IP, MH_IP};
 use crate::NetError;
-use lasthop_agents::handoff::{Role, Scheme};
+use lasthop_agents::handoff::Role;
 use lasthop_agents::Agent;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -214,19 +214,28 @@ impl HandoffTestbed {
         let bs1 =
             HandoffBsNode::new(&bs(BS1_IP, BS2_IP, Role::Primary, 1), [link(Host::Bs1, "w0"), link(Host::Bs1, "m0")]);
         let bs2 = HandoffBsNode::new(&bs(BS2_IP, BS1_IP, second, 2), [link(Host::Bs2, "w0"), link(Host::Bs2, "m0")]);
-        let mh = MhNode::new(
+        let mut mh = MhNode::new(
             MH_IP,
-            if multicast { Scheme::Multicast } else { Scheme::Plain },
+            scheme.agents(),
             vec![BS1_IP, BS2_IP],
             vec![link(Host::Mh, "r0"), link(Host::Mh, "c1"), link(Host::Mh, "c2")],
             every,
         );
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut d = Drivers { stop: stop.clone(), ha: None, bs1: None, bs2: None, mh: None };
-        d.ha = Some(self.run(Host::Ha, ["f0", "b1", "b2"], ha, &stop)?);
-        d.bs1 = Some(self.run(Host::Bs1, ["w0", "m0"], bs1, &stop)?);
-        d.bs2 = Some(self.run(Host::Bs2, ["w0", "m0"], bs2, &stop)?);
-        d.mh = Some(self.run(Host::Mh, ["r0", "c1", "c2"], mh, &stop)?);
+        if let Some(b) = beacon {
+            mh = mh.leaving_silent_cells(b);
+        }
+        if let Some(n) = cfg.handoff_limit {
+            mh = mh.with_max_handoffs(n);
+        }
+        if scheme == HandoffScheme::FastRexmit {
+            mh = mh.with_fast_retransmit();
+        }
+        let stops: [Arc<AtomicBool>; 5] = std::array::from_fn(|_| Arc::new(AtomicBool::new(false)));
+        let mut d = Drivers { stops: stops.clone(), ha: None, bs1: None, bs2: None, mh: None };
+        d.ha = Some(self.run(Host::Ha, ["f0", "b1", "b2"], ha, &stops[Host::Ha as usize])?);
+        d.bs1 = Some(self.run(Host::Bs1, ["w0", "m0"], bs1, &stops[Host::Bs1 as usize])?);
+        d.bs2 = Some(self.run(Host::Bs2, ["w0", "m0"], bs2, &stops[Host::Bs2 as usize])?);
+        d.mh = Some(self.run(Host::Mh, ["r0", "c1", "c2"], mh, &stops[Host::Mh as usize])?);
         Ok(d)
     }
 
@@ -281,7 +290,8 @@ fn mac_text(m: Mac) -> String {
 
 /// The running drivers; stopped (and joined) on [`Drivers::stop`] or drop.
 pub struct Drivers {
-    stop: Arc<AtomicBool>,
+    /// Each driver's stop flag, by [`Host`] (the fixed host's is unused).
+    stops: [Arc<AtomicBool>; 5],
     ha: Option<JoinHandle<Result<HaNode, NetError>>>,
     bs1: Option<JoinHandle<Result<HandoffBsNode, NetError>>>,
     bs2: Option<JoinHandle<Result<HandoffBsNode, NetError>>>,
@@ -301,9 +311,33 @@ fn join<T>(h: Option<JoinHandle<Result<T, NetError>>>) -> Result<T, NetError> {
         .map_err(|_| NetError::Transfer("a driver thread panicked".into()))?
 }
 
+/// Crashes one driver when pulled, from any thread: see [`Drivers::kill_switch`].
+#[derive(Clone)]
+pub struct KillSwitch(Arc<AtomicBool>);
+
+impl KillSwitch {
+    pub fn pull(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 impl Drivers {
+    /// The switch that crashes `host`'s driver mid-run, what SIGKILL does to a process: its loop ends at
+    /// once, its sockets close, and what it held (the hop's queue, the buffer, Snoop's cache, beacons to
+    /// come) is gone; frames sent to it are dropped by its namespace's kernel. Its counters stay readable
+    /// after [`Drivers::stop`], as they were when it died.
+    pub fn kill_switch(&self, host: Host) -> KillSwitch {
+        KillSwitch(self.stops[host as usize].clone())
+    }
+
+    fn stop_all(&self) {
+        for s in &self.stops {
+            s.store(true, Ordering::Relaxed);
+        }
+    }
+
     pub fn stop(mut self) -> Result<Stopped, NetError> {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop_all();
         let (ha, bs1, bs2, mh) =
             (join(self.ha.take()), join(self.bs1.take()), join(self.bs2.take()), join(self.mh.take()));
         Ok(Stopped { ha: ha?, bs: [bs1?, bs2?], mh: mh? })
@@ -312,7 +346,7 @@ impl Drivers {
 
 impl Drop for Drivers {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop_all();
         let _ = (join(self.ha.take()), join(self.bs1.take()), join(self.bs2.take()), join(self.mh.take()));
     }
 }
@@ -389,6 +423,16 @@ impl Stopped {
 
 /// Builds the handoff testbed, runs one transfer through it and tears everything down.
 pub fn run_handoff_transfer(cfg: &TestbedConfig, scheme: HandoffScheme) -> Result<TestbedResult, NetError> {
+    run_handoff_transfer_with(cfg, scheme, |_| ())
+}
+
+/// [`run_handoff_transfer`], calling `during` with the running drivers just before the transfer starts
+/// (where a fault test takes a [`Drivers::kill_switch`] to pull mid-transfer).
+pub fn run_handoff_transfer_with(
+    cfg: &TestbedConfig,
+    scheme: HandoffScheme,
+    during: impl FnOnce(&Drivers),
+) -> Result<TestbedResult, NetError> {
     let tb = HandoffTestbed::create()?;
     tb.in_ns(Host::Fh, {
         let on = cfg.sack;
@@ -401,6 +445,7 @@ pub fn run_handoff_transfer(cfg: &TestbedConfig, scheme: HandoffScheme) -> Resul
     })?
     .map_err(|e| NetError::io("setting tcp_sack", e))?;
     let drivers = tb.start(cfg, scheme)?;
+    during(&drivers);
     let t = transfer_between(
         &tb.ns_path(Host::Fh),
         &tb.ns_path(Host::Mh),

@@ -120,6 +120,8 @@ fn a_buffering_base_station_that_is_never_asked_to_forward_keeps_its_memory_boun
     assert_eq!(b.agent().buffered_ids(MH), (9988..10_000).collect::<Vec<u16>>());
     assert_eq!(b.agent().stats().buffered, 10_000);
     assert_eq!(b.agent().mobiles_tracked(), 1);
+    // What it ever held: at most the buffer's 12 and the Snoop mirror's 48 (the agent's default).
+    assert_eq!((b.buffer_max, b.held_max), (12, 48));
 }
 
 #[test]
