@@ -4,7 +4,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use lasthop_net::channel::ErrorModelConfig;
-use lasthop_net::handoff::{HandoffScheme, HandoffSummary};
+use lasthop_net::handoff::{HandoffBy, HandoffScheme, HandoffSummary};
 use lasthop_net::{Access, AgentKind, BsConfig, Duplex, HopConfig, NetError, TestbedConfig, TestbedResult};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -203,9 +203,31 @@ pub struct TestbedArgs {
     /// last) [default: no limit]
     #[arg(long, value_name = "N")]
     pub handoff_limit: Option<u32>,
+    /// What makes the mobile hand off: its schedule (--handoff-every), or beacon strength with hysteresis as
+    /// it walks between the base stations at 0 and 50 m (Balakrishnan 1995 §4, §6; the simulator's radio
+    /// model) [default: schedule]
+    #[arg(long, value_enum)]
+    pub handoff_by: Option<HandoffByArg>,
+    /// --handoff-by beacons: the mobile's walking speed, back and forth between the base stations [default: 1]
+    #[arg(long, value_name = "M/S")]
+    pub walk_speed: Option<f64>,
+    /// --handoff-by beacons: hand off only to a base station this much stronger than the current one
+    /// [default: 6]
+    #[arg(long, value_name = "DB")]
+    pub hysteresis: Option<f64>,
+    /// With a handoff: seconds between each base station's beacons [default: 1, Balakrishnan 1995 §6]
+    #[arg(long, value_name = "S")]
+    pub beacon_every: Option<f64>,
     /// Print the result (configuration, goodput, hash check, counters) as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// `lasthop testbed --handoff-by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HandoffByArg {
+    Schedule,
+    Beacons,
 }
 
 /// `lasthop testbed --scheme`.
@@ -370,15 +392,21 @@ pub fn testbed_config(a: &TestbedArgs) -> TestbedConfig {
         split_buffer_bytes: a.split_buffer_bytes.unwrap_or(d.split_buffer_bytes),
         port: a.port.unwrap_or(d.port),
         split_ports: a.split_ports.clone(),
-        handoff: match (a.scheme, a.handoff_every) {
+        handoff: match (a.scheme, a.handoff_every.is_some() || a.handoff_by.is_some()) {
             (Some(s), _) => Some(s.into()),
-            (None, Some(_)) => Some(HandoffScheme::Multicast),
-            (None, None) => None,
+            (None, true) => Some(HandoffScheme::Multicast),
+            (None, false) => None,
         },
         handoff_every_s: a.handoff_every.unwrap_or(d.handoff_every_s),
         handoff_buffer_packets: a.handoff_buffer.map_or(d.handoff_buffer_packets, |n| n as usize),
         handoff_limit: a.handoff_limit.or(d.handoff_limit),
-        ..d
+        handoff_by: match a.handoff_by {
+            Some(HandoffByArg::Beacons) => HandoffBy::Beacons,
+            Some(HandoffByArg::Schedule) | None => HandoffBy::Schedule,
+        },
+        walk_speed_mps: a.walk_speed.unwrap_or(d.walk_speed_mps),
+        hysteresis_db: a.hysteresis.unwrap_or(d.hysteresis_db),
+        beacon_every_s: a.beacon_every.unwrap_or(d.beacon_every_s),
     }
 }
 
@@ -431,7 +459,11 @@ pub fn handoff_report(h: &HandoffSummary) -> String {
             x.requested_s,
             x.from,
             x.to,
-            if x.cell_lost { " (cell lost)" } else { "" },
+            match (x.cell_lost, x.position_m) {
+                (true, _) => " (cell lost)".to_string(),
+                (false, Some(p)) => format!(" at {p:.1} m"),
+                (false, None) => String::new(),
+            },
             opt(x.latency_ms),
             opt(x.accepted_ms),
             x.lost.map_or("-".to_string(), |l| l.to_string()),
@@ -481,8 +513,14 @@ pub fn describe(c: &TestbedConfig) -> String {
         } else {
             String::new()
         }
-        + &c.handoff.map_or(String::new(), |h| {
-            format!(", handoff {h} every {} s, buffer {} packets", c.handoff_every_s, c.handoff_buffer_packets)
+        + &c.handoff.map_or(String::new(), |h| match c.handoff_by {
+            HandoffBy::Schedule => {
+                format!(", handoff {h} every {} s, buffer {} packets", c.handoff_every_s, c.handoff_buffer_packets)
+            }
+            HandoffBy::Beacons => format!(
+                ", handoff {h} by beacons (every {} s, walking {} m/s, hysteresis {} dB), buffer {} packets",
+                c.beacon_every_s, c.walk_speed_mps, c.hysteresis_db, c.handoff_buffer_packets
+            ),
         })
 }
 

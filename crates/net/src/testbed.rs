@@ -144,6 +144,13 @@ pub struct TestbedConfig {
     pub handoff_buffer_packets: usize,
     /// With `handoff`: the mobile stops moving after this many scheduled handoffs (none: it never stops).
     pub handoff_limit: Option<u32>,
+    /// With `handoff`: what makes the mobile hand off, its schedule or beacon strength.
+    pub handoff_by: crate::handoff::HandoffBy,
+    /// With `handoff_by = beacons`: the mobile's walking speed between the base stations (at 0 and 50 m,
+    /// the simulator's `[mobility]` defaults), back and forth, m/s.
+    pub walk_speed_mps: f64,
+    /// With `handoff_by = beacons`: the hysteresis margin, dB (the simulator's default, 6).
+    pub hysteresis_db: f64,
     /// With `handoff`: seconds between a base station's beacons (Balakrishnan 1995 §6: one per second; 0: none).
     pub beacon_every_s: f64,
 }
@@ -175,6 +182,9 @@ impl Default for TestbedConfig {
             handoff_every_s: f64::INFINITY,
             handoff_buffer_packets: 12,
             handoff_limit: None,
+            handoff_by: crate::handoff::HandoffBy::Schedule,
+            walk_speed_mps: 1.0,
+            hysteresis_db: 6.0,
             beacon_every_s: 1.0,
         }
     }
@@ -260,6 +270,23 @@ impl TestbedConfig {
             }
             if !(self.beacon_every_s.is_finite() && self.beacon_every_s >= 0.0) {
                 return Err(NetError::Config(format!("beacon_every_s must be 0 or more, got {}", self.beacon_every_s)));
+            }
+            if self.handoff_by == crate::handoff::HandoffBy::Beacons {
+                if self.beacon_every_s <= 0.0 {
+                    return Err(NetError::Config("handoff_by beacons needs beacons (beacon_every_s > 0)".into()));
+                }
+                if !(self.walk_speed_mps.is_finite() && self.walk_speed_mps >= 0.0) {
+                    return Err(NetError::Config(format!(
+                        "walk_speed_mps must be 0 or more, got {}",
+                        self.walk_speed_mps
+                    )));
+                }
+                if !(self.hysteresis_db.is_finite() && self.hysteresis_db >= 0.0) {
+                    return Err(NetError::Config(format!(
+                        "hysteresis_db must be 0 or more, got {}",
+                        self.hysteresis_db
+                    )));
+                }
             }
             if self.handoff_buffer_packets == 0 {
                 return Err(NetError::Config("handoff_buffer_packets must be at least 1".into()));

@@ -5,7 +5,7 @@
 
 use lasthop_agents::handoff::{Control, Kind};
 use lasthop_net::handoff::testbed::{HandoffTestbed, Host, BS1_IP, BS2_IP, HA_IP};
-use lasthop_net::handoff::HandoffScheme;
+use lasthop_net::handoff::{HandoffBy, HandoffScheme};
 use lasthop_net::testbed::{skip_or_fail, FH_IP, MH_IP};
 use lasthop_net::{NetError, TestbedConfig, TestbedResult};
 use std::net::Ipv4Addr;
@@ -152,6 +152,32 @@ fn fast_retransmit_after_handoff_makes_the_fixed_host_fast_retransmit() {
         fast.sender.fast_retrans,
         plain.sender.fast_retrans
     );
+}
+
+#[test]
+fn handing_off_by_beacon_strength_crosses_once_each_way_past_the_hysteresis_margin() {
+    // Balakrishnan 1995 §4: the mobile hands off when "a base station with a stronger signal" is heard, and
+    // "using hysteresis ensures that very frequent and unnecessary handoffs don't occur". The simulator's
+    // radio (log-distance, exponent 3, 4 dB shadowing, 3 beacons averaged): the mean strengths are equal at
+    // 25 m, and BS2 is 6 dB stronger past 30.6 m (BS1 before 19.4 m on the way back). With the 6 dB margin
+    // the mobile hands off once each way, after the midpoint, never back and forth near it.
+    // Walks 0 → 50 → 0 m at 25 m/s, beacons every 0.05 s; idle (no transfer), 3.7 s.
+    let Some(tb) = testbed_or_skip() else { return };
+    let cfg = TestbedConfig {
+        handoff_by: HandoffBy::Beacons,
+        walk_speed_mps: 25.0,
+        beacon_every_s: 0.05,
+        ..config(HandoffScheme::Multicast, f64::INFINITY, 1)
+    };
+    let d = tb.start(&cfg, HandoffScheme::Multicast).unwrap();
+    std::thread::sleep(Duration::from_millis(3700));
+    let h = d.stop().unwrap().handoffs();
+    let at: Vec<(Ipv4Addr, f64)> = h.iter().map(|x| (x.to, x.position_m.unwrap())).collect();
+    eprintln!("handoffs (to, at m): {at:?}");
+    assert_eq!(at.len(), 2, "one handoff per crossing: {at:?}");
+    assert!(at[0].0 == BS2_IP && (25.0..45.0).contains(&at[0].1), "out: {at:?}");
+    assert!(at[1].0 == BS1_IP && (5.0..25.0).contains(&at[1].1), "back: {at:?}");
+    assert!(h.iter().all(|x| x.accepted_ms.is_some()), "{h:?}");
 }
 
 #[test]

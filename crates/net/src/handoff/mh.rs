@@ -23,10 +23,17 @@
 //! frame the kernel sends) and, when the new base station's greeting ACK arrives, sends three copies of it
 //! through the new cell: "three ordinary TCP ACKs", the fixed host's unmodified TCP counts them as
 //! duplicates and fast-retransmits instead of waiting for its timeout.
+//!
+//! Instead of the schedule, the mobile can decide by beacon strength ([`BeaconDriven`], Balakrishnan 1995
+//! §4, §6): it walks along the line between the cells, samples each beacon it hears from the simulator's
+//! radio model at its position (`lasthop_sim::mobility::Radio`: log-distance path loss, seeded shadowing),
+//! and the agents' [`BeaconMonitor`] decides with hysteresis when to hand off and which base stations buffer.
 
 use super::node::{ipv4_of, Link, Node, Out};
 use bytes::Bytes;
-use lasthop_agents::handoff::{Control, Kind, MhEvent, MobileHost, Scheme, PROTO_HANDOFF};
+use lasthop_agents::handoff::{BeaconMonitor, Control, Kind, MhEvent, MobileHost, Scheme, PROTO_HANDOFF};
+use lasthop_sim::mobility::{Radio, Walk};
+use lasthop_sim::rng::SimRng;
 use lasthop_wire::ipv4::PROTO_TCP;
 use lasthop_wire::{Ipv4Packet, SeqNum, TcpPacket, Time};
 use serde::{Deserialize, Serialize};
@@ -67,6 +74,20 @@ pub struct HandoffRecord {
     /// The mobile left its cell because the base station's beacons stopped (not by schedule).
     #[serde(default)]
     pub cell_lost: bool,
+    /// Handing off by beacon strength: the mobile's position on the line, metres.
+    #[serde(default)]
+    pub position_m: Option<f64>,
+}
+
+/// The mobile decides by beacon strength (Balakrishnan 1995 §4, §6) as it walks between the cells.
+pub struct BeaconDriven {
+    pub walk: Walk,
+    /// Each cell's base station on the line, metres (`cells` order).
+    pub positions: Vec<f64>,
+    pub radio: Radio,
+    /// Each cell's shadowing stream (`cells` order), so that runs with one seed draw the same samples.
+    pub shadowing: Vec<SimRng>,
+    pub monitor: BeaconMonitor,
 }
 
 /// Copies of the last ACK the controller sends after a handoff (Caceres 1995: "three ordinary TCP ACK's").
@@ -93,6 +114,8 @@ pub struct MhNode {
     fast_rexmit: bool,
     /// The last pure ACK the mobile's kernel sent (a whole IPv4 packet).
     last_ack: Option<Bytes>,
+    /// Deciding by beacon strength instead of the schedule.
+    beacons: Option<BeaconDriven>,
     started: Option<Time>,
     /// The last silence check.
     checked: Time,
@@ -134,6 +157,7 @@ impl MhNode {
             last_beacon: vec![None; n],
             fast_rexmit: false,
             last_ack: None,
+            beacons: None,
             started: None,
             checked: Time(0),
             next_handoff: None,
@@ -166,6 +190,13 @@ impl MhNode {
         self
     }
 
+    /// Decide by beacon strength (the schedule, if any, is not used).
+    pub fn deciding_by_beacons(mut self, b: BeaconDriven) -> MhNode {
+        self.every = None;
+        self.beacons = Some(b);
+        self
+    }
+
     pub fn records(&self) -> &[HandoffRecord] {
         &self.records
     }
@@ -194,12 +225,19 @@ impl MhNode {
         self.started.map_or(0.0, |s| t.saturating_since(s).as_secs_f64())
     }
 
-    /// Retunes to cell `new` and sends the handoff's control messages there.
+    /// Retunes to cell `new` and sends the handoff's control messages there, the old cell's base station
+    /// buffering (multicast).
     fn hand_off(&mut self, now: Time, new: usize, out: &mut Out) {
+        let old = [self.cells[self.tuned]];
+        self.hand_off_to(now, new, &old, out);
+    }
+
+    /// Retunes to cell `new` and sends the handoff's control messages there, `buffering` (multicast) the
+    /// base stations asked to buffer.
+    fn hand_off_to(&mut self, now: Time, new: usize, buffering: &[Ipv4Addr], out: &mut Out) {
         let old = self.tuned;
-        let buffering: Vec<Ipv4Addr> =
-            if self.scheme == Scheme::Multicast { vec![self.cells[old]] } else { Vec::new() };
-        let requests = self.ctl.handoff(self.cells[new], &buffering);
+        let buffering = if self.scheme == Scheme::Multicast { buffering } else { &[] };
+        let requests = self.ctl.handoff(self.cells[new], buffering);
         self.tuned = new;
         for p in requests {
             out.push((new + 1, self.links[new + 1].frame(&p, false)));
@@ -217,6 +255,7 @@ impl MhNode {
             resent_from_buffer: 0,
             dup_acks_sent: 0,
             cell_lost: false,
+            position_m: None,
         });
         self.pending = Some(now);
     }
@@ -227,6 +266,7 @@ impl MhNode {
         if control && Control::parse(&packet).is_some_and(|c| c.kind == Kind::Beacon) {
             self.beacons_heard[cell] += 1;
             self.last_beacon[cell] = Some(now);
+            self.beacon_decision(now, cell, out);
             return;
         }
         if cell != self.tuned {
@@ -257,6 +297,40 @@ impl MhNode {
         }
         self.downlink += 1;
         out.push((KERNEL, self.links[KERNEL].frame(&packet, false)));
+    }
+
+    /// Beacon-driven: samples the beacon of `cell` at the mobile's position, and hands off (or changes the
+    /// buffering base stations) as the hysteresis rule says.
+    fn beacon_decision(&mut self, now: Time, cell: usize, out: &mut Out) {
+        let t = self.since_start(now);
+        let Some(b) = self.beacons.as_mut() else { return };
+        let x = b.walk.position(t);
+        let d = x - b.positions[cell];
+        if !b.radio.in_range(d) {
+            return;
+        }
+        let dbm = b.radio.sample(d, &mut b.shadowing[cell]);
+        b.monitor.on_beacon(now, self.cells[cell], dbm);
+        // Not yet heard is not out of range: the first beacons of the two cells arrive in either order.
+        let listening = Duration::from_nanos(b.monitor.config().max_age.0);
+        if self.last_beacon[self.tuned].is_none() && now.saturating_since(self.started.unwrap_or(now)) < listening {
+            return;
+        }
+        let decision = b.monitor.decide(now, self.cells[self.tuned]);
+        match decision.handoff_to.and_then(|bs| self.cells.iter().position(|c| *c == bs)) {
+            Some(new) => {
+                self.hand_off_to(now, new, &decision.likely, out);
+                if let Some(r) = self.records.last_mut() {
+                    r.position_m = Some(x);
+                }
+            }
+            None => {
+                let cell = self.tuned + 1;
+                for p in self.ctl.set_buffering(&decision.likely) {
+                    out.push((cell, self.links[cell].frame(&p, false)));
+                }
+            }
+        }
     }
 
     /// Fast retransmit after handoff: the kernel's last ACK, [`FAST_REXMIT_ACKS`] times, on the new cell.
@@ -342,7 +416,7 @@ impl Node for MhNode {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        if self.started.is_none() && (self.every.is_some() || self.lost_after.is_some()) {
+        if self.started.is_none() && (self.every.is_some() || self.lost_after.is_some() || self.beacons.is_some()) {
             return Some(Time(0));
         }
         // The silence check runs a few times per beacon period.

@@ -73,6 +73,17 @@ impl std::fmt::Display for HandoffScheme {
     }
 }
 
+/// What makes the mobile hand off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandoffBy {
+    /// Every `handoff_every_s`, to the other cell (Balakrishnan 1995 Table 1's experiment).
+    #[default]
+    Schedule,
+    /// Beacon strength with hysteresis as the mobile walks between the cells (Balakrishnan 1995 §4, §6).
+    Beacons,
+}
+
 /// What the handoff testbed adds to a run's result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HandoffSummary {

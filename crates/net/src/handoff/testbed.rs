@@ -20,9 +20,10 @@
 
 use super::bs::{HandoffBsConfig, HandoffBsNode, Promotion};
 use super::ha::HaNode;
+use super::mh::BeaconDriven;
 use super::mh::{HandoffRecord, MhNode};
 use super::node::{run_node, Link, Node};
-use super::{HandoffScheme, HandoffSummary};
+use super::{HandoffBy, HandoffScheme, HandoffSummary};
 use crate::counters::Counters;
 use crate::forward::Mac;
 use crate::hop::HopCounters;
@@ -221,8 +222,10 @@ impl HandoffTestbed {
             vec![link(Host::Mh, "r0"), link(Host::Mh, "c1"), link(Host::Mh, "c2")],
             every,
         );
-        if let Some(b) = beacon {
-            mh = mh.leaving_silent_cells(b);
+        match (cfg.handoff_by, beacon) {
+            (HandoffBy::Beacons, _) => mh = mh.deciding_by_beacons(beacon_driven(cfg)?),
+            (HandoffBy::Schedule, Some(b)) => mh = mh.leaving_silent_cells(b),
+            (HandoffBy::Schedule, None) => {}
         }
         if let Some(n) = cfg.handoff_limit {
             mh = mh.with_max_handoffs(n);
@@ -282,6 +285,36 @@ impl Drop for HandoffTestbed {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// The mobile's walk and radio when it hands off by beacon strength: the simulator's `[mobility]` table
+/// with `motion = "beacons"` and its defaults (base stations at 0 and 50 m, log-distance path loss with 4 dB
+/// shadowing, 3 beacons averaged, forgotten after 3 periods), the walking speed and margin of `cfg`, and
+/// the same shadowing streams as the simulator's for the run's seed.
+fn beacon_driven(cfg: &TestbedConfig) -> Result<BeaconDriven, NetError> {
+    let table = serde_json::json!({
+        "mobile": "mh", "home_agent": "ha", "base_stations": ["bs1", "bs2"], "motion": "beacons",
+        "speed_mps": cfg.walk_speed_mps, "hysteresis_db": cfg.hysteresis_db, "beacon_period_s": cfg.beacon_every_s,
+    });
+    let m: lasthop_sim::mobility::MobilityConfig =
+        serde_json::from_value(table).map_err(|e| NetError::Config(format!("beacon mobility: {e}")))?;
+    let monitor = lasthop_agents::handoff::BeaconMonitor::new(lasthop_agents::handoff::BeaconConfig {
+        hysteresis_db: m.hysteresis_db,
+        samples: m.beacon_samples,
+        max_age: lasthop_wire::Time((m.beacon_period_s * 3.0 * 1e9).round() as u64),
+        buffer_threshold_dbm: m.buffer_threshold_dbm,
+    });
+    Ok(BeaconDriven {
+        walk: m.walk(),
+        positions: m.positions(),
+        radio: m.radio(),
+        shadowing: m
+            .base_stations
+            .iter()
+            .map(|n| lasthop_sim::rng::stream(cfg.seed, &format!("mobility.{n}"), "shadowing"))
+            .collect(),
+        monitor,
+    })
 }
 
 fn mac_text(m: Mac) -> String {

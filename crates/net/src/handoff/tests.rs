@@ -248,3 +248,37 @@ fn the_handoff_configuration_is_checked() {
     assert_eq!("plain".parse::<super::HandoffScheme>(), Ok(super::HandoffScheme::Plain));
     assert!("mobile-ip".parse::<super::HandoffScheme>().unwrap_err().contains("expected"));
 }
+
+#[test]
+fn a_mobile_deciding_by_beacons_does_not_leave_a_cell_it_has_not_heard_yet() {
+    // At start-up the far cell's beacon may come first: the near one is not yet heard, which is not out of
+    // range. Standing at 0 m (BS1's position), the mobile stays with BS1 through both first beacons.
+    use super::mh::BeaconDriven;
+    use lasthop_agents::handoff::{BeaconConfig, BeaconMonitor};
+    use lasthop_sim::mobility::{Radio, Repeat, Walk};
+    let radio = Radio { tx_power_dbm: 20.0, ref_loss_db: 40.0, exponent: 3.0, shadowing_db: 4.0, range_dbm: -85.0 };
+    let beacons = BeaconDriven {
+        walk: Walk { waypoints: vec![0.0], speed_mps: 0.0, repeat: Repeat::BackAndForth },
+        positions: vec![0.0, 50.0],
+        radio,
+        shadowing: (0..2).map(|i| lasthop_sim::rng::stream(1, &format!("mobility.bs{i}"), "shadowing")).collect(),
+        monitor: BeaconMonitor::new(BeaconConfig {
+            hysteresis_db: 6.0,
+            samples: 3,
+            max_age: Time(300_000_000),
+            buffer_threshold_dbm: -75.0,
+        }),
+    };
+    let mut m = mh(Scheme::Multicast).deciding_by_beacons(beacons);
+    let mut out = Out::new();
+    m.on_timeout(Time(1), &mut out);
+    let beacon = |bs: Ipv4Addr| {
+        link(1).frame(&Control::new(Kind::Beacon, 0, Ipv4Addr::UNSPECIFIED, bs).emit(bs, Ipv4Addr::BROADCAST, 1), true)
+    };
+    m.on_frame(Time(50_000_000), 2, &beacon(BS2), &mut out);
+    m.on_frame(Time(60_000_000), 1, &beacon(BS1), &mut out);
+    assert!(m.records().is_empty(), "{:?}", m.records());
+    let kinds: Vec<Kind> =
+        packets(&out, 1).iter().chain(&packets(&out, 2)).filter_map(|p| Control::parse(p)).map(|c| c.kind).collect();
+    assert!(!kinds.contains(&Kind::Forward), "{kinds:?}");
+}
