@@ -371,6 +371,11 @@ impl MhNode {
             .max_by_key(|&c| self.last_beacon[c])
     }
 
+    /// The mobile has made its last handoff ([`MhNode::with_max_handoffs`]).
+    fn schedule_done(&self) -> bool {
+        self.max_handoffs.is_some_and(|m| self.records.len() as u64 >= u64::from(m))
+    }
+
     /// Sequence bookkeeping of the data the mobile receives: the hole at the first segment through the new
     /// base station, and duplicates shortly after a handoff.
     fn track_data(&mut self, now: Time, packet: &[u8]) {
@@ -434,14 +439,12 @@ impl Node for MhNode {
             }
         }
         let Some(every) = self.every else { return };
-        let done = self.max_handoffs.is_some_and(|m| self.records.len() as u64 >= u64::from(m));
         match self.next_handoff {
             None => self.next_handoff = Some(start + every),
-            Some(_) if done => self.next_handoff = None,
+            Some(_) if self.schedule_done() => self.next_handoff = None,
             Some(t) if t <= now => {
                 self.hand_off(now, (self.tuned + 1) % self.cells.len(), out);
-                let done = self.max_handoffs.is_some_and(|m| self.records.len() as u64 >= u64::from(m));
-                self.next_handoff = (!done).then_some(t + every);
+                self.next_handoff = (!self.schedule_done()).then_some(t + every);
             }
             Some(_) => {}
         }
