@@ -142,7 +142,7 @@ fn the_handoff_experiment_loads_with_its_handoff_columns() {
     for c in ["cc", "seed", "goodput_mbps", "hash_ok", "handoffs", "handoff_latency_ms", "handoff_packets_lost"] {
         assert!(cols.iter().any(|k| k == c), "no column {c} in {cols:?}");
     }
-    assert_eq!(e.points(false).unwrap().len(), 2 * 5 * 2 * 2);
+    assert_eq!(e.points(false).unwrap().len(), 3 * 5 * 2 * 2);
     assert_eq!(e.seed_list(false).len(), 3);
     let full = e.points(false).unwrap();
     let never = testbed_config(&full[4 * 4], 1).unwrap();
@@ -151,7 +151,7 @@ fn the_handoff_experiment_loads_with_its_handoff_columns() {
     let last = testbed_config(&full[full.len() - 1], 1).unwrap();
     assert_eq!(
         (last.handoff, last.agent, last.ber, last.cc.as_str(), last.handoff_buffer_packets),
-        (Some(lasthop_net::handoff::HandoffScheme::Plain), AgentKind::Snoop, 3.9e-6, "reno", 12)
+        (Some(lasthop_net::handoff::HandoffScheme::FastRexmit), AgentKind::Snoop, 3.9e-6, "reno", 12)
     );
     assert!(last.validate().is_ok());
 }
