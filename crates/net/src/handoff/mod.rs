@@ -5,7 +5,8 @@
 //! - [`node`]: the sans-IO contract of a driver (frames in on numbered ports, frames out) and its I/O loop;
 //! - [`ha`]: the home agent, inside the wired router (one tunnelled copy per member of the mobile's group);
 //! - [`bs`]: the base station in the handoff role, with its cell's emulated hop and beacons;
-//! - [`mh`]: the mobile's radio and controller, deciding by time schedule, and the per-handoff measures;
+//! - [`mh`]: the mobile's radio and controller, deciding by time schedule or beacon strength (leaving a
+//!   cell whose beacons stop; fast retransmit after handoff), and the per-handoff measures;
 //! - [`testbed`]: FH — HA — BS1, BS2 — MH, one transfer, teardown on every exit path.
 
 pub mod bs;

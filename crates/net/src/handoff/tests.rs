@@ -241,11 +241,19 @@ fn the_handoff_configuration_is_checked() {
         (TestbedConfig { handoff_every_s: f64::NAN, ..ok.clone() }, "at least 0.1"),
         (TestbedConfig { handoff_buffer_packets: 0, ..ok.clone() }, "at least 1"),
         (TestbedConfig { beacon_every_s: -1.0, ..ok.clone() }, "beacon_every_s"),
+        (TestbedConfig { handoff_by: super::HandoffBy::Beacons, beacon_every_s: 0.0, ..ok.clone() }, "needs beacons"),
+        (TestbedConfig { handoff_by: super::HandoffBy::Beacons, walk_speed_mps: -1.0, ..ok.clone() }, "walk_speed_mps"),
+        (
+            TestbedConfig { handoff_by: super::HandoffBy::Beacons, hysteresis_db: f64::NAN, ..ok.clone() },
+            "hysteresis_db",
+        ),
     ] {
         let e = bad.validate().unwrap_err().to_string();
         assert!(e.contains(says), "{e}");
     }
     assert_eq!("plain".parse::<super::HandoffScheme>(), Ok(super::HandoffScheme::Plain));
+    assert_eq!("fast-rexmit".parse::<super::HandoffScheme>(), Ok(super::HandoffScheme::FastRexmit));
+    assert_eq!(super::HandoffScheme::FastRexmit.to_string(), "fast-rexmit");
     assert!("mobile-ip".parse::<super::HandoffScheme>().unwrap_err().contains("expected"));
 }
 
