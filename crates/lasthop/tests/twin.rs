@@ -139,10 +139,12 @@ fn a_twin_experiment_has_a_row_per_face_and_compares_them_per_point() {
     }
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    // quick: cc 2 × agent 2 × ber 3 points over the 20 ms path, one seed, two faces each
-    assert_eq!(rows.len(), 2 * 12, "{csv}");
+    // quick: cc 3 × agent 2 × ber 3 points over the 20 ms path, one seed, two faces each
+    assert_eq!(rows.len(), 2 * 18, "{csv}");
     assert!(rows.chunks(2).all(|p| p[0][col("face")] == "sim" && p[1][col("face")] == "kernel"));
     assert!(rows.iter().all(|r| r[col("cc")] != "reno" || r[col("sender")] != "cubic"));
+    assert!(rows.iter().filter(|r| r[col("cc")] == "bbr").all(|r| r[col("sender")] == "bbr"), "BBR on both faces");
+    assert_eq!(rows.iter().filter(|r| r[col("cc")] == "bbr").count(), 12);
     // the made-up kernel is 10 % faster: the goodput target (15 %) holds on these numbers
     let claims = &summary.experiments[0].claims;
     assert!(claims[0].2.holds, "{:?}", claims[0]);

@@ -3,9 +3,12 @@
 //! ([`crate::cc::rate`]). A window-clocked controller has neither, and the sender's paths for it only test
 //! that they are absent.
 //!
-//! Pacing is Linux's fq discipline as BBR runs over it: after a packet of `len` bytes the next may leave
-//! `len / rate` later. A transmission held back is reported through the sender's timer
-//! ([`Sender::poll_timeout`]), so a driver that honours the timer needs nothing else.
+//! Pacing is Linux's fq discipline as BBR runs over it: the sender hands over a TSO burst of up to the
+//! controller's [`pacing_burst`](crate::cc::Controller::pacing_burst) segments at once (`tcp_write_xmit`
+//! in `net/ipv4/tcp_output.c` sends one skb of at most `tcp_tso_segs` segments per pacing release), and
+//! after a burst of `len` bytes the next may leave `len / rate` later (`sch_fq.c`'s `time_next_packet`). A
+//! transmission held back is reported through the sender's timer ([`Sender::poll_timeout`]), so a driver
+//! that honours the timer needs nothing else.
 
 use crate::cc::rate::{CaState, RateSample};
 use crate::cc::Controller;
@@ -13,24 +16,38 @@ use crate::sender::Sender;
 use bytes::Bytes;
 use lasthop_wire::Time;
 
-/// When the next paced transmission may leave, and whether one is waiting for it.
+/// When the next paced burst may leave, whether a transmission is waiting for it, and the burst going out.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Pacer {
     release: Time,
     held: bool,
+    /// The current burst: when it left, its bytes, and how many more segments may join it at that instant.
+    burst_start: Time,
+    burst_bytes: u64,
+    burst_room: u32,
 }
 
 impl Pacer {
-    /// Whether a segment ready at `now` must wait; remembers that one does.
+    /// Whether a segment ready at `now` must wait; remembers that one does. A segment that can join the
+    /// burst leaving at `now` does not wait.
     #[inline]
     pub(crate) fn hold(&mut self, now: Time) -> bool {
-        self.held = now < self.release;
+        self.held = now < self.release && !(self.burst_room > 0 && now == self.burst_start);
         self.held
     }
 
-    /// A packet of `len` bytes left at `now` at `rate` bytes per second.
-    pub(crate) fn sent(&mut self, now: Time, len: usize, rate: u64) {
-        let gap = (len as u128 * 1_000_000_000).div_ceil(u128::from(rate.max(1)));
+    /// A packet of `len` bytes left at `now` at `rate` bytes per second, in bursts of up to `burst`
+    /// segments: the next burst leaves when this one's bytes have had their time at the rate.
+    pub(crate) fn sent(&mut self, now: Time, len: usize, rate: u64, burst: u32) {
+        if self.burst_room > 0 && now == self.burst_start {
+            self.burst_room -= 1;
+            self.burst_bytes += len as u64;
+        } else {
+            self.burst_start = now;
+            self.burst_bytes = len as u64;
+            self.burst_room = burst.saturating_sub(1);
+        }
+        let gap = (u128::from(self.burst_bytes) * 1_000_000_000).div_ceil(u128::from(rate.max(1)));
         self.release = Time::from_nanos(now.as_nanos().saturating_add(gap.min(u128::from(u64::MAX)) as u64));
     }
 
@@ -55,11 +72,12 @@ impl Sender {
         self.pacer.as_mut().is_some_and(|p| p.hold(now))
     }
 
-    /// A data packet just built at `now`: the next one waits its transmission time at the pacing rate.
+    /// A data packet just built at `now`: it joins the burst leaving now, or starts one; the next burst
+    /// waits the burst's transmission time at the pacing rate.
     #[inline]
     pub(crate) fn paced(&mut self, now: Time, pkt: Bytes) -> Bytes {
         if let Some(p) = &mut self.pacer {
-            p.sent(now, pkt.len(), self.cc.pacing_rate().unwrap_or(u64::MAX));
+            p.sent(now, pkt.len(), self.cc.pacing_rate().unwrap_or(u64::MAX), self.cc.pacing_burst());
         }
         pkt
     }
@@ -107,29 +125,80 @@ impl Sender {
 
 #[cfg(test)]
 mod tests {
+    use super::Pacer;
     use crate::cc::bbr::Mode;
-    use crate::cc::AnyController;
+    use crate::cc::{AnyController, Controller};
     use crate::harness::Pair;
-    use crate::tests::{cfg, drain_sender, established};
+    use crate::tests::{ack, cfg, drain_sender, established};
     use crate::{TcpConfig, Variant};
     use lasthop_wire::Time;
     use std::time::Duration;
 
     /// Before any RTT sample BBR paces at 2.885 × its initial window per nominal 1 ms: 4 segments of 1000
-    /// bytes, 4 MB/s × 739/256 = 11 546 875 B/s. A 1040-byte packet (1000 bytes, 40 of headers) then holds
-    /// the next one for ⌈1040 s / 11 546 875⌉ = 90 068 ns, reported as the sender's timeout.
+    /// bytes, 4 MB/s × 739/256 = 11 546 875 B/s, where a TSO burst is 11 segments (1 ms of data). The whole
+    /// initial window leaves as one burst; four 1040-byte packets (1000 bytes, 40 of headers) then hold the
+    /// next for ⌈4160 s / 11 546 875⌉ = 360 271 ns. An ACK 100 µs later opens the window: what it allows
+    /// waits for that release, reported as the sender's timeout, and then leaves as the next burst.
     #[test]
-    fn each_segment_holds_the_next_for_its_transmission_time_at_the_pacing_rate() {
+    fn the_initial_window_leaves_as_one_burst_and_holds_the_next_for_its_transmission_time() {
         let (mut s, first) = established(TcpConfig { initial_cwnd: 4, ..cfg(Variant::Bbr) }, 100_000);
         let t0 = Time::from_millis(100);
-        assert_eq!((first.len(), s.pacing_rate()), (1, Some(11_546_875)));
-        let release = Time::from_nanos(t0.as_nanos() + 90_068);
+        assert_eq!((first.len(), s.pacing_rate(), s.cc.pacing_burst()), (4, Some(11_546_875), 11));
+        assert!(s.poll_timeout().unwrap() >= Time::from_millis(1_000), "nothing held: the retransmit timer");
+        let t1 = Time::from_nanos(t0.as_nanos() + 100_000);
+        s.handle_packet(t1, &ack(1001, &[]));
+        assert!(drain_sender(&mut s, t1).is_empty(), "held until the burst's time is up");
+        let release = Time::from_nanos(t0.as_nanos() + 360_271);
         assert_eq!(s.poll_timeout(), Some(release));
-        assert!(drain_sender(&mut s, Time::from_nanos(release.as_nanos() - 1)).is_empty(), "not before");
         s.handle_timeout(release);
-        let second = drain_sender(&mut s, release);
-        assert_eq!((second.len(), second[0].off), (1, first[0].off + 1000));
-        assert_eq!(s.poll_timeout(), Some(Time::from_nanos(release.as_nanos() + 90_068)));
+        let next = drain_sender(&mut s, release);
+        // STARTUP grows cwnd by the segment delivered, to 5, with 3 in flight: both segments go at once.
+        assert_eq!(next.len(), 2, "the window the ACK opened goes as one burst");
+        assert!(next.iter().all(|seg| seg.rexmit == Some(false)));
+        assert_eq!(next[0].off, first[3].off + 1000);
+    }
+
+    const RATE: u64 = 1_000_000;
+
+    /// At 1 MB/s in bursts of two, two 1040-byte packets leave together and the third waits their 2080 µs;
+    /// it starts the next burst, which its companion joins at the same instant.
+    #[test]
+    fn a_burst_leaves_at_once_and_the_next_waits_for_all_its_bytes() {
+        let mut p = Pacer::default();
+        let t = Time::from_millis(10);
+        assert!(!p.hold(t));
+        p.sent(t, 1040, RATE, 2);
+        assert!(!p.hold(t), "the second segment joins the burst");
+        p.sent(t, 1040, RATE, 2);
+        assert!(p.hold(t), "the burst is full");
+        let release = Time::from_micros(10_000 + 2_080);
+        assert_eq!(p.deadline(), Some(release));
+        assert!(p.hold(Time::from_nanos(release.as_nanos() - 1)));
+        p.on_timer(release);
+        assert_eq!(p.deadline(), None);
+        assert!(!p.hold(release));
+        p.sent(release, 1040, RATE, 2);
+        assert!(!p.hold(release));
+        p.sent(release, 1040, RATE, 2);
+        assert!(p.hold(release));
+        assert_eq!(p.deadline(), Some(Time::from_micros(10_000 + 2 * 2_080)));
+    }
+
+    /// Room left in a burst is not kept for later: a segment ready 1 µs after a lone one waits for the lone
+    /// one's 1040 µs; with bursts of one every packet holds the next for its own time.
+    #[test]
+    fn room_in_a_burst_lasts_only_its_instant() {
+        let mut p = Pacer::default();
+        let t = Time::from_millis(10);
+        p.sent(t, 1040, RATE, 2);
+        let later = Time::from_micros(10_001);
+        assert!(p.hold(later));
+        assert_eq!(p.deadline(), Some(Time::from_micros(11_040)));
+
+        let mut p = Pacer::default();
+        p.sent(t, 1040, RATE, 1);
+        assert!(p.hold(t), "a burst of one");
+        assert_eq!(p.deadline(), Some(Time::from_micros(11_040)));
     }
 
     /// A window-clocked sender sends its whole window at once and reports only its retransmit timer.

@@ -237,7 +237,7 @@ impl Sender {
     /// RACK's timers: the reordering timer and the probe timer.
     pub(crate) fn rack_timeout(&self) -> Option<Time> {
         let r = self.rack.as_ref()?;
-        [r.reo_deadline, r.tlp_deadline].into_iter().flatten().min()
+        crate::sender::earlier(r.reo_deadline, r.tlp_deadline)
     }
 
     pub(crate) fn rack_on_timeout(&mut self, now: Time) {

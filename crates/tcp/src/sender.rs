@@ -733,10 +733,11 @@ impl Sender {
         if self.is_finished() || self.frozen {
             None
         } else {
-            let timers = [self.rtx_deadline, self.persist_deadline, self.rack_timeout()].into_iter().flatten().min();
+            // Called after every event the sender sees: `earlier` keeps it to a few comparisons.
+            let timers = earlier(earlier(self.rtx_deadline, self.persist_deadline), self.rack_timeout());
             match &self.pacer {
                 None => timers,
-                Some(p) => [timers, p.deadline()].into_iter().flatten().min(),
+                Some(p) => earlier(timers, p.deadline()),
             }
         }
     }
@@ -979,5 +980,15 @@ impl Sender {
     /// The retransmission timeout a timer armed now would wait (backoff included), in nanoseconds.
     pub fn rto_ns(&self) -> u64 {
         self.rto.current()
+    }
+}
+
+/// The earlier of two deadlines, either of which may be unset.
+#[inline]
+pub(crate) fn earlier(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }

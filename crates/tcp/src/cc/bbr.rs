@@ -464,6 +464,10 @@ impl Controller for Bbr {
         Some(self.pacing_rate)
     }
 
+    fn pacing_burst(&self) -> u32 {
+        self.tso_segs_goal()
+    }
+
     fn start(&mut self, mss: u32) {
         self.mss = mss.max(1);
         self.cwnd = self.initial_cwnd.min(self.cwnd_clamp);

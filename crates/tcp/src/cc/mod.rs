@@ -83,6 +83,12 @@ pub(crate) trait Controller {
         None
     }
 
+    /// Segments a paced sender may send back to back at one release, as one TSO burst (Linux's
+    /// `tso_segs_goal`); the next release is the burst's bytes at the pacing rate later.
+    fn pacing_burst(&self) -> u32 {
+        1
+    }
+
     /// The connection is set up and the effective MSS known: start from the initial window.
     fn start(&mut self, mss: u32);
 
@@ -174,6 +180,10 @@ impl Controller for AnyController {
     #[inline]
     fn pacing_rate(&self) -> Option<u64> {
         each_controller!(self, c => c.pacing_rate())
+    }
+    #[inline]
+    fn pacing_burst(&self) -> u32 {
+        each_controller!(self, c => c.pacing_burst())
     }
     #[inline]
     fn start(&mut self, mss: u32) {
