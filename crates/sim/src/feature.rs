@@ -76,9 +76,9 @@
 //! [`Request::Reassociate`]: crate::context::Request::Reassociate
 //! [`Request::Purge`]: crate::context::Request::Purge
 //! [`Request::OpenEndpoint`]: crate::context::Request::OpenEndpoint
-use crate::context::{Cx, View};
+//! [`Request::Finished`]: crate::context::Request::Finished
+use crate::context::{Cx, Role, View};
 use crate::metrics::RunResult;
-use crate::world::Role;
 use bytes::Bytes;
 use lasthop_wire::Time;
 
@@ -107,8 +107,20 @@ pub(crate) trait Feature: 'static {
     /// Called once, after the bulk flows are set up, to schedule the feature's first events.
     fn start(&mut self, _cx: &mut Cx<'_, Self::Event>) {}
 
-    /// The run must go on at least until this time even when every bulk flow is done.
+    /// The run must go on at least until this time even when every feature that holds it is done.
     fn runs_until(&self) -> Option<Time> {
+        None
+    }
+
+    /// Whether the run goes on, whatever the time, until this feature says [`Request::Finished`] (the bulk
+    /// flows, until each has delivered its bytes).
+    fn holds_run(&self) -> bool {
+        false
+    }
+
+    /// The scenario fields that most likely made the run stall, when `event` repeats without simulated time
+    /// advancing (the stall backstop's message); `None`: the core's generic words for a feature's event.
+    fn stall_cause(&self, _event: &Self::Event) -> Option<String> {
         None
     }
 
@@ -221,9 +233,9 @@ mod tests {
         v["flows"]["bulk"]["start_s"] = toml::Value::Float(0.0);
         let s = Scenario::from_toml(v, "probe").unwrap();
         let world = World::build_with(&s, &RunOptions::default(), |s, world| {
-            crate::registry::build_all(s, world)?;
+            crate::registry::build_features(s, world)?;
             world.register(Probe { counters: Default::default(), arrivals: 0, host_sends: 0 });
-            Ok(())
+            crate::registry::build_flows(s, world)
         })
         .unwrap();
         let r = world.run().unwrap();

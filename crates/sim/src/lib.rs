@@ -17,6 +17,7 @@
 
 pub mod agents;
 pub mod arq;
+mod bulk;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
 pub use lasthop_channel::{error_model, fit as channel, rng};
 mod context;

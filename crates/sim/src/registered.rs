@@ -3,10 +3,10 @@
 //! returns; [`DynFeature`] is its object-safe face, the one the core calls. Part of the core: it takes the
 //! world, which no feature does.
 
-use crate::context::{Cx, Request, View};
+use crate::context::{Cx, Request, Role, View};
 use crate::feature::{Feature, FeatureId, HookSet};
 use crate::metrics::RunResult;
-use crate::world::{Owner, Role, World};
+use crate::world::{Owner, World};
 use bytes::Bytes;
 use lasthop_wire::Time;
 
@@ -58,6 +58,12 @@ impl<F: Feature> Registered<F> {
                 let slot = self.park(event);
                 world.schedule(at, self.id, slot);
             }
+            Request::ScheduleReserved { at, seq, event } => {
+                let slot = self.park(event);
+                world.schedule_reserved(at, seq, self.id, slot);
+            }
+            Request::Finished => world.release_run(),
+            Request::FlowProgress { flow, delivered, snd_max } => world.flow_progress(now, flow, delivered, snd_max),
             Request::Then(event) => self.call(world, now, |f, cx| f.on_event(cx, event)),
             Request::Send { out, packet, priority } => world.send(now, out, packet, priority),
             Request::Route { node, dst, packet, priority } => world.route(now, node, dst, packet, priority),
@@ -81,7 +87,7 @@ impl<F: Feature> Registered<F> {
             }
             Request::PokeEndpoints { node, poke } => world.poke_endpoints(now, node, poke),
             Request::OpenEndpoint { key, node, local, remote } => {
-                let ep = world.add_endpoint(Owner::Feature { feature: self.id, key }, node, local, remote, Role::Owned);
+                let ep = world.add_endpoint(Owner { feature: self.id, key }, node, local, remote);
                 self.endpoints.insert(key, ep);
             }
             Request::CloseEndpoint { key } => {
@@ -89,7 +95,7 @@ impl<F: Feature> Registered<F> {
                     world.close_endpoint(ep);
                 }
             }
-            Request::SendOwn { node, dst, packet } => world.send_own(now, node, dst, packet),
+            Request::SendOwn { node, dst, packet } => world.send_own(now, Some(self.id), node, dst, packet),
         }
     }
 
@@ -117,6 +123,12 @@ impl<F: Feature> DynFeature for Registered<F> {
     }
     fn runs_until(&self) -> Option<Time> {
         self.feature.runs_until()
+    }
+    fn holds_run(&self) -> bool {
+        self.feature.holds_run()
+    }
+    fn stall_cause(&self, slot: usize) -> Option<String> {
+        self.pending[slot].as_ref().and_then(|event| self.feature.stall_cause(event))
     }
     fn on_event(&mut self, world: &mut World, now: Time, slot: usize) {
         let event = self.pending[slot].take().expect("a pending event");
@@ -161,6 +173,9 @@ pub(crate) trait DynFeature {
     fn hooks(&self) -> HookSet;
     fn start(&mut self, world: &mut World);
     fn runs_until(&self) -> Option<Time>;
+    fn holds_run(&self) -> bool;
+    /// Why the feature's event parked at `slot` may repeat without end ([`Feature::stall_cause`]).
+    fn stall_cause(&self, slot: usize) -> Option<String>;
     /// The feature's event parked at `slot` is due.
     fn on_event(&mut self, world: &mut World, now: Time, slot: usize);
     fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool;

@@ -8,10 +8,11 @@
 //! [`runs_until`](crate::feature::Feature::runs_until) time has passed, or the time limit is reached.
 
 use crate::agents::build_agent;
+use crate::context::Role;
 use crate::engine::Scheduler;
 use crate::feature::{Feature, FeatureId};
 use crate::link::{Link, Medium, Transmission};
-use crate::metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+use crate::metrics::{LinkMetrics, RunResult};
 use crate::registered::DynFeature;
 use crate::routes::Routes;
 use crate::scenario::{LinkKind, Scenario};
@@ -20,12 +21,10 @@ use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
 use lasthop_agents::{Action, Agent, Side};
 use lasthop_channel::key_index::KeyIndex;
-use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
 use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::tcp::TcpPacket;
-use lasthop_wire::{SeqNum, Time};
-use rand::RngCore;
+use lasthop_wire::Time;
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -46,14 +45,8 @@ pub(crate) enum Event {
         link: usize,
         dir: usize,
     },
-    EndpointTimer {
-        ep: usize,
-    },
     AgentTimer {
         node: usize,
-    },
-    FlowStart {
-        flow: usize,
     },
     /// One of a feature's own events, parked in its queue at `slot` (see [`crate::registered::Registered`]).
     /// A `usize`, as the other variants' fields: a `u32` would share the word of the enum's tag.
@@ -123,106 +116,28 @@ impl Node {
     }
 }
 
-pub(crate) enum Role {
-    Sender(Box<Sender>),
-    Receiver(Box<Receiver>),
-    /// An endpoint after its connection was torn down (its timers may still fire).
-    Closed,
-    /// A feature's endpoint ([`Owner::Feature`]): the feature keeps its TCP state and runs it; the core hands
-    /// it the endpoint's packets.
-    Owned,
-}
-
-impl Role {
-    /// When the endpoint's TCP wants its timer; never for a closed endpoint or one a feature keeps.
-    #[inline]
-    pub(crate) fn poll_timeout(&self) -> Option<Time> {
-        match self {
-            Role::Sender(s) => s.poll_timeout(),
-            Role::Receiver(r) => r.poll_timeout(),
-            Role::Closed | Role::Owned => None,
-        }
-    }
-
-    /// The time to schedule the endpoint's timer for, when its TCP wants it earlier than the one pending
-    /// (`timer`, then set to it).
-    #[inline]
-    pub(crate) fn rearm(&self, timer: &mut Option<Time>) -> Option<Time> {
-        let t = self.poll_timeout()?;
-        timer.is_none_or(|s| t < s).then(|| {
-            *timer = Some(t);
-            t
-        })
-    }
-}
-
-/// Whose an endpoint is: a bulk flow of the core, or a feature's (with the key the feature opened it with).
+/// Whose an endpoint is: the feature that opened it, with the key it opened it with.
 #[derive(Clone, Copy)]
-pub(crate) enum Owner {
-    Flow(usize),
-    Feature { feature: FeatureId, key: usize },
+pub(crate) struct Owner {
+    pub feature: FeatureId,
+    pub key: usize,
 }
 
+/// A TCP endpoint as the core knows it: where it is and what it is called, to hand it its packets; its
+/// owner keeps its state and runs it.
 pub(crate) struct Endpoint {
-    pub owner: Owner,
-    pub node: usize,
-    pub local: SocketAddrV4,
-    pub remote: SocketAddrV4,
-    pub role: Role,
-    timer: Option<Time>,
+    owner: Owner,
+    node: usize,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    /// Not closed yet ([`World::close_endpoint`]).
+    open: bool,
 }
 
 impl Endpoint {
     fn key(&self) -> EndpointKey {
         (self.local.port(), *self.remote.ip(), self.remote.port())
     }
-
-    /// The connection as agents key it, for a sender: data from here to the remote end.
-    fn flow_key(&self) -> FlowKey {
-        FlowKey::between(self.local, self.remote)
-    }
-}
-
-pub(crate) struct Flow {
-    name: String,
-    variant: String,
-    pub bytes: u64,
-    start: Time,
-    pub sender: usize,
-    iss: SeqNum,
-    pub delivered: u64,
-    corrupt: u64,
-    completed_at: Option<Time>,
-    pub path: Vec<usize>,
-    ideal_goodput_mbps: Option<f64>,
-    pub series: Option<FlowSeries>,
-    last_cwnd: u32,
-    /// When the receiving application last got new bytes, and the longest wait so far (ns).
-    last_progress: Time,
-    longest_pause_ns: u64,
-    /// Redundant and spurious retransmissions (Balakrishnan 1995 §2, §8): the stream offsets of the sender's fast
-    /// retransmissions not yet seen twice at the receiver, the sender's fast-retransmit count when the last
-    /// was taken, data segments that reached the receiver as duplicates, and fast retransmissions of which
-    /// two copies reached the receiver (the original was not lost, or was still on its way).
-    fast_rexmit_offsets: std::collections::BTreeSet<u64>,
-    fast_rexmits_taken: u64,
-    duplicate_segments: u64,
-    spurious_fast_retransmits: u64,
-    /// This flow's place in `World::start_order`, and the sequence number its start event was given when
-    /// the flow was added (the event itself is queued when the flow before it starts).
-    start_rank: usize,
-    start_seq: u64,
-}
-
-/// What a bulk flow's first packets touch, by index: its two endpoints (the receiver's is the sender's plus
-/// one), the nodes at its two ends and the links of its first and last hops (none for a flow within a node).
-/// Copied out of the flow's record so that [`World::warm_ahead`] can ask for that record without reading it.
-#[derive(Clone, Copy)]
-struct Footprint {
-    flow: usize,
-    sender: usize,
-    nodes: [usize; 2],
-    links: [Option<usize>; 2],
 }
 
 /// Which hooks at least one feature asked for, so that a run without them pays nothing per packet.
@@ -242,14 +157,16 @@ pub struct World {
     pub(crate) links: Vec<Link>,
     /// Half-duplex media; each half-duplex link sends on one (`Link::medium`).
     media: Vec<Medium>,
-    pub(crate) endpoints: Vec<Endpoint>,
-    pub(crate) flows: Vec<Flow>,
-    /// The bulk flows in order of their start, with what each one touches first (see [`World::warm_ahead`]).
-    start_order: Vec<Footprint>,
+    endpoints: Vec<Endpoint>,
+    /// The bulk flows' progress, for the features that watch it ([`crate::context::FlowProgress`]).
+    pub(crate) flow_progress: Vec<crate::context::FlowProgress>,
+    /// The times (s) of the handoffs noted ([`crate::context::Request::NoteHandoff`]).
+    pub(crate) handoffs_noted: Vec<f64>,
     /// Node by address (`u32::from`), on every packet routed (the scenario checks that no two nodes share one).
     addr_index: KeyIndex,
     actions: Vec<Action>,
-    flows_open: usize,
+    /// Features that hold the run open ([`Feature::holds_run`]) and have not said they are finished.
+    holding: usize,
     time_limit: Time,
     /// The stall backstop (see [`STALL_EVENTS`]): the end of the current span of simulated time, the events
     /// played within it, and, once it tripped, when and what likely caused it.
@@ -264,7 +181,9 @@ pub struct World {
     /// run ([`crate::registered::Registered::call`] holds the world then): so a feature's own requests never
     /// come back to it.
     features: Vec<Option<Box<dyn DynFeature>>>,
-    hooks: HookSet,
+    /// The hooks each feature asked for, and (`hooks`) which at least one did.
+    feature_hooks: Vec<HookSet>,
+    pub(crate) hooks: HookSet,
     /// Packets endpoints sent while a feature ran (its slot empty, so it could not be offered them): offered
     /// to [`Feature::on_host_send`] when no feature runs any more, in the order sent.
     sent_while_a_feature_ran: Vec<(Time, usize, Ipv4Addr, Bytes)>,
@@ -336,11 +255,11 @@ impl World {
             links,
             media,
             endpoints: Vec::new(),
-            flows: Vec::new(),
-            start_order: Vec::new(),
+            flow_progress: Vec::new(),
+            handoffs_noted: Vec::new(),
             addr_index,
             actions: Vec::with_capacity(16),
-            flows_open: 0,
+            holding: 0,
             time_limit: Time((s.time_limit_s * 1e9).round() as u64),
             stall_until: 0,
             stall_events: 0,
@@ -349,6 +268,7 @@ impl World {
             trace: opts.trace,
             undeliverable: 0,
             features: Vec::new(),
+            feature_hooks: Vec::new(),
             hooks: HookSet::default(),
             sent_while_a_feature_ran: Vec::new(),
             run_until: None,
@@ -356,17 +276,9 @@ impl World {
             out_of_range_losses: 0,
             pcap_error: None,
         };
-        // Features shape the topology (routes, agents, media) before the flows find their paths, and start
-        // after the flows are in place: see "Same-instant order" in `crate::feature`.
+        // Each feature sets up in registration order, then each starts: see "Same-instant order" in
+        // `crate::feature`.
         register(s, &mut world)?;
-        for (i, (name, f)) in s.flows.iter().enumerate() {
-            let tcp = s
-                .flow_tcp(name)
-                .map_err(|m| crate::ScenarioError::at(s.origin(), format!("flows.{name}.tcp"), None, m))?;
-            world.add_flow(i, name, f.bytes, f.start_s, index(&f.from), index(&f.to), tcp)?;
-        }
-        world.flows_open = world.flows.len();
-        world.plan_starts();
         for id in 0..world.features.len() {
             world.with_feature(FeatureId(id), |f, w| f.start(w));
         }
@@ -382,6 +294,8 @@ impl World {
     /// Registers a feature built with id [`World::next_feature_id`] (see [`crate::registry::build_all`]).
     pub(crate) fn add_feature(&mut self, feature: Box<dyn DynFeature>) {
         let h = feature.hooks();
+        self.feature_hooks.push(h);
+        self.holding += usize::from(feature.holds_run());
         self.hooks.arrive |= h.arrive;
         self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
         self.hooks.host_send |= h.host_send;
@@ -404,7 +318,7 @@ impl World {
         self.features[id.0] = Some(feature);
         if !self.sent_while_a_feature_ran.is_empty() && self.features.iter().all(Option::is_some) {
             for (now, node, dst, packet) in std::mem::take(&mut self.sent_while_a_feature_ran) {
-                self.send_own(now, node, dst, packet);
+                self.send_own(now, None, node, dst, packet);
             }
         }
         Some(r)
@@ -413,6 +327,31 @@ impl World {
     /// Schedules one of feature `feature`'s own events.
     pub(crate) fn schedule(&mut self, at: Time, feature: FeatureId, slot: usize) {
         self.sched.schedule(at, Event::Feature { feature, slot });
+    }
+
+    /// [`World::schedule`] under `seq`, from [`World::reserve_event`].
+    pub(crate) fn schedule_reserved(&mut self, at: Time, seq: u64, feature: FeatureId, slot: usize) {
+        self.sched.schedule_reserved(at, seq, Event::Feature { feature, slot });
+    }
+
+    /// Takes the next place among same-instant events (see [`crate::engine::Scheduler::reserve`]).
+    pub(crate) fn reserve_event(&mut self) -> u64 {
+        self.sched.reserve()
+    }
+
+    /// A feature that held the run open is finished with it.
+    pub(crate) fn release_run(&mut self) {
+        self.holding -= 1;
+    }
+
+    /// Bulk flow `flow` has come this far: noted for [`crate::context::View::flows`], then every feature's
+    /// [`Feature::after_flow_endpoint`].
+    pub(crate) fn flow_progress(&mut self, now: Time, flow: usize, delivered: u64, snd_max: u64) {
+        let p = &mut self.flow_progress[flow];
+        (p.delivered, p.snd_max) = (delivered, snd_max);
+        for i in 0..self.features.len() {
+            self.with_feature(FeatureId(i), |f, w| f.after_flow_endpoint(w, now));
+        }
     }
 
     /// Marks `protocol` as a feature's control traffic (not data, for [`World::out_of_range_losses`]).
@@ -435,27 +374,20 @@ impl World {
         }
     }
 
-    /// Runs `poke` on every open endpoint at `node`, each followed by its follow-up ([`World::after_endpoint`]).
+    /// Has every open endpoint at `node` poked by its owner ([`Feature::on_endpoint_poke`]), in the order
+    /// they were opened.
     pub(crate) fn poke_endpoints(&mut self, now: Time, node: usize, poke: impl Fn(&mut Role, Time)) {
         for ep in self.nodes[node].endpoints.clone() {
-            match (&self.endpoints[ep].role, self.endpoints[ep].owner) {
-                (Role::Closed, _) => continue,
-                (Role::Owned, Owner::Feature { feature, key }) => {
-                    self.with_feature(feature, |f, w| f.on_endpoint_poke(w, now, key, &poke));
-                }
-                _ => {
-                    poke(&mut self.endpoints[ep].role, now);
-                    self.after_endpoint(now, ep);
-                }
+            let Endpoint { open, owner: Owner { feature, key }, .. } = self.endpoints[ep];
+            if open {
+                self.with_feature(feature, |f, w| f.on_endpoint_poke(w, now, key, &poke));
             }
         }
     }
 
-    /// Notes a handoff at `now` in every traced flow's time series.
+    /// Notes a handoff at `now` ([`crate::context::View::handoffs_noted`]).
     pub(crate) fn note_handoff(&mut self, now: Time) {
-        for series in self.flows.iter_mut().filter_map(|f| f.series.as_mut()) {
-            series.handoffs.push(now.as_secs_f64());
-        }
+        self.handoffs_noted.push(now.as_secs_f64());
     }
 
     /// Data frames lost so far because their link was out of range (sent on it, or in flight when it went
@@ -474,60 +406,6 @@ impl World {
         self.nodes.iter().position(|x| x.name == name).expect("validated")
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn add_flow(
-        &mut self,
-        i: usize,
-        name: &str,
-        bytes: u64,
-        start_s: f64,
-        from: usize,
-        to: usize,
-        tcp: TcpConfig,
-    ) -> Result<(), SimError> {
-        let path = self.path(from, to).ok_or_else(|| {
-            let message = format!("no route from `{}` to `{}`", self.nodes[from].name, self.nodes[to].name);
-            crate::ScenarioError::at("scenario", format!("flows.{name}"), None, message)
-        })?;
-        let mut r = rng::stream(self.seed, &format!("flow.{name}"), "iss");
-        let (iss_a, iss_b) = (SeqNum(r.next_u32()), SeqNum(r.next_u32()));
-        let port = 20_000 + i as u16;
-        let a = SocketAddrV4::new(self.nodes[from].addr, port);
-        let b = SocketAddrV4::new(self.nodes[to].addr, 5001);
-        let ideal = self.ideal_goodput(&path, &tcp);
-        let variant = tcp.variant.to_string();
-        let sender = Sender::new(tcp.clone(), a, b, iss_a, bytes);
-        let receiver = Receiver::new(tcp, b, a, iss_b);
-        let owner = Owner::Flow(i);
-        let se = self.add_endpoint(owner, from, a, b, Role::Sender(Box::new(sender)));
-        self.add_endpoint(owner, to, b, a, Role::Receiver(Box::new(receiver)));
-        let start = Time((start_s * 1e9).round() as u64);
-        self.flows.push(Flow {
-            name: name.to_string(),
-            variant,
-            bytes,
-            start,
-            sender: se,
-            iss: iss_a,
-            delivered: 0,
-            corrupt: 0,
-            completed_at: None,
-            path,
-            ideal_goodput_mbps: ideal,
-            series: self.trace.then(|| FlowSeries { name: name.to_string(), ..FlowSeries::default() }),
-            last_cwnd: 0,
-            last_progress: start,
-            longest_pause_ns: 0,
-            fast_rexmit_offsets: Default::default(),
-            fast_rexmits_taken: 0,
-            duplicate_segments: 0,
-            spurious_fast_retransmits: 0,
-            start_rank: 0,
-            start_seq: self.sched.reserve(),
-        });
-        Ok(())
-    }
-
     /// A TCP endpoint at `node` (packets from `remote` to `local` reach it); returns its index.
     pub(crate) fn add_endpoint(
         &mut self,
@@ -535,21 +413,19 @@ impl World {
         node: usize,
         local: SocketAddrV4,
         remote: SocketAddrV4,
-        role: Role,
     ) -> usize {
         let ep = self.endpoints.len();
-        let e = Endpoint { owner, node, local, remote, role, timer: None };
+        let e = Endpoint { owner, node, local, remote, open: true };
         self.nodes[node].add_endpoint(ep, e.key());
         self.endpoints.push(e);
         ep
     }
 
-    /// Closes endpoint `ep` (its timers may still fire, to no effect) and returns what it was.
-    pub(crate) fn close_endpoint(&mut self, ep: usize) -> Role {
-        let role = std::mem::replace(&mut self.endpoints[ep].role, Role::Closed);
+    /// Closes endpoint `ep`: no packet reaches it any more.
+    pub(crate) fn close_endpoint(&mut self, ep: usize) {
+        self.endpoints[ep].open = false;
         let (node, key) = (self.endpoints[ep].node, self.endpoints[ep].key());
         self.nodes[node].remove_endpoint(ep, key, &self.endpoints);
-        role
     }
 
     /// Nodes from `from` to `to` inclusive, following the routing tables.
@@ -564,27 +440,6 @@ impl World {
         Some(path)
     }
 
-    /// C·(1 − PER) of the first wireless hop on the path: C counts a full data frame and, on a shared medium,
-    /// one ACK frame per `ack_every` data frames; PER is the data direction's analytic frame loss.
-    fn ideal_goodput(&self, path: &[usize], tcp: &TcpConfig) -> Option<f64> {
-        let data_bytes = usize::from(tcp.mss) + 40;
-        for w in path.windows(2) {
-            let (link, dir) = self.nodes[w[0]].routes[w[1]]?;
-            let l = &self.links[link];
-            if l.kind != LinkKind::Wireless {
-                continue;
-            }
-            let mut per_segment_ns = l.airtime_ns(data_bytes) as f64;
-            if l.is_half_duplex() {
-                per_segment_ns += l.airtime_ns(40) as f64 / f64::from(tcp.ack_every.max(1));
-            }
-            let capacity = f64::from(tcp.mss) * 8.0 / per_segment_ns * 1e3; // Mb/s
-            let per = l.dirs[dir].error.frame_loss_probability(data_bytes as u64 * 8)?;
-            return Some(capacity * (1.0 - per));
-        }
-        None
-    }
-
     pub fn run(mut self) -> Result<RunResult, SimError> {
         self.play();
         self.finish()
@@ -597,8 +452,8 @@ impl World {
             if at > self.time_limit {
                 break;
             }
-            // Without features that keep it going this is `while flows_open > 0`.
-            if self.flows_open == 0 && self.run_until.is_none_or(|u| at > u) {
+            // Without features that keep it going this is `while holding > 0`.
+            if self.holding == 0 && self.run_until.is_none_or(|u| at > u) {
                 break;
             }
             let (now, ev) = self.sched.pop().expect("peeked");
@@ -621,24 +476,6 @@ impl World {
                     }
                     self.kick(now, link);
                 }
-                Event::EndpointTimer { ep } => {
-                    if self.endpoints[ep].timer.is_some_and(|t| t <= now) {
-                        self.endpoints[ep].timer = None;
-                    }
-                    let due = match &self.endpoints[ep].role {
-                        Role::Sender(s) => s.poll_timeout(),
-                        Role::Receiver(r) => r.poll_timeout(),
-                        Role::Closed | Role::Owned => continue,
-                    };
-                    if due.is_some_and(|t| t <= now) {
-                        match &mut self.endpoints[ep].role {
-                            Role::Sender(s) => s.handle_timeout(now),
-                            Role::Receiver(r) => r.handle_timeout(now),
-                            Role::Closed | Role::Owned => {}
-                        }
-                    }
-                    self.after_endpoint(now, ep);
-                }
                 Event::AgentTimer { node } => {
                     if self.nodes[node].agent_timer.is_some_and(|t| t <= now) {
                         self.nodes[node].agent_timer = None;
@@ -650,7 +487,6 @@ impl World {
                     }
                     self.apply_actions(now, node);
                 }
-                Event::FlowStart { flow } => self.start_flow(now, flow),
                 Event::Feature { feature, slot } => {
                     self.with_feature(feature, |f, w| f.on_event(w, now, slot));
                 }
@@ -668,91 +504,17 @@ impl World {
                  `snoop.initial_srtt_ms`, `snoop.persist_timeout_ms` or `nack.timeout_ms`)",
                 self.nodes[*node].name
             ),
-            Event::EndpointTimer { .. } => "a TCP timer (`tcp.tick_ms`, `tcp.min_rto_ms`, `tcp.max_rto_ms`, \
-                 `tcp.initial_rto_ms`, `tcp.delayed_ack_ms`, `tcp.persist_min_ms`)"
-                .into(),
             Event::Arrive { link, .. } | Event::TxDone { link, .. } => {
                 let name = &self.links[*link].name;
                 format!("link `{name}` (`links.{name}.rate_mbps`, `delay_ms` or `mac_overhead_us`)")
             }
-            Event::FlowStart { .. } => "the flows' start times (`flows.*.start_s`, `scale`)".into(),
-            Event::Feature { .. } => "a feature's period (`mobility.interval_s`, `beacon_period_s`, \
+            Event::Feature { feature, slot } => {
+                let cause = self.features[feature.0].as_ref().and_then(|f| f.stall_cause(*slot));
+                cause.unwrap_or_else(|| {
+                    "a feature's period (`mobility.interval_s`, `beacon_period_s`, \
                  `motion_step_s`, `[mobile_ip]`, `links.*.arq.timeout_ms`, `[web]`)"
-                .into(),
-        }
-    }
-
-    /// Opens bulk flow `flow`'s connection, queues the start of the flow after it and asks for the state of
-    /// the next flows. Not inlined: it runs once per flow, and inlined it changed what the compiler inlined
-    /// into [`World::play`].
-    #[inline(never)]
-    fn start_flow(&mut self, now: Time, flow: usize) {
-        self.queue_start(self.flows[flow].start_rank + 1);
-        let ep = self.flows[flow].sender;
-        if let Role::Sender(s) = &mut self.endpoints[ep].role {
-            s.connect(now);
-        }
-        self.after_endpoint(now, ep);
-        self.warm_ahead(self.flows[flow].start_rank);
-    }
-
-    /// Orders the bulk flows by start (time, then index, as their start events run) and notes each one's
-    /// [`Footprint`].
-    fn plan_starts(&mut self) {
-        let mut order: Vec<Footprint> = self
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(flow, f)| {
-                let (from, to) = (f.path[0], f.path[f.path.len() - 1]);
-                let hop = |at: usize| self.nodes[at].routes[to].map(|(link, _)| link);
-                let last_hop_from = f.path.len().checked_sub(2).map_or(from, |i| f.path[i]);
-                Footprint { flow, sender: f.sender, nodes: [from, to], links: [hop(from), hop(last_hop_from)] }
-            })
-            .collect();
-        order.sort_by_key(|p| (self.flows[p.flow].start, p.flow));
-        for (rank, p) in order.iter().enumerate() {
-            self.flows[p.flow].start_rank = rank;
-        }
-        self.start_order = order;
-        self.queue_start(0);
-    }
-
-    /// Queues the start of the flow of rank `rank` in `start_order`, if there is one. One start waits in the
-    /// queue at a time: ten thousand of them queued at once made every event's pop sift through them.
-    fn queue_start(&mut self, rank: usize) {
-        if let Some(p) = self.start_order.get(rank) {
-            let f = &self.flows[p.flow];
-            self.sched.schedule_reserved(f.start, f.start_seq, Event::FlowStart { flow: p.flow });
-        }
-    }
-
-    /// Asks the processor for the state of the flows that start next, a stage at a time, while the ones
-    /// started before them run: the records of the flow two starts ahead (found by index, nothing read),
-    /// then what the records of the flow one start ahead point to (its sender and receiver, its links'
-    /// error models), which the previous start brought in. A hint: it changes nothing.
-    ///
-    /// Why: with thousands of flows their state (about 5 KB each) is not in the caches when a flow starts,
-    /// and its first events would otherwise wait for it line by line, each miss found only when the one
-    /// before it returned (a pointer read from a record that just arrived).
-    fn warm_ahead(&self, rank: usize) {
-        use lasthop_wire::prefetch::object;
-        if let Some(p) = self.start_order.get(rank + 2) {
-            object(&self.flows[p.flow]);
-            object(&self.endpoints[p.sender..p.sender + 2]);
-            p.nodes.iter().for_each(|&n| object(&self.nodes[n]));
-            p.links.iter().flatten().for_each(|&l| object(&self.links[l]));
-        }
-        if let Some(p) = self.start_order.get(rank + 1) {
-            for e in &self.endpoints[p.sender..p.sender + 2] {
-                match &e.role {
-                    Role::Sender(s) => object(&**s),
-                    Role::Receiver(r) => object(&**r),
-                    Role::Closed | Role::Owned => {}
-                }
-            }
-            for &l in p.links.iter().flatten() {
-                self.links[l].dirs.iter().for_each(|d| object(&*d.error));
+                        .into()
+                })
             }
         }
     }
@@ -1000,128 +762,27 @@ impl World {
             self.undeliverable += 1;
             return;
         };
-        if let (true, Owner::Flow(f)) = (self.trace, self.endpoints[ep].owner) {
-            let flow = &mut self.flows[f];
-            let series = flow.series.as_mut().expect("trace");
-            let t = now.as_secs_f64();
-            match self.endpoints[ep].role {
-                Role::Receiver(_) if !tcp.payload().is_empty() => {
-                    series.received.push((t, stream_offset(flow.iss, tcp.seq_number())));
-                }
-                Role::Sender(_) if tcp.ack() => series.acked.push((t, stream_offset(flow.iss, tcp.ack_number()))),
-                _ => {}
-            }
-        }
-        match &mut self.endpoints[ep].role {
-            Role::Sender(s) => s.handle_packet(now, &packet),
-            Role::Receiver(r) => {
-                let before = r.stats().duplicate_segments;
-                r.handle_packet(now, &packet);
-                if let (true, Owner::Flow(f)) = (r.stats().duplicate_segments > before, self.endpoints[ep].owner) {
-                    let flow = &mut self.flows[f];
-                    flow.duplicate_segments += 1;
-                    if flow.fast_rexmit_offsets.remove(&stream_offset(flow.iss, tcp.seq_number())) {
-                        flow.spurious_fast_retransmits += 1;
-                    }
-                }
-            }
-            Role::Closed => return,
-            Role::Owned => return self.deliver_to_owner(now, ep, &packet),
-        }
-        self.after_endpoint(now, ep);
+        self.deliver_to_owner(now, ep, &packet);
     }
 
-    /// Hands `packet` to the feature that keeps endpoint `ep` ([`Role::Owned`]).
-    #[inline(never)]
+    /// Hands `packet` to the feature that keeps endpoint `ep`.
     fn deliver_to_owner(&mut self, now: Time, ep: usize, packet: &Bytes) {
-        let Owner::Feature { feature, key } = self.endpoints[ep].owner else { unreachable!("an owned endpoint") };
+        let Owner { feature, key } = self.endpoints[ep].owner;
         let ran = self.with_feature(feature, |f, w| f.on_endpoint_packet(w, now, key, packet));
         assert!(ran.is_some(), "a feature's own requests never deliver to its own endpoints");
     }
 
-    /// Drains what a bulk flow's endpoint wants to send and read, and re-arms its timer (a feature runs its
-    /// own endpoints).
-    fn after_endpoint(&mut self, now: Time, ep: usize) {
-        let Owner::Flow(flow) = self.endpoints[ep].owner else { unreachable!("a feature runs its own endpoints") };
-        let node = self.endpoints[ep].node;
-        let dst = *self.endpoints[ep].remote.ip();
-        // The interface whose queue length an ELN sender piggybacks (Balakrishnan 1998 §3); no other sender reads it.
-        let queue_link = match &self.endpoints[ep].role {
-            Role::Sender(s) if s.wants_output_queue() => self.next_hop(node, dst),
-            _ => None,
-        };
-        loop {
-            let packet = match &mut self.endpoints[ep].role {
-                Role::Sender(s) => {
-                    if let Some((link, dir)) = queue_link {
-                        s.set_output_queue(self.links[link].occupancy(dir));
-                    }
-                    let p = s.poll_transmit(now);
-                    let f = &mut self.flows[flow];
-                    if let (Some(_), Some((offset, true))) = (&p, s.last_sent()) {
-                        if s.stats().fast_retransmits > f.fast_rexmits_taken {
-                            // The retransmission a fast retransmit asked for (it goes out first).
-                            f.fast_rexmits_taken = s.stats().fast_retransmits;
-                            f.fast_rexmit_offsets.insert(offset);
-                        }
-                    }
-                    if let (Some(_), Some(series)) = (&p, self.flows[flow].series.as_mut()) {
-                        if let Some((offset, _)) = s.last_sent() {
-                            series.sent.push((now.as_secs_f64(), offset));
-                        }
-                    }
-                    p
-                }
-                Role::Receiver(r) => r.poll_transmit(now),
-                Role::Closed | Role::Owned => None,
-            };
-            let Some(packet) = packet else { break };
-            self.send_own(now, node, dst, packet);
-        }
-        match &mut self.endpoints[ep].role {
-            Role::Receiver(r) => {
-                let f = &mut self.flows[flow];
-                while let Some(chunk) = r.read() {
-                    if !payload::matches(f.delivered, &chunk) {
-                        f.corrupt += chunk.len() as u64;
-                    }
-                    f.delivered += chunk.len() as u64;
-                    f.longest_pause_ns =
-                        f.longest_pause_ns.max(now.saturating_since(f.last_progress).as_nanos() as u64);
-                    f.last_progress = now;
-                }
-                if f.completed_at.is_none() && f.delivered >= f.bytes {
-                    f.completed_at = Some(now);
-                    self.flows_open -= 1;
-                }
-            }
-            Role::Sender(s) => {
-                let f = &mut self.flows[flow];
-                if let Some(series) = f.series.as_mut() {
-                    let cwnd = s.cwnd();
-                    if cwnd != f.last_cwnd {
-                        f.last_cwnd = cwnd;
-                        series.cwnd.push((now.as_secs_f64(), u64::from(cwnd)));
-                    }
-                }
-            }
-            Role::Closed | Role::Owned => {}
-        }
-        if self.hooks.after_flow_endpoint {
-            for i in 0..self.features.len() {
-                self.with_feature(FeatureId(i), |f, w| f.after_flow_endpoint(w, now));
-            }
-        }
-        self.arm_endpoint_timer(ep);
-    }
-
-    /// Sends a packet that `node`'s own endpoint made: offered first to the features'
-    /// [`Feature::on_host_send`] (the link layer or the Mobile IP agent at a mobile host), else by the routing
-    /// table.
-    pub(crate) fn send_own(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes) {
+    /// Sends a packet that `node`'s own endpoint made, for feature `from` (`None`: one kept back, see below):
+    /// offered first to the features' [`Feature::on_host_send`] (the link layer or the Mobile IP agent at a
+    /// mobile host), else by the routing table.
+    pub(crate) fn send_own(&mut self, now: Time, from: Option<FeatureId>, node: usize, dst: Ipv4Addr, packet: Bytes) {
         if self.hooks.host_send {
-            if self.features.iter().any(Option::is_none) {
-                // A feature runs now (an endpoint answering what it delivered): it too must see the packet.
+            let running = |(i, f): (usize, &Option<_>)| {
+                f.is_none() && (Some(FeatureId(i)) != from || self.feature_hooks[i].host_send)
+            };
+            if self.features.iter().enumerate().any(running) {
+                // Another feature runs now (an endpoint answering what it delivered), or the sender itself
+                // wants to see what it sends: it too must see the packet.
                 self.sent_while_a_feature_ran.push((now, node, dst, packet));
                 return;
             }
@@ -1132,13 +793,6 @@ impl World {
             }
         }
         self.route(now, node, dst, packet, false);
-    }
-
-    fn arm_endpoint_timer(&mut self, ep: usize) {
-        let e = &mut self.endpoints[ep];
-        if let Some(t) = e.role.rearm(&mut e.timer) {
-            self.sched.schedule(t, Event::EndpointTimer { ep });
-        }
     }
 
     /// Agents' counters per node name (what `RunResult::agents` holds).
@@ -1169,57 +823,19 @@ impl World {
             .sum()
     }
 
+    /// When the run ended: the last event played, or the time limit.
+    pub(crate) fn run_end(&self) -> Time {
+        self.sched.now().min(self.time_limit)
+    }
+
     pub(crate) fn finish(mut self) -> Result<RunResult, SimError> {
         if let Some((at, likely)) = self.stalled.take() {
             let at_s = at.0 as f64 / 1e9;
             return Err(SimError::Stalled { at_s, events: STALL_EVENTS, span_ns: STALL_SPAN_NS, likely });
         }
-        let end = self.sched.now().min(self.time_limit);
-        let hit_time_limit = self.flows_open > 0;
+        let end = self.run_end();
+        let hit_time_limit = self.holding > 0;
         let agents = self.agent_counters();
-        let mut flows = Vec::new();
-        for f in &self.flows {
-            let stop = f.completed_at.unwrap_or(end);
-            let duration = stop.saturating_since(f.start).as_secs_f64();
-            let (sstats, acked, sent_once) = match &self.endpoints[f.sender].role {
-                Role::Sender(s) => (s.stats().clone(), s.snd_una_offset(), s.snd_max_offset()),
-                _ => unreachable!("flow sender is a sender"),
-            };
-            let wireless_bytes = f.path.windows(2).find_map(|w| {
-                let (link, dir) = self.nodes[w[0]].routes[w[1]]?;
-                (self.links[link].kind == LinkKind::Wireless).then(|| self.links[link].dirs[dir].bytes_sent)
-            });
-            let ratio = |useful: u64, sent: u64| if sent > 0 { useful as f64 / sent as f64 } else { 0.0 };
-            let key = self.endpoints[f.sender].flow_key();
-            let counter = |name: &str| self.connection_counter(&f.path, &[key], name);
-            flows.push(FlowMetrics {
-                name: f.name.clone(),
-                tcp: f.variant.clone(),
-                bytes_total: f.bytes,
-                bytes_delivered: f.delivered,
-                completed: f.completed_at.is_some(),
-                duration_s: duration,
-                completion_time_s: f.completed_at.map(|t| t.saturating_since(f.start).as_secs_f64()),
-                goodput_mbps: if duration > 0.0 { f.delivered as f64 * 8.0 / duration / 1e6 } else { 0.0 },
-                ideal_goodput_mbps: f.ideal_goodput_mbps,
-                sender_timeouts: sstats.timeouts,
-                fast_retransmits: sstats.fast_retransmits,
-                segments_sent: sstats.segments_sent,
-                segments_retransmitted: sstats.segments_retransmitted,
-                eln_retransmits: sstats.eln_retransmits,
-                local_retransmissions: counter("local_retransmissions"),
-                dupacks_suppressed: counter("dupacks_suppressed"),
-                corrupt_bytes: f.corrupt,
-                longest_pause_s: f.longest_pause_ns.max(stop.saturating_since(f.last_progress).as_nanos() as u64)
-                    as f64
-                    / 1e9,
-                bytes_acked_not_delivered: acked.saturating_sub(f.delivered),
-                wireless_goodput: wireless_bytes.map(|b| ratio(f.delivered, b)),
-                wired_goodput: ratio(f.delivered, sent_once + sstats.bytes_retransmitted),
-                duplicate_segments: f.duplicate_segments,
-                spurious_fast_retransmits: f.spurious_fast_retransmits,
-            });
-        }
         let run_ns = end.as_nanos().max(1) as f64;
         let mut links = Vec::new();
         for l in &mut self.links {
@@ -1249,26 +865,20 @@ impl World {
             sim_time_s: end.as_secs_f64(),
             hit_time_limit,
             events: self.sched.processed(),
-            flows,
+            flows: Vec::new(),
             links,
             agents,
             undeliverable_packets: self.undeliverable,
             web: Vec::new(),
-            series: None,
+            series: self.trace.then(Vec::new),
             handoffs: Vec::new(),
             mobile_ip: None,
         };
         for feature in std::mem::take(&mut self.features).into_iter().flatten() {
             feature.finish(&self, &mut result);
         }
-        result.series = self.trace.then(|| self.flows.iter_mut().filter_map(|f| f.series.take()).collect());
         Ok(result)
     }
-}
-
-/// Application-stream offset of sequence number `seq` for a sender whose ISS is `iss` (the SYN takes one).
-fn stream_offset(iss: SeqNum, seq: SeqNum) -> u64 {
-    u64::from(seq.0.wrapping_sub(iss.0).wrapping_sub(1))
 }
 
 /// The half-duplex media: links naming the same `medium` share one, every other half-duplex link has its own.
@@ -1350,12 +960,11 @@ mod tests {
 
     fn endpoint(local_port: u16, remote_port: u16) -> Endpoint {
         Endpoint {
-            owner: Owner::Flow(0),
+            owner: Owner { feature: FeatureId(0), key: 0 },
             node: 0,
             local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), local_port),
             remote: SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 1), remote_port),
-            role: Role::Closed,
-            timer: None,
+            open: true,
         }
     }
 
@@ -1415,65 +1024,5 @@ mod tests {
             assert_eq!(n.find_endpoint((9, Ipv4Addr::new(10, 1, 0, 1), 5001), &eps), None);
             assert_eq!(n.by_key.len(), count / 2 - 1);
         }
-    }
-
-    /// The flows are planned in the order their start events run (time, then index), each with its two
-    /// endpoints, its end nodes and the links of its first and last hops, whichever way it goes.
-    #[test]
-    fn flows_are_planned_in_start_order_with_their_footprints() {
-        let text = r#"
-seed = 1
-time_limit_s = 10
-[nodes.fh]
-addr = "10.0.0.1"
-[nodes.bs]
-addr = "10.0.0.2"
-[nodes.mh1]
-addr = "10.1.0.1"
-[nodes.mh2]
-addr = "10.1.0.2"
-[links.ether]
-ends = ["fh", "bs"]
-kind = "wired"
-rate_mbps = 10.0
-[links.air1]
-ends = ["bs", "mh1"]
-kind = "wireless"
-rate_mbps = 2.0
-[links.air2]
-ends = ["bs", "mh2"]
-kind = "wireless"
-rate_mbps = 2.0
-[flows.a]
-from = "fh"
-to = "mh1"
-bytes = 1000
-start_s = 2.0
-[flows.b]
-from = "mh2"
-to = "fh"
-bytes = 1000
-[flows.c]
-from = "fh"
-to = "mh2"
-bytes = 1000
-"#;
-        let scenario = Scenario::from_str(text, "plan.toml").unwrap();
-        let w = World::build(&scenario, &RunOptions::default()).unwrap();
-        let node = |n: &str| w.node_index(n);
-        let link = |l: &str| w.links.iter().position(|x| x.name == l).unwrap();
-        let flow = |f: &str| w.flows.iter().position(|x| x.name == f).unwrap();
-        let order: Vec<usize> = w.start_order.iter().map(|p| p.flow).collect();
-        assert_eq!(order, [flow("b"), flow("c"), flow("a")], "by start time, then by index");
-        for (rank, p) in w.start_order.iter().enumerate() {
-            assert_eq!(w.flows[p.flow].start_rank, rank);
-            assert_eq!(p.sender, w.flows[p.flow].sender);
-            assert!(matches!(w.endpoints[p.sender].role, Role::Sender(_)));
-            assert!(matches!(w.endpoints[p.sender + 1].role, Role::Receiver(_)), "the receiver follows");
-        }
-        let a = w.start_order[2];
-        assert_eq!((a.nodes, a.links), ([node("fh"), node("mh1")], [Some(link("ether")), Some(link("air1"))]));
-        let b = w.start_order[0];
-        assert_eq!((b.nodes, b.links), ([node("mh2"), node("fh")], [Some(link("air2")), Some(link("ether"))]));
     }
 }
