@@ -1,9 +1,10 @@
 //! The seam between the simulator's core ([`crate::world`]) and its features: the protocol families and
-//! workloads that a scenario switches on, six of them, registered in [`build_all`]: a node that fails
+//! workloads that a scenario switches on, seven of them, registered in [`build_all`]: a node that fails
 //! ([`crate::failure`]), I-TCP's split connection ([`crate::split`]), mobility and handoff
-//! ([`crate::mobility`]), the Web workload ([`crate::web`]), Mobile IP ([`crate::mobile_ip`]) and link-level
-//! ARQ ([`crate::arq`]). A feature owns its state, its events and its metrics; the core owns the event queue,
-//! links and media, routing, delivery to endpoints and agents, the bulk flows and their metrics.
+//! ([`crate::mobility`]), the Web workload ([`crate::web`]), Mobile IP ([`crate::mobile_ip`]), link-level
+//! ARQ ([`crate::arq`]) and, last, the bulk flows (`crate::bulk`). A feature owns its state, its events and
+//! its metrics; the core owns the event queue, links and media, routing, delivery to endpoints and agents,
+//! and the links' and agents' metrics.
 //!
 //! A feature implements [`Feature`]: each hook is handed a [`Cx`] (`crate::context`): the time, a read-only
 //! [`View`] of the nodes, links, routes and flows, the scheduling of the feature's own events (its
@@ -23,8 +24,8 @@
 //!    [`crate::Scenario`] with a `Deserialize` config type that lives in the family's module.
 //! 2. **State and set-up.** A type that implements [`Feature`], built from the scenario by a
 //!    `build(scenario, setup) -> Option<..>` in the family's module and registered with
-//!    `world.register(f)` in `build_all`. `build` runs after the topology is in place and before the bulk
-//!    flows; through [`Setup`](crate::context::Setup) it may install agents, recompute routes, join media,
+//!    `world.register(f)` in `build_all`. `build` runs after the topology is in place and after the
+//!    families registered before it; through [`Setup`](crate::context::Setup) it may install agents, recompute routes, join media,
 //!    set a node's default gateway or a link's range, and mark its control protocol; a family that only
 //!    reads takes a [`View`]. [`Feature::set_up`] then schedules its first events.
 //! 3. **Events.** The family's own enum is its [`Feature::Event`]; [`Cx::schedule`] queues one and the core
@@ -57,8 +58,8 @@
 //! Events run in time order; events at the same instant run in the order they were scheduled (the engine's
 //! insertion sequence, [`crate::engine`]), whichever feature or part of the core scheduled them. So the order
 //! in which things are scheduled at set-up decides the order at time zero: features' [`Feature::set_up`] in
-//! registration order (mobility's first motion and beacon events), then the bulk flows' starts in the
-//! scenario's order of flow names, then features' [`Feature::start`] in registration order (the Web
+//! registration order (mobility's first motion and beacon events; last, the bulk flows' starts, whose places
+//! are taken in the scenario's order of flow names), then features' [`Feature::start`] in registration order (the Web
 //! workloads' first pages). Within one event, hooks run in registration order, and the requests of each are
 //! carried out, in the order made, as soon as it returns, before the core goes on: so a request takes the
 //! place in the sequence that the same call made inside the hook would take. A hook sees the core as it was
@@ -100,11 +101,11 @@ pub(crate) trait Feature: 'static {
         HookSet::default()
     }
 
-    /// Called once when the feature is registered, before the bulk flows are set up: its first events and
+    /// Called once when the feature is registered (after the features registered before it): its first events and
     /// its set-up requests.
     fn set_up(&mut self, _cx: &mut Cx<'_, Self::Event>) {}
 
-    /// Called once, after the bulk flows are set up, to schedule the feature's first events.
+    /// Called once, after every feature is set up, to schedule the feature's first events.
     fn start(&mut self, _cx: &mut Cx<'_, Self::Event>) {}
 
     /// The run must go on at least until this time even when every feature that holds it is done.
