@@ -25,8 +25,6 @@ pub(crate) enum BulkEvent {
     Start { flow: usize },
     /// Endpoint `ep`'s timer may be due.
     Timer { ep: usize },
-    /// An ELN sender `ep` goes on sending once the segment it sent last is queued ([`Request::Then`]).
-    Drain { ep: usize },
 }
 
 /// The port every bulk flow's receiver listens on; senders use 20000 + the flow's index.
@@ -231,7 +229,7 @@ impl BulkFlows {
         if let Role::Sender(s) = &mut self.endpoints[ep].role {
             s.connect(cx.now());
         }
-        self.after_endpoint(cx, ep);
+        cx.request(Request::RunEndpoint { key: ep });
         self.warm_ahead(cx.view(), self.flows[flow].start_rank);
     }
 
@@ -284,52 +282,47 @@ impl BulkFlows {
                 Role::Closed => {}
             }
         }
-        self.after_endpoint(cx, ep);
+        cx.request(Request::RunEndpoint { key: ep });
     }
 
-    /// Drains what endpoint `ep` wants to send and read, counts it for its flow, and re-arms its timer.
-    fn after_endpoint(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize) {
-        let now = cx.now();
+    /// The next segment endpoint `ep` sends now, if any, counted for its flow (the core sends it at once and
+    /// asks again, so each segment sees the queue the one before it joined).
+    fn transmit(&mut self, view: View<'_>, now: Time, ep: usize) -> Option<Bytes> {
         let Endpoint { flow, node, remote, .. } = self.endpoints[ep];
-        let dst = *remote.ip();
-        // The interface whose queue length an ELN sender piggybacks (Balakrishnan 1998 §3); no other sender reads it.
-        let queue_link = match &self.endpoints[ep].role {
-            Role::Sender(s) if s.wants_output_queue() => cx.next_hop(node, dst),
-            _ => None,
-        };
-        loop {
-            let packet = match &mut self.endpoints[ep].role {
-                Role::Sender(s) => {
-                    if let Some((link, dir)) = queue_link {
-                        s.set_output_queue(cx.links()[link].occupancy(dir));
+        match &mut self.endpoints[ep].role {
+            Role::Sender(s) => {
+                // The interface whose queue length an ELN sender piggybacks (Balakrishnan 1998 §3); no other
+                // sender reads it.
+                if s.wants_output_queue() {
+                    if let Some((link, dir)) = view.next_hop(node, *remote.ip()) {
+                        s.set_output_queue(view.links()[link].occupancy(dir));
                     }
-                    let p = s.poll_transmit(now);
-                    let f = &mut self.flows[flow];
-                    if let (Some(_), Some((offset, true))) = (&p, s.last_sent()) {
-                        if s.stats().fast_retransmits > f.fast_rexmits_taken {
-                            // The retransmission a fast retransmit asked for (it goes out first).
-                            f.fast_rexmits_taken = s.stats().fast_retransmits;
-                            f.fast_rexmit_offsets.insert(offset);
-                        }
-                    }
-                    if let (Some(_), Some(series)) = (&p, f.series.as_mut()) {
-                        if let Some((offset, _)) = s.last_sent() {
-                            series.sent.push((now.as_secs_f64(), offset));
-                        }
-                    }
-                    p
                 }
-                Role::Receiver(r) => r.poll_transmit(now),
-                Role::Closed => None,
-            };
-            let Some(packet) = packet else { break };
-            cx.request(Request::SendOwn { node, dst, packet });
-            if queue_link.is_some() {
-                // The queue the next segment reads must hold this one: the core queues it, then goes on here.
-                cx.then(BulkEvent::Drain { ep });
-                return;
+                let p = s.poll_transmit(now);
+                let f = &mut self.flows[flow];
+                if let (Some(_), Some((offset, true))) = (&p, s.last_sent()) {
+                    if s.stats().fast_retransmits > f.fast_rexmits_taken {
+                        // The retransmission a fast retransmit asked for (it goes out first).
+                        f.fast_rexmits_taken = s.stats().fast_retransmits;
+                        f.fast_rexmit_offsets.insert(offset);
+                    }
+                }
+                if let (Some(_), Some(series)) = (&p, f.series.as_mut()) {
+                    if let Some((offset, _)) = s.last_sent() {
+                        series.sent.push((now.as_secs_f64(), offset));
+                    }
+                }
+                p
             }
+            Role::Receiver(r) => r.poll_transmit(now),
+            Role::Closed => None,
         }
+    }
+
+    /// Endpoint `ep` has sent what it would: what it reads, counted for its flow, and its timer re-armed.
+    fn after_transmit(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize) {
+        let now = cx.now();
+        let flow = self.endpoints[ep].flow;
         let f = &mut self.flows[flow];
         match &mut self.endpoints[ep].role {
             Role::Receiver(r) => {
@@ -394,23 +387,20 @@ impl Feature for BulkFlows {
         match event {
             BulkEvent::Start { flow } => self.start_flow(cx, flow),
             BulkEvent::Timer { ep } => self.on_timer(cx, ep),
-            BulkEvent::Drain { ep } => self.after_endpoint(cx, ep),
         }
     }
 
     fn stall_cause(&self, event: &BulkEvent) -> Option<String> {
         Some(match event {
-            BulkEvent::Timer { .. } | BulkEvent::Drain { .. } => {
-                "a TCP timer (`tcp.tick_ms`, `tcp.min_rto_ms`, `tcp.max_rto_ms`, \
+            BulkEvent::Timer { .. } => "a TCP timer (`tcp.tick_ms`, `tcp.min_rto_ms`, `tcp.max_rto_ms`, \
                  `tcp.initial_rto_ms`, `tcp.delayed_ack_ms`, `tcp.persist_min_ms`)"
-                    .into()
-            }
+                .into(),
             BulkEvent::Start { .. } => "the flows' start times (`flows.*.start_s`, `scale`)".into(),
         })
     }
 
-    /// A segment reached one of the flows' endpoints: the time series of a traced run, the duplicates the
-    /// receiver saw, then the endpoint's follow-up.
+    /// A segment reached one of the flows' endpoints: the time series of a traced run and the duplicates the
+    /// receiver saw (the core then runs the endpoint: [`Feature::endpoint_transmit`]).
     fn on_endpoint_packet(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize, packet: &Bytes) {
         let now = cx.now();
         let e = &mut self.endpoints[ep];
@@ -441,9 +431,8 @@ impl Feature for BulkFlows {
                     }
                 }
             }
-            Role::Closed => return,
+            Role::Closed => {}
         }
-        self.after_endpoint(cx, ep);
     }
 
     fn on_endpoint_poke(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize, poke: &dyn Fn(&mut Role, Time)) {
@@ -451,7 +440,17 @@ impl Feature for BulkFlows {
             return;
         }
         poke(&mut self.endpoints[ep].role, cx.now());
-        self.after_endpoint(cx, ep);
+        cx.request(Request::RunEndpoint { key: ep });
+    }
+
+    fn endpoint_transmit(&mut self, view: View<'_>, now: Time, ep: usize) -> Option<Bytes> {
+        self.transmit(view, now, ep)
+    }
+
+    fn after_endpoint_transmit(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize) {
+        if !matches!(self.endpoints[ep].role, Role::Closed) {
+            self.after_transmit(cx, ep);
+        }
     }
 
     fn finish(mut self, view: View<'_>, result: &mut RunResult) {

@@ -191,6 +191,9 @@ pub(crate) enum Request<E> {
     OpenEndpoint { key: usize, node: usize, local: SocketAddrV4, remote: SocketAddrV4 },
     /// Close the endpoint opened with `key`.
     CloseEndpoint { key: usize },
+    /// Run the endpoint opened with `key`: send what it sends ([`crate::feature::Feature::endpoint_transmit`]),
+    /// then [`crate::feature::Feature::after_endpoint_transmit`].
+    RunEndpoint { key: usize },
     /// Send `packet`, made by an endpoint at `node` for `dst`: offered to the features' `on_host_send`, else
     /// routed ([`World::send_own`]).
     SendOwn { node: usize, dst: Ipv4Addr, packet: Bytes },

@@ -164,8 +164,21 @@ pub(crate) trait Feature: 'static {
     }
 
     /// A TCP packet reached the endpoint the feature opened with `key` (`Request::OpenEndpoint`): the
-    /// feature runs it (and sends what it answers with `Request::SendOwn`).
+    /// feature runs it (and sends what it answers with `Request::SendOwn`, or lets the core run it after
+    /// this hook, as for `Request::RunEndpoint`).
     fn on_endpoint_packet(&mut self, _cx: &mut Cx<'_, Self::Event>, _key: usize, _packet: &Bytes) {}
+
+    /// The core runs endpoint `key` (after [`Feature::on_endpoint_packet`], or on `Request::RunEndpoint`):
+    /// the next packet it sends now, if any. The core sends each at once from the endpoint's node to its peer
+    /// (as `Request::SendOwn` would) and asks again, so each reads the core as the one before it left it;
+    /// the feature counts what it sends here. A direct call, without an outbox: it runs once per segment.
+    fn endpoint_transmit(&mut self, _view: View<'_>, _now: Time, _key: usize) -> Option<Bytes> {
+        None
+    }
+
+    /// Endpoint `key` has sent what it would ([`Feature::endpoint_transmit`]): what follows (what it reads,
+    /// its timer).
+    fn after_endpoint_transmit(&mut self, _cx: &mut Cx<'_, Self::Event>, _key: usize) {}
 
     /// Another feature asked for every endpoint at a node to be poked (`Request::PokeEndpoints`); this is
     /// the feature's endpoint `key` there: apply `poke` and run it.

@@ -9,6 +9,7 @@ use crate::metrics::RunResult;
 use crate::world::{Owner, World};
 use bytes::Bytes;
 use lasthop_wire::Time;
+use std::net::Ipv4Addr;
 
 /// A [`Feature`] as the core holds it: the feature, the queue of its pending events (the core's event names
 /// only their place here), and its outbox, carried out with `&mut World` after each hook.
@@ -42,14 +43,29 @@ impl<F: Feature> Registered<F> {
         now: Time,
         hook: impl FnOnce(&mut F, &mut Cx<'_, F::Event>) -> R,
     ) -> R {
+        let r = hook(&mut self.feature, &mut Cx::new(now, View::new(world), &mut self.outbox));
+        if !self.outbox.is_empty() {
+            self.carry_out(world, now);
+        }
+        r
+    }
+
+    /// Carries out the requests in the outbox, in order.
+    fn carry_out(&mut self, world: &mut World, now: Time) {
         let mut out = std::mem::take(&mut self.outbox);
-        let r = hook(&mut self.feature, &mut Cx::new(now, View::new(world), &mut out));
         // A continuation (`Request::Then`) fills an outbox of its own while this one drains.
         for request in out.drain(..) {
             self.apply(world, now, request);
         }
         self.outbox = out;
-        r
+    }
+
+    /// Runs endpoint `key`, at `node` and talking to `peer`: sends what it sends, then its follow-up.
+    fn run_endpoint(&mut self, world: &mut World, now: Time, key: usize, (node, peer): (usize, Ipv4Addr)) {
+        while let Some(packet) = self.feature.endpoint_transmit(View::new(world), now, key) {
+            world.send_own(now, Some(self.id), node, peer, packet);
+        }
+        self.call(world, now, |f, cx| f.after_endpoint_transmit(cx, key));
     }
 
     fn apply(&mut self, world: &mut World, now: Time, request: Request<F::Event>) {
@@ -94,6 +110,10 @@ impl<F: Feature> Registered<F> {
                 if let Some(ep) = self.endpoints.remove(&key) {
                     world.close_endpoint(ep);
                 }
+            }
+            Request::RunEndpoint { key } => {
+                let ep = self.endpoints[&key];
+                self.run_endpoint(world, now, key, world.endpoint_peer(ep));
             }
             Request::SendOwn { node, dst, packet } => world.send_own(now, Some(self.id), node, dst, packet),
         }
@@ -156,8 +176,9 @@ impl<F: Feature> DynFeature for Registered<F> {
     fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
         self.call(world, now, |f, cx| f.on_datagram(cx, node, packet))
     }
-    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, packet: &Bytes) {
+    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, at: (usize, Ipv4Addr), packet: &Bytes) {
         self.call(world, now, |f, cx| f.on_endpoint_packet(cx, key, packet));
+        self.run_endpoint(world, now, key, at);
     }
     fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time)) {
         self.call(world, now, |f, cx| f.on_endpoint_poke(cx, key, poke));
@@ -185,7 +206,8 @@ pub(crate) trait DynFeature {
     fn on_link_purge(&mut self, link: usize, dir: usize);
     fn after_flow_endpoint(&mut self, world: &mut World, now: Time);
     fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;
-    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, packet: &Bytes);
+    /// A packet for the feature's endpoint `key`, at node `at.0` and talking to `at.1`.
+    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, at: (usize, Ipv4Addr), packet: &Bytes);
     fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time));
     fn finish(self: Box<Self>, world: &World, result: &mut RunResult);
 }

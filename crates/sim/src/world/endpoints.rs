@@ -65,6 +65,12 @@ impl World {
         }
     }
 
+    /// Endpoint `ep`'s node and the address of its peer.
+    pub(crate) fn endpoint_peer(&self, ep: usize) -> (usize, Ipv4Addr) {
+        let e = &self.endpoints[ep];
+        (e.node, *e.remote.ip())
+    }
+
     /// Hands `packet`, addressed to `node`, to the node's endpoints (or a feature's datagram hook).
     pub(crate) fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
@@ -92,7 +98,8 @@ impl World {
     /// Hands `packet` to the feature that keeps endpoint `ep`.
     pub(super) fn deliver_to_owner(&mut self, now: Time, ep: usize, packet: &Bytes) {
         let Owner { feature, key } = self.endpoints[ep].owner;
-        let ran = self.with_feature(feature, |f, w| f.on_endpoint_packet(w, now, key, packet));
+        let at = self.endpoint_peer(ep);
+        let ran = self.with_feature(feature, |f, w| f.on_endpoint_packet(w, now, key, at, packet));
         assert!(ran.is_some(), "a feature's own requests never deliver to its own endpoints");
     }
 
