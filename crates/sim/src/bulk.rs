@@ -287,6 +287,7 @@ impl BulkFlows {
 
     /// The next segment endpoint `ep` sends now, if any, counted for its flow (the core sends it at once and
     /// asks again, so each segment sees the queue the one before it joined).
+    #[inline]
     fn transmit(&mut self, view: View<'_>, now: Time, ep: usize) -> Option<Bytes> {
         let Endpoint { flow, node, remote, .. } = self.endpoints[ep];
         match &mut self.endpoints[ep].role {
@@ -401,6 +402,7 @@ impl Feature for BulkFlows {
 
     /// A segment reached one of the flows' endpoints: the time series of a traced run and the duplicates the
     /// receiver saw (the core then runs the endpoint: [`Feature::endpoint_transmit`]).
+    #[inline]
     fn on_endpoint_packet(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize, packet: &Bytes) {
         let now = cx.now();
         let e = &mut self.endpoints[ep];
@@ -443,10 +445,12 @@ impl Feature for BulkFlows {
         cx.request(Request::RunEndpoint { key: ep });
     }
 
+    #[inline]
     fn endpoint_transmit(&mut self, view: View<'_>, now: Time, ep: usize) -> Option<Bytes> {
         self.transmit(view, now, ep)
     }
 
+    #[inline]
     fn after_endpoint_transmit(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize) {
         if !matches!(self.endpoints[ep].role, Role::Closed) {
             self.after_transmit(cx, ep);

@@ -63,6 +63,7 @@ pub(crate) struct View<'a> {
 }
 
 impl<'a> View<'a> {
+    #[inline]
     pub(crate) fn new(world: &'a World) -> View<'a> {
         View { world }
     }
@@ -71,6 +72,7 @@ impl<'a> View<'a> {
         &self.world.nodes
     }
 
+    #[inline]
     pub(crate) fn links(&self) -> &'a [Link] {
         &self.world.links
     }
@@ -111,6 +113,7 @@ impl<'a> View<'a> {
     }
 
     /// Where `node` sends a packet for `dst` (its default gateway, else its route), as (link, direction).
+    #[inline]
     pub(crate) fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
         self.world.next_hop(node, dst)
     }
@@ -272,10 +275,12 @@ impl<'a, E> std::ops::Deref for Cx<'a, E> {
 }
 
 impl<'a, E> Cx<'a, E> {
+    #[inline]
     pub(crate) fn new(now: Time, view: View<'a>, out: &'a mut Vec<Request<E>>) -> Cx<'a, E> {
         Cx { now, view, out }
     }
 
+    #[inline]
     pub(crate) fn now(&self) -> Time {
         self.now
     }

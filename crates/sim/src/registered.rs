@@ -19,6 +19,8 @@ pub(crate) struct Registered<F: Feature> {
     pending: Vec<Option<F::Event>>,
     free: Vec<usize>,
     outbox: Vec<Request<F::Event>>,
+    /// The outbox of the hooks called while the outbox's requests are carried out ([`Registered::carry_out`]).
+    spare: Vec<Request<F::Event>>,
     /// The core's index of each endpoint the feature opened, by the feature's key.
     endpoints: std::collections::BTreeMap<usize, usize>,
 }
@@ -31,6 +33,7 @@ impl<F: Feature> Registered<F> {
             pending: Vec::new(),
             free: Vec::new(),
             outbox: Vec::new(),
+            spare: Vec::new(),
             endpoints: Default::default(),
         }
     }
@@ -52,12 +55,14 @@ impl<F: Feature> Registered<F> {
 
     /// Carries out the requests in the outbox, in order.
     fn carry_out(&mut self, world: &mut World, now: Time) {
-        let mut out = std::mem::take(&mut self.outbox);
-        // A continuation (`Request::Then`) fills an outbox of its own while this one drains.
+        // A hook called while they are carried out (a continuation, `Request::Then`; an endpoint's follow-up,
+        // `Request::RunEndpoint`) fills the spare outbox, kept from call to call so that it allocates once.
+        let spare = std::mem::take(&mut self.spare);
+        let mut out = std::mem::replace(&mut self.outbox, spare);
         for request in out.drain(..) {
             self.apply(world, now, request);
         }
-        self.outbox = out;
+        self.spare = std::mem::replace(&mut self.outbox, out);
     }
 
     /// Runs endpoint `key`, at `node` and talking to `peer`: sends what it sends, then its follow-up.
