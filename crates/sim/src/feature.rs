@@ -49,7 +49,8 @@
 //!      requester's [`Feature::on_purged`] with the count;
 //!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
 //!      endpoints: a feature's own ([`Request::OpenEndpoint`]) come to [`Feature::on_endpoint_packet`], and
-//!      the feature runs them; [`Feature::after_flow_endpoint`] follows every bulk-flow endpoint that ran.
+//!      the feature runs them, or has the core send what they send ([`Feature::endpoint_transmit`], a direct
+//!      call per segment); [`Feature::after_flow_endpoint`] follows every bulk-flow endpoint that ran.
 //! 5. **Metrics.** [`Feature::finish`] writes the family's own entries into the [`RunResult`] (a field of
 //!    its own there, serialised only when present).
 //!
