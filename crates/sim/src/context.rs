@@ -4,12 +4,57 @@
 //! [`crate::feature`]).
 
 use crate::link::Link;
-use crate::world::{Endpoint, Flow, Node, Role, World};
+use crate::world::{Node, World};
 use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
 use lasthop_agents::{Action, Agent, Side};
+use lasthop_tcp::{Receiver, Sender};
 use lasthop_wire::Time;
 use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// A TCP endpoint's state as a workload keeps it, and as a poke ([`Request::PokeEndpoints`]) sees it.
+pub(crate) enum Role {
+    Sender(Box<Sender>),
+    Receiver(Box<Receiver>),
+    /// An endpoint after its connection was torn down (its timers may still fire).
+    Closed,
+}
+
+impl Role {
+    /// When the endpoint's TCP wants its timer; never for a closed endpoint.
+    #[inline]
+    pub(crate) fn poll_timeout(&self) -> Option<Time> {
+        match self {
+            Role::Sender(s) => s.poll_timeout(),
+            Role::Receiver(r) => r.poll_timeout(),
+            Role::Closed => None,
+        }
+    }
+
+    /// The time to schedule the endpoint's timer for, when its TCP wants it earlier than the one pending
+    /// (`timer`, then set to it).
+    #[inline]
+    pub(crate) fn rearm(&self, timer: &mut Option<Time>) -> Option<Time> {
+        let t = self.poll_timeout()?;
+        timer.is_none_or(|s| t < s).then(|| {
+            *timer = Some(t);
+            t
+        })
+    }
+}
+
+/// How far a bulk flow has come, as the core shows it to the features that watch the flows (mobility's
+/// handoff pause): set up by the flows' workload ([`Setup::add_flow_progress`]) and kept current through
+/// [`Request::FlowProgress`] while a feature asks for [`crate::feature::Feature::after_flow_endpoint`].
+pub(crate) struct FlowProgress {
+    /// The nodes from the sender to the receiver.
+    pub path: Vec<usize>,
+    pub bytes: u64,
+    /// Bytes the receiving application has read.
+    pub delivered: u64,
+    /// One past the highest stream offset the sender has sent.
+    pub snd_max: u64,
+}
 
 /// A read-only view of the core: nodes, links, routes.
 #[derive(Clone, Copy)]
@@ -18,6 +63,7 @@ pub(crate) struct View<'a> {
 }
 
 impl<'a> View<'a> {
+    #[inline]
     pub(crate) fn new(world: &'a World) -> View<'a> {
         View { world }
     }
@@ -26,17 +72,34 @@ impl<'a> View<'a> {
         &self.world.nodes
     }
 
+    #[inline]
     pub(crate) fn links(&self) -> &'a [Link] {
         &self.world.links
     }
 
-    /// The bulk flows, in the order of their names.
-    pub(crate) fn flows(&self) -> &'a [Flow] {
-        &self.world.flows
+    /// The bulk flows' progress, in the order of their names (current while a feature watches it).
+    pub(crate) fn flows(&self) -> &'a [FlowProgress] {
+        &self.world.flow_progress
     }
 
-    pub(crate) fn endpoints(&self) -> &'a [Endpoint] {
-        &self.world.endpoints
+    /// Whether some feature watches the bulk flows' progress ([`crate::feature::HookSet::after_flow_endpoint`]).
+    pub(crate) fn flow_progress_watched(&self) -> bool {
+        self.world.hooks.after_flow_endpoint
+    }
+
+    /// Whether the run records time series ([`crate::RunOptions::trace`]).
+    pub(crate) fn trace(&self) -> bool {
+        self.world.trace
+    }
+
+    /// The times (s) of the handoffs noted so far ([`Request::NoteHandoff`]).
+    pub(crate) fn handoffs_noted(&self) -> &'a [f64] {
+        &self.world.handoffs_noted
+    }
+
+    /// When the run ended (for metrics at its end): the last event played, or the time limit.
+    pub(crate) fn run_end(&self) -> Time {
+        self.world.run_end()
     }
 
     /// Node index by name (the scenario was validated, so the name exists).
@@ -50,6 +113,7 @@ impl<'a> View<'a> {
     }
 
     /// Where `node` sends a packet for `dst` (its default gateway, else its route), as (link, direction).
+    #[inline]
     pub(crate) fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
         self.world.next_hop(node, dst)
     }
@@ -86,6 +150,14 @@ pub(crate) type EndpointPoke = Box<dyn Fn(&mut Role, Time)>;
 pub(crate) enum Request<E> {
     /// One of the feature's own events, handed back to it at `at`.
     Schedule { at: Time, event: E },
+    /// [`Request::Schedule`] under `seq`, a place among the events of its instant taken at set-up
+    /// ([`Setup::reserve_event`]): it runs where it would have run had it been scheduled then.
+    ScheduleReserved { at: Time, seq: u64, event: E },
+    /// The feature no longer holds the run open ([`crate::feature::Feature::holds_run`]).
+    Finished,
+    /// Bulk flow `flow` has come this far: the core notes it for [`View::flows`] and calls every feature's
+    /// [`crate::feature::Feature::after_flow_endpoint`].
+    FlowProgress { flow: usize, delivered: u64, snd_max: u64 },
     /// Queue `packet` on direction `dir` of `link` ([`World::send`]).
     Send { out: (usize, usize), packet: Bytes, priority: bool },
     /// Send `packet` from `node` toward `dst` by the routing table ([`World::route`]).
@@ -105,7 +177,7 @@ pub(crate) enum Request<E> {
     SetOutOfRange { link: usize, out: bool },
     /// Give `node` a default gateway (a mobile host's current cell) or take it away.
     SetGateway { node: usize, gateway: Option<(usize, usize)> },
-    /// Note a handoff now in every traced flow's time series.
+    /// Note a handoff now, for every traced flow's time series ([`View::handoffs_noted`]).
     NoteHandoff,
     /// The mobile (re)associated with the cell of wireless `link`: every other feature restarts its link-layer
     /// state for it ([`World::reassociate`]).
@@ -122,6 +194,9 @@ pub(crate) enum Request<E> {
     OpenEndpoint { key: usize, node: usize, local: SocketAddrV4, remote: SocketAddrV4 },
     /// Close the endpoint opened with `key`.
     CloseEndpoint { key: usize },
+    /// Run the endpoint opened with `key`: send what it sends ([`crate::feature::Feature::endpoint_transmit`]),
+    /// then [`crate::feature::Feature::after_endpoint_transmit`].
+    RunEndpoint { key: usize },
     /// Send `packet`, made by an endpoint at `node` for `dst`: offered to the features' `on_host_send`, else
     /// routed ([`World::send_own`]).
     SendOwn { node: usize, dst: Ipv4Addr, packet: Bytes },
@@ -172,6 +247,17 @@ impl<'a> Setup<'a> {
     pub(crate) fn add_control_protocol(&mut self, protocol: u8) {
         self.world.add_control_protocol(protocol);
     }
+
+    /// Takes the next place among same-instant events, for an event scheduled later with
+    /// [`Request::ScheduleReserved`].
+    pub(crate) fn reserve_event(&mut self) -> u64 {
+        self.world.reserve_event()
+    }
+
+    /// Adds a bulk flow to [`View::flows`], in order.
+    pub(crate) fn add_flow_progress(&mut self, progress: FlowProgress) {
+        self.world.flow_progress.push(progress);
+    }
 }
 
 /// The context of one hook call: the time, the [`View`] (through `Deref`) and the outbox.
@@ -189,10 +275,12 @@ impl<'a, E> std::ops::Deref for Cx<'a, E> {
 }
 
 impl<'a, E> Cx<'a, E> {
+    #[inline]
     pub(crate) fn new(now: Time, view: View<'a>, out: &'a mut Vec<Request<E>>) -> Cx<'a, E> {
         Cx { now, view, out }
     }
 
+    #[inline]
     pub(crate) fn now(&self) -> Time {
         self.now
     }

@@ -1,9 +1,10 @@
 //! The seam between the simulator's core ([`crate::world`]) and its features: the protocol families and
-//! workloads that a scenario switches on, six of them, registered in [`build_all`]: a node that fails
+//! workloads that a scenario switches on, seven of them, registered in [`build_all`]: a node that fails
 //! ([`crate::failure`]), I-TCP's split connection ([`crate::split`]), mobility and handoff
-//! ([`crate::mobility`]), the Web workload ([`crate::web`]), Mobile IP ([`crate::mobile_ip`]) and link-level
-//! ARQ ([`crate::arq`]). A feature owns its state, its events and its metrics; the core owns the event queue,
-//! links and media, routing, delivery to endpoints and agents, the bulk flows and their metrics.
+//! ([`crate::mobility`]), the Web workload ([`crate::web`]), Mobile IP ([`crate::mobile_ip`]), link-level
+//! ARQ ([`crate::arq`]) and, last, the bulk flows (`crate::bulk`). A feature owns its state, its events and
+//! its metrics; the core owns the event queue, links and media, routing, delivery to endpoints and agents,
+//! and the links' and agents' metrics.
 //!
 //! A feature implements [`Feature`]: each hook is handed a [`Cx`] (`crate::context`): the time, a read-only
 //! [`View`] of the nodes, links, routes and flows, the scheduling of the feature's own events (its
@@ -23,8 +24,8 @@
 //!    [`crate::Scenario`] with a `Deserialize` config type that lives in the family's module.
 //! 2. **State and set-up.** A type that implements [`Feature`], built from the scenario by a
 //!    `build(scenario, setup) -> Option<..>` in the family's module and registered with
-//!    `world.register(f)` in `build_all`. `build` runs after the topology is in place and before the bulk
-//!    flows; through [`Setup`](crate::context::Setup) it may install agents, recompute routes, join media,
+//!    `world.register(f)` in `build_all`. `build` runs after the topology is in place and after the
+//!    families registered before it; through [`Setup`](crate::context::Setup) it may install agents, recompute routes, join media,
 //!    set a node's default gateway or a link's range, and mark its control protocol; a family that only
 //!    reads takes a [`View`]. [`Feature::set_up`] then schedules its first events.
 //! 3. **Events.** The family's own enum is its [`Feature::Event`]; [`Cx::schedule`] queues one and the core
@@ -48,7 +49,8 @@
 //!      requester's [`Feature::on_purged`] with the count;
 //!    - delivery: [`Feature::on_datagram`] gets the non-TCP packets addressed to a node; TCP goes to the
 //!      endpoints: a feature's own ([`Request::OpenEndpoint`]) come to [`Feature::on_endpoint_packet`], and
-//!      the feature runs them; [`Feature::after_flow_endpoint`] follows every bulk-flow endpoint that ran.
+//!      the feature runs them, or has the core send what they send ([`Feature::endpoint_transmit`], a direct
+//!      call per segment); [`Feature::after_flow_endpoint`] follows every bulk-flow endpoint that ran.
 //! 5. **Metrics.** [`Feature::finish`] writes the family's own entries into the [`RunResult`] (a field of
 //!    its own there, serialised only when present).
 //!
@@ -57,8 +59,8 @@
 //! Events run in time order; events at the same instant run in the order they were scheduled (the engine's
 //! insertion sequence, [`crate::engine`]), whichever feature or part of the core scheduled them. So the order
 //! in which things are scheduled at set-up decides the order at time zero: features' [`Feature::set_up`] in
-//! registration order (mobility's first motion and beacon events), then the bulk flows' starts in the
-//! scenario's order of flow names, then features' [`Feature::start`] in registration order (the Web
+//! registration order (mobility's first motion and beacon events; last, the bulk flows' starts, whose places
+//! are taken in the scenario's order of flow names), then features' [`Feature::start`] in registration order (the Web
 //! workloads' first pages). Within one event, hooks run in registration order, and the requests of each are
 //! carried out, in the order made, as soon as it returns, before the core goes on: so a request takes the
 //! place in the sequence that the same call made inside the hook would take. A hook sees the core as it was
@@ -76,9 +78,9 @@
 //! [`Request::Reassociate`]: crate::context::Request::Reassociate
 //! [`Request::Purge`]: crate::context::Request::Purge
 //! [`Request::OpenEndpoint`]: crate::context::Request::OpenEndpoint
-use crate::context::{Cx, View};
+//! [`Request::Finished`]: crate::context::Request::Finished
+use crate::context::{Cx, Role, View};
 use crate::metrics::RunResult;
-use crate::world::Role;
 use bytes::Bytes;
 use lasthop_wire::Time;
 
@@ -100,15 +102,27 @@ pub(crate) trait Feature: 'static {
         HookSet::default()
     }
 
-    /// Called once when the feature is registered, before the bulk flows are set up: its first events and
+    /// Called once when the feature is registered (after the features registered before it): its first events and
     /// its set-up requests.
     fn set_up(&mut self, _cx: &mut Cx<'_, Self::Event>) {}
 
-    /// Called once, after the bulk flows are set up, to schedule the feature's first events.
+    /// Called once, after every feature is set up, to schedule the feature's first events.
     fn start(&mut self, _cx: &mut Cx<'_, Self::Event>) {}
 
-    /// The run must go on at least until this time even when every bulk flow is done.
+    /// The run must go on at least until this time even when every feature that holds it is done.
     fn runs_until(&self) -> Option<Time> {
+        None
+    }
+
+    /// Whether the run goes on, whatever the time, until this feature says [`Request::Finished`] (the bulk
+    /// flows, until each has delivered its bytes).
+    fn holds_run(&self) -> bool {
+        false
+    }
+
+    /// The scenario fields that most likely made the run stall, when `event` repeats without simulated time
+    /// advancing (the stall backstop's message); `None`: the core's generic words for a feature's event.
+    fn stall_cause(&self, _event: &Self::Event) -> Option<String> {
         None
     }
 
@@ -151,8 +165,21 @@ pub(crate) trait Feature: 'static {
     }
 
     /// A TCP packet reached the endpoint the feature opened with `key` (`Request::OpenEndpoint`): the
-    /// feature runs it (and sends what it answers with `Request::SendOwn`).
+    /// feature runs it (and sends what it answers with `Request::SendOwn`, or lets the core run it after
+    /// this hook, as for `Request::RunEndpoint`).
     fn on_endpoint_packet(&mut self, _cx: &mut Cx<'_, Self::Event>, _key: usize, _packet: &Bytes) {}
+
+    /// The core runs endpoint `key` (after [`Feature::on_endpoint_packet`], or on `Request::RunEndpoint`):
+    /// the next packet it sends now, if any. The core sends each at once from the endpoint's node to its peer
+    /// (as `Request::SendOwn` would) and asks again, so each reads the core as the one before it left it;
+    /// the feature counts what it sends here. A direct call, without an outbox: it runs once per segment.
+    fn endpoint_transmit(&mut self, _view: View<'_>, _now: Time, _key: usize) -> Option<Bytes> {
+        None
+    }
+
+    /// Endpoint `key` has sent what it would ([`Feature::endpoint_transmit`]): what follows (what it reads,
+    /// its timer).
+    fn after_endpoint_transmit(&mut self, _cx: &mut Cx<'_, Self::Event>, _key: usize) {}
 
     /// Another feature asked for every endpoint at a node to be poked (`Request::PokeEndpoints`); this is
     /// the feature's endpoint `key` there: apply `poke` and run it.
@@ -221,9 +248,9 @@ mod tests {
         v["flows"]["bulk"]["start_s"] = toml::Value::Float(0.0);
         let s = Scenario::from_toml(v, "probe").unwrap();
         let world = World::build_with(&s, &RunOptions::default(), |s, world| {
-            crate::registry::build_all(s, world)?;
+            crate::registry::build_features(s, world)?;
             world.register(Probe { counters: Default::default(), arrivals: 0, host_sends: 0 });
-            Ok(())
+            crate::registry::build_flows(s, world)
         })
         .unwrap();
         let r = world.run().unwrap();

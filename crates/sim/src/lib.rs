@@ -4,10 +4,10 @@
 //! Entry points: [`Scenario`] (a TOML file, every field defaulted and documented) and [`run`], which plays a
 //! scenario to the end and returns [`RunResult`]. Same scenario and seed ⇒ identical results, traces and pcap
 //! bytes: time is integer nanoseconds, events at one instant run in insertion order (whether the core or a
-//! feature scheduled them; at time zero: features' set-up, then bulk flows, then features' start, each in
-//! registration order), and every random stream is seeded from (scenario seed, component, stream name).
+//! feature scheduled them; at time zero: features' set-up, the bulk flows' starts last among them, then
+//! features' start, each in registration order), and every random stream is seeded from (scenario seed, component, stream name).
 //!
-//! Layout: the core (`world.rs`: event queue, links and media, routing, delivery, bulk flows, metrics) and
+//! Layout: the core (`world/`: event queue, links and media, routing, delivery, the core's metrics) and
 //! its features behind one seam: `feature.rs` (the `Feature` trait, the one registration per family, and
 //! how the core holds a feature) and `context.rs` (what a feature's hooks are handed: the time, a read-only
 //! view, its own events and an outbox of requests the core carries out after the hook; no feature gets the
@@ -17,6 +17,7 @@
 
 pub mod agents;
 pub mod arq;
+mod bulk;
 /// The channel models, from `lasthop-channel` (shared with the real base station).
 pub use lasthop_channel::{error_model, fit as channel, rng};
 mod context;

@@ -3,12 +3,13 @@
 //! returns; [`DynFeature`] is its object-safe face, the one the core calls. Part of the core: it takes the
 //! world, which no feature does.
 
-use crate::context::{Cx, Request, View};
+use crate::context::{Cx, Request, Role, View};
 use crate::feature::{Feature, FeatureId, HookSet};
 use crate::metrics::RunResult;
-use crate::world::{Owner, Role, World};
+use crate::world::{Owner, World};
 use bytes::Bytes;
 use lasthop_wire::Time;
+use std::net::Ipv4Addr;
 
 /// A [`Feature`] as the core holds it: the feature, the queue of its pending events (the core's event names
 /// only their place here), and its outbox, carried out with `&mut World` after each hook.
@@ -18,6 +19,8 @@ pub(crate) struct Registered<F: Feature> {
     pending: Vec<Option<F::Event>>,
     free: Vec<usize>,
     outbox: Vec<Request<F::Event>>,
+    /// The outbox of the hooks called while the outbox's requests are carried out ([`Registered::carry_out`]).
+    spare: Vec<Request<F::Event>>,
     /// The core's index of each endpoint the feature opened, by the feature's key.
     endpoints: std::collections::BTreeMap<usize, usize>,
 }
@@ -30,6 +33,7 @@ impl<F: Feature> Registered<F> {
             pending: Vec::new(),
             free: Vec::new(),
             outbox: Vec::new(),
+            spare: Vec::new(),
             endpoints: Default::default(),
         }
     }
@@ -42,14 +46,31 @@ impl<F: Feature> Registered<F> {
         now: Time,
         hook: impl FnOnce(&mut F, &mut Cx<'_, F::Event>) -> R,
     ) -> R {
-        let mut out = std::mem::take(&mut self.outbox);
-        let r = hook(&mut self.feature, &mut Cx::new(now, View::new(world), &mut out));
-        // A continuation (`Request::Then`) fills an outbox of its own while this one drains.
+        let r = hook(&mut self.feature, &mut Cx::new(now, View::new(world), &mut self.outbox));
+        if !self.outbox.is_empty() {
+            self.carry_out(world, now);
+        }
+        r
+    }
+
+    /// Carries out the requests in the outbox, in order.
+    fn carry_out(&mut self, world: &mut World, now: Time) {
+        // A hook called while they are carried out (a continuation, `Request::Then`; an endpoint's follow-up,
+        // `Request::RunEndpoint`) fills the spare outbox, kept from call to call so that it allocates once.
+        let spare = std::mem::take(&mut self.spare);
+        let mut out = std::mem::replace(&mut self.outbox, spare);
         for request in out.drain(..) {
             self.apply(world, now, request);
         }
-        self.outbox = out;
-        r
+        self.spare = std::mem::replace(&mut self.outbox, out);
+    }
+
+    /// Runs endpoint `key`, at `node` and talking to `peer`: sends what it sends, then its follow-up.
+    fn run_endpoint(&mut self, world: &mut World, now: Time, key: usize, (node, peer): (usize, Ipv4Addr)) {
+        while let Some(packet) = self.feature.endpoint_transmit(View::new(world), now, key) {
+            world.send_own(now, Some(self.id), node, peer, packet);
+        }
+        self.call(world, now, |f, cx| f.after_endpoint_transmit(cx, key));
     }
 
     fn apply(&mut self, world: &mut World, now: Time, request: Request<F::Event>) {
@@ -58,6 +79,12 @@ impl<F: Feature> Registered<F> {
                 let slot = self.park(event);
                 world.schedule(at, self.id, slot);
             }
+            Request::ScheduleReserved { at, seq, event } => {
+                let slot = self.park(event);
+                world.schedule_reserved(at, seq, self.id, slot);
+            }
+            Request::Finished => world.release_run(),
+            Request::FlowProgress { flow, delivered, snd_max } => world.flow_progress(now, flow, delivered, snd_max),
             Request::Then(event) => self.call(world, now, |f, cx| f.on_event(cx, event)),
             Request::Send { out, packet, priority } => world.send(now, out, packet, priority),
             Request::Route { node, dst, packet, priority } => world.route(now, node, dst, packet, priority),
@@ -81,7 +108,7 @@ impl<F: Feature> Registered<F> {
             }
             Request::PokeEndpoints { node, poke } => world.poke_endpoints(now, node, poke),
             Request::OpenEndpoint { key, node, local, remote } => {
-                let ep = world.add_endpoint(Owner::Feature { feature: self.id, key }, node, local, remote, Role::Owned);
+                let ep = world.add_endpoint(Owner { feature: self.id, key }, node, local, remote);
                 self.endpoints.insert(key, ep);
             }
             Request::CloseEndpoint { key } => {
@@ -89,7 +116,11 @@ impl<F: Feature> Registered<F> {
                     world.close_endpoint(ep);
                 }
             }
-            Request::SendOwn { node, dst, packet } => world.send_own(now, node, dst, packet),
+            Request::RunEndpoint { key } => {
+                let ep = self.endpoints[&key];
+                self.run_endpoint(world, now, key, world.endpoint_peer(ep));
+            }
+            Request::SendOwn { node, dst, packet } => world.send_own(now, Some(self.id), node, dst, packet),
         }
     }
 
@@ -118,6 +149,12 @@ impl<F: Feature> DynFeature for Registered<F> {
     fn runs_until(&self) -> Option<Time> {
         self.feature.runs_until()
     }
+    fn holds_run(&self) -> bool {
+        self.feature.holds_run()
+    }
+    fn stall_cause(&self, slot: usize) -> Option<String> {
+        self.pending[slot].as_ref().and_then(|event| self.feature.stall_cause(event))
+    }
     fn on_event(&mut self, world: &mut World, now: Time, slot: usize) {
         let event = self.pending[slot].take().expect("a pending event");
         self.free.push(slot);
@@ -144,8 +181,9 @@ impl<F: Feature> DynFeature for Registered<F> {
     fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
         self.call(world, now, |f, cx| f.on_datagram(cx, node, packet))
     }
-    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, packet: &Bytes) {
+    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, at: (usize, Ipv4Addr), packet: &Bytes) {
         self.call(world, now, |f, cx| f.on_endpoint_packet(cx, key, packet));
+        self.run_endpoint(world, now, key, at);
     }
     fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time)) {
         self.call(world, now, |f, cx| f.on_endpoint_poke(cx, key, poke));
@@ -161,6 +199,9 @@ pub(crate) trait DynFeature {
     fn hooks(&self) -> HookSet;
     fn start(&mut self, world: &mut World);
     fn runs_until(&self) -> Option<Time>;
+    fn holds_run(&self) -> bool;
+    /// Why the feature's event parked at `slot` may repeat without end ([`Feature::stall_cause`]).
+    fn stall_cause(&self, slot: usize) -> Option<String>;
     /// The feature's event parked at `slot` is due.
     fn on_event(&mut self, world: &mut World, now: Time, slot: usize);
     fn on_arrive(&mut self, world: &mut World, now: Time, node: usize, link: usize, packet: &Bytes) -> bool;
@@ -170,7 +211,8 @@ pub(crate) trait DynFeature {
     fn on_link_purge(&mut self, link: usize, dir: usize);
     fn after_flow_endpoint(&mut self, world: &mut World, now: Time);
     fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;
-    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, packet: &Bytes);
+    /// A packet for the feature's endpoint `key`, at node `at.0` and talking to `at.1`.
+    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, at: (usize, Ipv4Addr), packet: &Bytes);
     fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time));
     fn finish(self: Box<Self>, world: &World, result: &mut RunResult);
 }

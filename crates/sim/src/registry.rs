@@ -8,6 +8,12 @@ use crate::{Scenario, SimError};
 
 /// Builds and registers every feature the scenario asks for, in the order that fixes same-instant ties.
 pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError> {
+    build_features(s, world)?;
+    build_flows(s, world)
+}
+
+/// The protocol families and the Web workload, registered before the bulk flows.
+pub(crate) fn build_features(s: &Scenario, world: &mut World) -> Result<(), SimError> {
     // Before the split relays, so that a failed node drops packets before a relay could take them.
     if let Some(f) = crate::failure::Failure::build(s, View::new(world)) {
         world.register(f);
@@ -28,6 +34,16 @@ pub(crate) fn build_all(s: &Scenario, world: &mut World) -> Result<(), SimError>
     }
     if let Some(f) = crate::arq::Arq::build(s, View::new(world)) {
         world.register(f);
+    }
+    Ok(())
+}
+
+/// The bulk flows, registered last: they find their paths once every feature has shaped the routes, and
+/// their starts take their places at time zero after every other feature's set-up events (see "Same-instant
+/// order" in [`crate::feature`]).
+pub(crate) fn build_flows(s: &Scenario, world: &mut World) -> Result<(), SimError> {
+    if let Some(b) = crate::bulk::BulkFlows::build(s, &mut Setup::new(world))? {
+        world.register(b);
     }
     Ok(())
 }

@@ -3,13 +3,12 @@
 //! configuration, the motion and radio models and the state live in [`crate::mobility`].
 
 use super::{BeaconState, Cells, MobState, MotionKind, PauseTrack, ReceiverSignal, SchemeKind};
-use crate::context::{Cx, Request, Setup, View};
+use crate::context::{Cx, Request, Role, Setup, View};
 use crate::feature::{Feature, HookSet};
 use crate::link::Link;
 use crate::metrics::{HandoffMetrics, RunResult};
 use crate::rng;
 use crate::scenario::{LinkKind, Scenario};
-use crate::world::Role;
 use bytes::Bytes;
 use lasthop_agents::handoff::{
     self, BaseStation, BsConfig, Control, HomeAgent, Kind, MhEvent, MobileHost, Role as BsRole,
@@ -422,11 +421,9 @@ impl Mobility {
         let mut marks = Vec::new();
         for (i, f) in view.flows().iter().enumerate().filter(|(_, f)| f.path.contains(&m.mh)) {
             through = true;
-            if let Role::Sender(s) = &view.endpoints()[f.sender].role {
-                let target = (s.snd_max_offset() + 1).min(f.bytes);
-                if f.delivered < target {
-                    marks.push((i, target));
-                }
+            let target = (f.snd_max + 1).min(f.bytes);
+            if f.delivered < target {
+                marks.push((i, target));
             }
         }
         let done = (through && marks.is_empty()).then_some(now);
@@ -485,7 +482,7 @@ impl Mobility {
                 ReceiverSignal::MarkedAck => r.send_handoff_mark(),
             },
             Role::Sender(s) => s.retransmit_now(now),
-            Role::Closed | Role::Owned => {}
+            Role::Closed => {}
         });
         cx.request(Request::PokeEndpoints { node, poke });
         // The core does not call this feature's `after_flow_endpoint` for the endpoints it pokes: it checks

@@ -3,10 +3,9 @@
 //! address and hands them their packets), their requests, and their metrics. The browsing model itself is [`crate::web`].
 
 use super::{Command, Object, Samplers, WebClient, WebParams};
-use crate::context::{Cx, Request, View};
+use crate::context::{Cx, Request, Role, View};
 use crate::feature::Feature;
 use crate::metrics::{RunResult, WebMetrics};
-use crate::world::Role;
 use crate::{rng, Scenario, SimError};
 use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
@@ -198,7 +197,7 @@ impl WebWorkloads {
             match &mut e.role {
                 Role::Sender(s) => s.handle_timeout(now),
                 Role::Receiver(r) => r.handle_timeout(now),
-                Role::Closed | Role::Owned => {}
+                Role::Closed => {}
             }
         }
         self.after_web_endpoint(cx, ep);
@@ -392,7 +391,7 @@ impl WebWorkloads {
             let packet = match &mut e.role {
                 Role::Sender(s) => s.poll_transmit(now),
                 Role::Receiver(r) => r.poll_transmit(now),
-                Role::Closed | Role::Owned => None,
+                Role::Closed => None,
             };
             let Some(packet) = packet else { break };
             cx.request(Request::SendOwn { node, dst, packet });
@@ -424,7 +423,7 @@ impl WebWorkloads {
             }
             // Everything, FIN included, acknowledged: the connection is over.
             Role::Sender(s) => finished = s.is_finished(),
-            Role::Closed | Role::Owned => return,
+            Role::Closed => return,
         }
         self.arm_endpoint_timer(cx, ep);
         if send_request {
@@ -460,7 +459,7 @@ impl WebWorkloads {
             match std::mem::replace(&mut self.endpoints[ep].role, Role::Closed) {
                 Role::Sender(s) => add_stats(&mut self.webs[web].stats, s.stats()),
                 Role::Receiver(r) => self.webs[web].duplicate_segments += r.stats().duplicate_segments,
-                Role::Closed | Role::Owned => {}
+                Role::Closed => {}
             }
         }
     }
@@ -536,7 +535,7 @@ impl Feature for WebWorkloads {
         match &mut self.endpoints[ep].role {
             Role::Sender(s) => s.handle_packet(now, packet),
             Role::Receiver(r) => r.handle_packet(now, packet),
-            Role::Closed | Role::Owned => return,
+            Role::Closed => return,
         }
         self.after_web_endpoint(cx, ep);
     }

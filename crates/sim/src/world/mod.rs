@@ -1,0 +1,280 @@
+//! The simulator's core: one run's event queue, nodes, links and media, routing, delivery to endpoints and
+//! agents, and the metrics they yield. Everything else a run does (the bulk flows, the Web workload, mobility
+//! and handoff, Mobile IP, node failure, the split connection, link-level ARQ) is a
+//! [`Feature`](crate::feature::Feature) that the core drives through the seam in [`crate::feature`] (it hands
+//! each hook a [`crate::context::Cx`] and carries out its requests); the core names no feature.
+//!
+//! A run goes on until every feature that holds it ([`Feature::holds_run`]: the bulk flows, until each has
+//! delivered its bytes) is finished and every feature's
+//! [`runs_until`](crate::feature::Feature::runs_until) time has passed, or the time limit is reached.
+
+use crate::agents::build_agent;
+use crate::context::Role;
+use crate::engine::Scheduler;
+use crate::feature::{Feature, FeatureId};
+use crate::link::{Link, Medium, Transmission};
+use crate::metrics::{LinkMetrics, RunResult};
+use crate::registered::DynFeature;
+use crate::routes::Routes;
+use crate::scenario::{LinkKind, Scenario};
+use crate::{rng, RunOptions, SimError};
+use bytes::Bytes;
+use lasthop_agents::flow::FlowKey;
+use lasthop_agents::{Action, Agent, Side};
+use lasthop_channel::key_index::KeyIndex;
+use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
+use lasthop_wire::pcap::PcapWriter;
+use lasthop_wire::tcp::TcpPacket;
+use lasthop_wire::Time;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// A map looked up on every packet routed or delivered: foldhash with a fixed seed (a lookup costs a few ns
+/// where SipHash or a B-tree over 10,000 addresses cost tens; no random state, so no run depends on one).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
+pub(crate) enum Event {
+    /// A packet reaches `node` over direction `dir` of `link`.
+    Arrive {
+        node: usize,
+        link: usize,
+        dir: usize,
+        packet: Bytes,
+    },
+    /// The transmitter of `dir` of `link` (or its shared medium) is free.
+    TxDone {
+        link: usize,
+        dir: usize,
+    },
+    AgentTimer {
+        node: usize,
+    },
+    /// One of a feature's own events, parked in its queue at `slot` (see [`crate::registered::Registered`]).
+    /// A `usize`, as the other variants' fields: a `u32` would share the word of the enum's tag.
+    Feature {
+        feature: FeatureId,
+        slot: usize,
+    },
+}
+
+pub(crate) struct Node {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    /// Next hop toward each node (`routes[to]`): (link, direction), `None` for itself or unreachable.
+    pub routes: Routes,
+    /// A default gateway that overrides `routes` for every destination but the node itself (a mobile host's
+    /// current cell, set by mobility).
+    pub gateway: Option<(usize, usize)>,
+    pub agent: Option<Box<dyn Agent>>,
+    agent_timer: Option<Time>,
+    /// The node's open endpoints, in the order they were added.
+    pub endpoints: Vec<usize>,
+    /// The first of `endpoints` for each (local port, remote address, remote port), for nodes with many
+    /// endpoints (a fixed host serving thousands of flows), where scanning the list would cost per packet.
+    by_key: FastMap<EndpointKey, usize>,
+}
+
+/// What a packet arriving at a node names its endpoint by: (local port, remote address, remote port).
+type EndpointKey = (u16, Ipv4Addr, u16);
+
+/// Nodes with at most this many endpoints find one by scanning the list (cheaper than hashing for a few).
+const SCAN_ENDPOINTS_UP_TO: usize = 8;
+
+/// The stall backstop: a run that plays this many events without simulated time advancing by
+/// [`STALL_SPAN_NS`] ends with [`SimError::Stalled`] instead of spinning until killed. The scenario's floors
+/// (`crate::floors`) keep every duration it names from doing this; the backstop catches what they cannot
+/// (a combination of settings, a defect). No run of `examples/` or `experiments/` comes near it: the most
+/// events at one instant are a few per flow when thousands of flows start together.
+pub(crate) const STALL_EVENTS: u64 = 10_000_000;
+/// The span of simulated time within which [`STALL_EVENTS`] events trip the backstop (1 µs).
+pub(crate) const STALL_SPAN_NS: u64 = 1_000;
+
+/// Whose an endpoint is: the feature that opened it, with the key it opened it with.
+#[derive(Clone, Copy)]
+pub(crate) struct Owner {
+    pub feature: FeatureId,
+    pub key: usize,
+}
+
+/// A TCP endpoint as the core knows it: where it is and what it is called, to hand it its packets; its
+/// owner keeps its state and runs it.
+pub(crate) struct Endpoint {
+    owner: Owner,
+    node: usize,
+    local: SocketAddrV4,
+    remote: SocketAddrV4,
+    /// Not closed yet ([`World::close_endpoint`]).
+    open: bool,
+}
+
+impl Endpoint {
+    fn key(&self) -> EndpointKey {
+        (self.local.port(), *self.remote.ip(), self.remote.port())
+    }
+}
+
+/// Which hooks at least one feature asked for, so that a run without them pays nothing per packet.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct HookSet {
+    pub arrive: bool,
+    pub after_flow_endpoint: bool,
+    /// [`Feature::on_host_send`]: a host's own outgoing packets.
+    pub host_send: bool,
+    /// [`Feature::on_agent_output`]: the packets a node's agent passes on or makes.
+    pub agent_output: bool,
+}
+
+pub struct World {
+    sched: Scheduler<Event>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) links: Vec<Link>,
+    /// Half-duplex media; each half-duplex link sends on one (`Link::medium`).
+    media: Vec<Medium>,
+    endpoints: Vec<Endpoint>,
+    /// The bulk flows' progress, for the features that watch it ([`crate::context::FlowProgress`]).
+    pub(crate) flow_progress: Vec<crate::context::FlowProgress>,
+    /// The times (s) of the handoffs noted ([`crate::context::Request::NoteHandoff`]).
+    pub(crate) handoffs_noted: Vec<f64>,
+    /// Node by address (`u32::from`), on every packet routed (the scenario checks that no two nodes share one).
+    addr_index: KeyIndex,
+    actions: Vec<Action>,
+    /// Features that hold the run open ([`Feature::holds_run`]) and have not said they are finished.
+    holding: usize,
+    time_limit: Time,
+    /// The stall backstop (see [`STALL_EVENTS`]): the end of the current span of simulated time, the events
+    /// played within it, and, once it tripped, when and what likely caused it.
+    stall_until: u64,
+    stall_events: u64,
+    stalled: Option<(Time, String)>,
+    pub(crate) seed: u64,
+    pub(crate) trace: bool,
+    /// Packets no node could route or deliver (no route, no endpoint, unparsable at a host).
+    pub(crate) undeliverable: u64,
+    /// The features in registration order. A slot is empty while its feature's hook and the requests it made
+    /// run ([`crate::registered::Registered::call`] holds the world then): so a feature's own requests never
+    /// come back to it.
+    features: Vec<Option<Box<dyn DynFeature>>>,
+    /// The hooks each feature asked for, and (`hooks`) which at least one did.
+    feature_hooks: Vec<HookSet>,
+    pub(crate) hooks: HookSet,
+    /// Packets endpoints sent while a feature ran (its slot empty, so it could not be offered them): offered
+    /// to [`Feature::on_host_send`] when no feature runs any more, in the order sent.
+    sent_while_a_feature_ran: Vec<(Time, usize, Ipv4Addr, Bytes)>,
+    /// The latest of the features' `runs_until`: the run goes on until then.
+    run_until: Option<Time>,
+    /// IP protocols whose packets are a feature's control messages, not data (not counted by
+    /// [`World::out_of_range_losses`]).
+    control_protocols: Vec<u8>,
+    out_of_range_losses: u64,
+    /// The first error writing a pcap file (the run fails with it at the end).
+    pcap_error: Option<SimError>,
+}
+
+mod build;
+mod endpoints;
+mod finish;
+mod packets;
+mod run;
+#[cfg(test)]
+mod tests;
+
+impl World {
+    /// The id the next feature registered will have.
+    pub(crate) fn next_feature_id(&self) -> FeatureId {
+        FeatureId(self.features.len())
+    }
+
+    /// Registers a feature built with id [`World::next_feature_id`] (see [`crate::registry::build_all`]).
+    pub(crate) fn add_feature(&mut self, feature: Box<dyn DynFeature>) {
+        let h = feature.hooks();
+        self.feature_hooks.push(h);
+        self.holding += usize::from(feature.holds_run());
+        self.hooks.arrive |= h.arrive;
+        self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
+        self.hooks.host_send |= h.host_send;
+        self.hooks.agent_output |= h.agent_output;
+        self.features.push(Some(feature));
+    }
+
+    /// Registers `feature` (see [`crate::registry::build_all`]) and runs its [`Feature::set_up`].
+    pub(crate) fn register<F: Feature>(&mut self, feature: F) {
+        let mut registered = crate::registered::Registered::new(self.next_feature_id(), feature);
+        registered.call(self, Time::ZERO, |f, cx| f.set_up(cx));
+        self.add_feature(Box::new(registered));
+    }
+
+    /// Runs `f` on feature `id` with the world; `None` if that feature is the one running now (a hook never
+    /// re-enters the feature it came from).
+    fn with_feature<R>(&mut self, id: FeatureId, f: impl FnOnce(&mut dyn DynFeature, &mut World) -> R) -> Option<R> {
+        let mut feature = self.features[id.0].take()?;
+        let r = f(feature.as_mut(), self);
+        self.features[id.0] = Some(feature);
+        if !self.sent_while_a_feature_ran.is_empty() && self.features.iter().all(Option::is_some) {
+            for (now, node, dst, packet) in std::mem::take(&mut self.sent_while_a_feature_ran) {
+                self.send_own(now, None, node, dst, packet);
+            }
+        }
+        Some(r)
+    }
+
+    /// Schedules one of feature `feature`'s own events.
+    pub(crate) fn schedule(&mut self, at: Time, feature: FeatureId, slot: usize) {
+        self.sched.schedule(at, Event::Feature { feature, slot });
+    }
+
+    /// [`World::schedule`] under `seq`, from [`World::reserve_event`].
+    pub(crate) fn schedule_reserved(&mut self, at: Time, seq: u64, feature: FeatureId, slot: usize) {
+        self.sched.schedule_reserved(at, seq, Event::Feature { feature, slot });
+    }
+
+    /// Takes the next place among same-instant events (see [`crate::engine::Scheduler::reserve`]).
+    pub(crate) fn reserve_event(&mut self) -> u64 {
+        self.sched.reserve()
+    }
+
+    /// A feature that held the run open is finished with it.
+    pub(crate) fn release_run(&mut self) {
+        self.holding -= 1;
+    }
+
+    /// Bulk flow `flow` has come this far: noted for [`crate::context::View::flows`], then every feature's
+    /// [`Feature::after_flow_endpoint`].
+    pub(crate) fn flow_progress(&mut self, now: Time, flow: usize, delivered: u64, snd_max: u64) {
+        let p = &mut self.flow_progress[flow];
+        (p.delivered, p.snd_max) = (delivered, snd_max);
+        for i in 0..self.features.len() {
+            self.with_feature(FeatureId(i), |f, w| f.after_flow_endpoint(w, now));
+        }
+    }
+
+    /// Marks `protocol` as a feature's control traffic (not data, for [`World::out_of_range_losses`]).
+    pub(crate) fn add_control_protocol(&mut self, protocol: u8) {
+        if !self.control_protocols.contains(&protocol) {
+            self.control_protocols.push(protocol);
+        }
+    }
+
+    /// Whether `protocol` is a feature's control traffic ([`World::add_control_protocol`]).
+    pub(crate) fn is_control_protocol(&self, protocol: u8) -> bool {
+        self.control_protocols.contains(&protocol)
+    }
+
+    /// The mobile (re)associated with the cell of wireless `link`: every feature but the one calling restarts
+    /// its link-layer state for that link ([`Feature::on_reassociate`]).
+    pub(crate) fn reassociate(&mut self, now: Time, link: usize) {
+        for i in 0..self.features.len() {
+            self.with_feature(FeatureId(i), |f, w| f.on_reassociate(w, now, link));
+        }
+    }
+
+    /// Notes a handoff at `now` ([`crate::context::View::handoffs_noted`]).
+    pub(crate) fn note_handoff(&mut self, now: Time) {
+        self.handoffs_noted.push(now.as_secs_f64());
+    }
+
+    /// Data frames lost so far because their link was out of range (sent on it, or in flight when it went
+    /// out of range); control frames of [`World::add_control_protocol`] are not counted.
+    pub(crate) fn out_of_range_losses(&self) -> u64 {
+        self.out_of_range_losses
+    }
+}

@@ -1,0 +1,228 @@
+//! A packet's way through the core: onto a link or medium, through the air, into a node, past its agent
+//! and the features' hooks, on by the routing table.
+
+use super::*;
+
+impl World {
+    /// Captures `packet` in the pcap of `end` of `link`, if it has one; a write error is kept for the end of
+    /// the run and stops that capture. Inlined down to the check, which every frame makes twice and which
+    /// a run without captures always fails.
+    #[inline(always)]
+    pub(super) fn capture(&mut self, now: Time, link: usize, end: usize, packet: &[u8]) {
+        if self.links[link].pcap[end].is_some() {
+            self.write_capture(now, link, end, packet);
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn write_capture(&mut self, now: Time, link: usize, end: usize, packet: &[u8]) {
+        let slot = &mut self.links[link].pcap[end];
+        if let Some(p) = slot.as_mut() {
+            if let Err(source) = p.writer.write(now, packet) {
+                let path = slot.take().expect("checked").path;
+                self.pcap_error.get_or_insert(SimError::Io { path, source });
+            }
+        }
+    }
+
+    pub(super) fn arrive(&mut self, now: Time, node: usize, link: usize, dir: usize, packet: Bytes) {
+        self.capture(now, link, 1 - dir, &packet);
+        let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
+            self.undeliverable += 1;
+            return;
+        };
+        let dst = ip.dst_addr();
+        if self.links[link].out_of_range {
+            // In flight when the far end moved out of range.
+            self.lose_out_of_range(&packet);
+            return;
+        }
+        if self.hooks.arrive && self.offer_arrival(now, node, link, &packet) {
+            return;
+        }
+        if dst == self.nodes[node].addr {
+            self.deliver_local(now, node, packet);
+            return;
+        }
+        let Some(out) = self.next_hop(node, dst) else {
+            self.undeliverable += 1;
+            return;
+        };
+        if self.nodes[node].agent.is_some() {
+            let side = if self.links[out.0].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+            let occupancy = self.links[out.0].occupancy(out.1);
+            let agent = self.nodes[node].agent.as_mut().expect("checked");
+            agent.on_queue_occupancy(side, occupancy);
+            agent.on_packet(now, side, packet, &mut self.actions);
+            self.apply_actions_routed(now, node, Some((dst, out)));
+        } else {
+            self.send(now, out, packet, false);
+        }
+    }
+
+    /// Offers an arriving packet to the features, in registration order, until one consumes it.
+    pub(super) fn offer_arrival(&mut self, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
+        (0..self.features.len())
+            .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_arrive(w, now, node, link, packet)) == Some(true))
+    }
+
+    /// Offers a packet `node`'s agent passes on or makes to the features, in registration order, until one
+    /// takes it.
+    pub(super) fn offer_agent_output(&mut self, now: Time, node: usize, packet: &Bytes) -> bool {
+        (0..self.features.len())
+            .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_agent_output(w, now, node, packet)) == Some(true))
+    }
+
+    /// Hands `packet` to the agent at `node` as if it had arrived travelling toward `side`, and carries out
+    /// what the agent asks for.
+    pub(crate) fn hand_to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
+        let agent = self.nodes[node].agent.as_mut().expect("the node has an agent");
+        agent.on_packet(now, side, packet, &mut self.actions);
+        self.apply_actions(now, node);
+    }
+
+    /// Lets `node`'s agent (if any) act on a host event outside a packet, then carries out what it asks for.
+    pub(crate) fn tell_agent(&mut self, now: Time, node: usize, event: impl FnOnce(&mut dyn Agent, &mut Vec<Action>)) {
+        let Some(agent) = self.nodes[node].agent.as_mut() else { return };
+        event(agent.as_mut(), &mut self.actions);
+        self.apply_actions(now, node);
+    }
+
+    /// Carries out what the node's agent asked for, then re-arms its timer.
+    pub(super) fn apply_actions(&mut self, now: Time, node: usize) {
+        self.apply_actions_routed(now, node, None);
+    }
+
+    /// [`World::apply_actions`], with the next hop toward one destination already found (the packet the
+    /// agent was handed, which it usually passes on): sending changes no route, so it is not looked up again.
+    pub(super) fn apply_actions_routed(&mut self, now: Time, node: usize, known: Option<(Ipv4Addr, (usize, usize))>) {
+        let mut actions = std::mem::take(&mut self.actions);
+        for action in actions.drain(..) {
+            let (packet, priority) = match action {
+                Action::Forward(_, p) | Action::Inject(_, p) => (p, false),
+                Action::ForwardPriority(_, p) => (p, true),
+                Action::Drop(_) => continue,
+            };
+            let dst = match Ipv4Packet::new_checked(&packet[..]) {
+                Ok(ip) => ip.dst_addr(),
+                Err(_) => {
+                    self.undeliverable += 1;
+                    continue;
+                }
+            };
+            if self.hooks.agent_output && self.offer_agent_output(now, node, &packet) {
+                continue;
+            }
+            match known {
+                // A feature that saw the packet above may have moved a route: then it is looked up.
+                Some((to, out)) if to == dst && !self.hooks.agent_output => self.send(now, out, packet, priority),
+                _ => self.route(now, node, dst, packet, priority),
+            }
+        }
+        self.actions = actions;
+        let want = self.nodes[node].agent.as_ref().and_then(|a| a.poll_timeout());
+        let n = &mut self.nodes[node];
+        if let Some(t) = want {
+            if n.agent_timer.is_none_or(|s| t < s) {
+                n.agent_timer = Some(t);
+                self.sched.schedule(t, Event::AgentTimer { node });
+            }
+        }
+    }
+
+    /// Where `node` sends a packet for `dst`: its default gateway if it has one (a mobile host), else its route.
+    pub(crate) fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
+        let n = &self.nodes[node];
+        if let Some(gateway) = n.gateway.filter(|_| dst != n.addr) {
+            return Some(gateway);
+        }
+        let to = self.addr_index.get(u64::from(u32::from(dst)))?;
+        n.routes[to]
+    }
+
+    /// Sends `packet` from `node` toward `dst` by the routing table, or counts it undeliverable.
+    pub(crate) fn route(&mut self, now: Time, node: usize, dst: Ipv4Addr, packet: Bytes, priority: bool) {
+        match self.next_hop(node, dst) {
+            Some(out) => self.send(now, out, packet, priority),
+            None => self.undeliverable += 1,
+        }
+    }
+
+    /// Queues `packet` on direction `dir` of `link` and starts what can start.
+    pub(crate) fn send(&mut self, now: Time, (link, dir): (usize, usize), packet: Bytes, priority: bool) {
+        if self.links[link].enqueue(dir, packet, priority) {
+            self.medium_update(link);
+            self.kick(now, link);
+        }
+    }
+
+    /// Tells the medium of `link` (if it sends on one) what the link would send next, after its queues
+    /// changed (see [`Medium::update`]).
+    #[inline]
+    pub(super) fn medium_update(&mut self, link: usize) {
+        if let Some(m) = self.links[link].medium {
+            if self.media[m].is_indexed() {
+                let next = self.links[link].next_on_medium();
+                self.media[m].update(link, next);
+            }
+        }
+    }
+
+    /// Takes out of both transmit queues of direction `dir` of `link` every frame not yet on the air for which
+    /// `matches` holds; returns how many (see [`Link::purge`]).
+    /// Every other feature's link layer drops what it holds for that direction too ([`Feature::on_link_purge`];
+    /// counted there, not here).
+    pub(crate) fn purge_link(&mut self, link: usize, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
+        let purged = self.links[link].purge(dir, matches);
+        self.medium_update(link);
+        for i in 0..self.features.len() {
+            self.with_feature(FeatureId(i), |f, _| f.on_link_purge(link, dir));
+        }
+        purged
+    }
+
+    /// Starts whatever transmissions the link (or the medium it sends on) can start now.
+    pub(super) fn kick(&mut self, now: Time, link: usize) {
+        match self.links[link].medium {
+            Some(m) => {
+                let links = &self.links;
+                if let Some((l, dir)) = self.media[m].acquire(|l| links[l].next_on_medium()) {
+                    let t = self.links[l].start(now, dir);
+                    self.medium_update(l);
+                    self.launch(now, l, t);
+                }
+            }
+            None => {
+                while let Some(t) = self.links[link].start_next(now) {
+                    self.launch(now, link, t);
+                }
+            }
+        }
+    }
+
+    /// A frame went on the air on `link`: capture it, tell the sender's agent, schedule its end and arrival.
+    pub(super) fn launch(&mut self, now: Time, link: usize, t: Transmission) {
+        let Transmission { dir, packet, done_at, arrives_at, corrupted } = t;
+        self.capture(now, link, dir, &packet);
+        let from = self.links[link].ends[dir];
+        if let Some(agent) = self.nodes[from].agent.as_mut() {
+            let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
+            agent.on_transmit(now, side, &packet);
+        }
+        self.sched.schedule(done_at, Event::TxDone { link, dir });
+        if self.links[link].out_of_range {
+            self.lose_out_of_range(&packet);
+            return;
+        }
+        if !corrupted {
+            let node = self.links[link].ends[1 - dir];
+            self.sched.schedule(arrives_at, Event::Arrive { node, link, dir, packet });
+        }
+    }
+
+    pub(super) fn lose_out_of_range(&mut self, packet: &[u8]) {
+        if Ipv4Packet::new_checked(packet).is_ok_and(|ip| !self.control_protocols.contains(&ip.protocol())) {
+            self.out_of_range_losses += 1;
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The event loop: plays the events until the run is over, with the stall backstop.
+
+use super::*;
+
+impl World {
+    pub fn run(mut self) -> Result<RunResult, SimError> {
+        self.play();
+        self.finish()
+    }
+
+    /// Plays the events until the run is over (see the module docs); [`World::finish`] then collects the
+    /// metrics.
+    pub(crate) fn play(&mut self) {
+        while let Some(at) = self.sched.peek_time() {
+            if at > self.time_limit {
+                break;
+            }
+            // Without features that keep it going this is `while holding > 0`.
+            if self.holding == 0 && self.run_until.is_none_or(|u| at > u) {
+                break;
+            }
+            let (now, ev) = self.sched.pop().expect("peeked");
+            if now.0 >= self.stall_until {
+                self.stall_until = now.0.saturating_add(STALL_SPAN_NS);
+                self.stall_events = 0;
+            } else {
+                self.stall_events += 1;
+                if self.stall_events >= STALL_EVENTS {
+                    self.stalled = Some((now, self.likely_spinning(&ev)));
+                    break;
+                }
+            }
+            match ev {
+                Event::Arrive { node, link, dir, packet } => self.arrive(now, node, link, dir, packet),
+                Event::TxDone { link, dir } => {
+                    match self.links[link].medium {
+                        Some(m) => self.media[m].finish(),
+                        None => self.links[link].finish(dir),
+                    }
+                    self.kick(now, link);
+                }
+                Event::AgentTimer { node } => {
+                    if self.nodes[node].agent_timer.is_some_and(|t| t <= now) {
+                        self.nodes[node].agent_timer = None;
+                    }
+                    if let Some(agent) = self.nodes[node].agent.as_mut() {
+                        if agent.poll_timeout().is_some_and(|t| t <= now) {
+                            agent.on_timeout(now, &mut self.actions);
+                        }
+                    }
+                    self.apply_actions(now, node);
+                }
+                Event::Feature { feature, slot } => {
+                    self.with_feature(feature, |f, w| f.on_event(w, now, slot));
+                }
+            }
+        }
+    }
+
+    /// The scenario fields that most likely made the run stall, from the kind of event that was playing
+    /// when the backstop tripped (in a stall, one kind of event repeats).
+    #[cold]
+    pub(super) fn likely_spinning(&self, ev: &Event) -> String {
+        match ev {
+            Event::AgentTimer { node } => format!(
+                "a timer of the agents at node `{}` (`snoop.min_rtx_timeout_ms`, `snoop.max_rtx_timeout_ms`, \
+                 `snoop.initial_srtt_ms`, `snoop.persist_timeout_ms` or `nack.timeout_ms`)",
+                self.nodes[*node].name
+            ),
+            Event::Arrive { link, .. } | Event::TxDone { link, .. } => {
+                let name = &self.links[*link].name;
+                format!("link `{name}` (`links.{name}.rate_mbps`, `delay_ms` or `mac_overhead_us`)")
+            }
+            Event::Feature { feature, slot } => {
+                let cause = self.features[feature.0].as_ref().and_then(|f| f.stall_cause(*slot));
+                cause.unwrap_or_else(|| {
+                    "a feature's period (`mobility.interval_s`, `beacon_period_s`, \
+                 `motion_step_s`, `[mobile_ip]`, `links.*.arq.timeout_ms`, `[web]`)"
+                        .into()
+                })
+            }
+        }
+    }
+}
