@@ -21,8 +21,8 @@ STEPS = [
     ("segment received and checked", "lasthop_tcp::segment::parse_counted"),
     ("  of which: the checksum verified", "lasthop_wire::tcp::TcpPacket<T>::verify_checksum"),
     ("Internet checksum (any length)", "lasthop_wire::checksum::sum"),
-    ("Snoop, a packet through the base station", "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_packet"),
-    ("Snoop, a transmission reported", "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_transmit"),
+    ("Snoop, a packet through the base station", "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::handle_packet"),
+    ("Snoop, a transmission reported", "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::handle_transmit"),
 ]
 
 tree, metrics = sys.argv[1], sys.argv[2]
@@ -79,9 +79,9 @@ PROTOCOL_WORK = [
     "lasthop_tcp::receiver::Receiver::handle_packet",
     "lasthop_tcp::receiver::Receiver::poll_transmit",
     "lasthop_tcp::receiver::Receiver::handle_timeout",
-    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_packet",
-    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_transmit",
-    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::on_timeout",
+    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::handle_packet",
+    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::handle_transmit",
+    "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::handle_timeout",
     "<lasthop_channel::error_model::BerModel as lasthop_channel::error_model::ErrorModel>::corrupts",
 ]
 # The flow's byte-for-byte check of what was delivered is libc's memcmp called from the endpoint's follow-up

@@ -9,7 +9,7 @@
 //! - a checksum is never repaired and never broken: a segment that leaves with the sequence number and
 //!   payload of one that came in has the same verdict, and a segment an agent builds itself verifies;
 //! - memory stays within the configured bounds (connections, cache bytes, timer entries, handoff table);
-//! - a due timer is consumed (`poll_timeout` moves past `now` after `on_timeout(now)`), so no busy loop;
+//! - a due timer is consumed (`poll_timeout` moves past `now` after `handle_timeout(now)`), so no busy loop;
 //! - replay is deterministic: the same bytes give the same actions.
 
 use bytes::Bytes;
@@ -337,15 +337,15 @@ impl Twin {
         assert!(out[before..] == self.out_second[..], "replay of the same input gave different actions");
     }
 
-    fn on_packet(&mut self, now: Time, side: Side, p: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, p: Bytes, out: &mut Vec<Action>) {
         // Only the first is told of the packet ahead: the hint must change nothing.
         self.first.agent().prefetch(&[(side, &p[..])]);
-        self.both(out, |agent, out| agent.on_packet(now, side, p.clone(), out));
+        self.both(out, |agent, out| agent.handle_packet(now, side, p.clone(), out));
     }
 
-    fn on_transmit(&mut self, now: Time, side: Side, p: &Bytes) {
-        self.first.agent().on_transmit(now, side, p);
-        self.second.agent().on_transmit(now, side, p);
+    fn handle_transmit(&mut self, now: Time, side: Side, p: &Bytes) {
+        self.first.agent().handle_transmit(now, side, p);
+        self.second.agent().handle_transmit(now, side, p);
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
@@ -354,8 +354,8 @@ impl Twin {
         t
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
-        self.both(out, |agent, out| agent.on_timeout(now, out));
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+        self.both(out, |agent, out| agent.handle_timeout(now, out));
     }
 }
 
@@ -390,7 +390,7 @@ pub fn drive(subject: Subject, data: &[u8]) {
             _ => {
                 // A transmission report for the last packet sent toward the mobile (transmit-timed Snoop).
                 if let Some(p) = &last_to_mobile {
-                    under.on_transmit(now, Side::ToMobile, p);
+                    under.handle_transmit(now, Side::ToMobile, p);
                 }
                 None
             }
@@ -401,7 +401,7 @@ pub fn drive(subject: Subject, data: &[u8]) {
             if let Some(v) = view(&p) {
                 keys.insert(v.key);
             }
-            under.on_packet(now, side, p, &mut out);
+            under.handle_packet(now, side, p, &mut out);
             if subject != Subject::Handoff {
                 // Handoff hands back one disposition for a control message and, on promotion, resends its
                 // buffer: the contract holds per agent inside it, checked through Snoop here.
@@ -413,7 +413,7 @@ pub fn drive(subject: Subject, data: &[u8]) {
         // Timers, as `poll_timeout` asks: each due one is consumed.
         let mut fired = 0;
         while let Some(t) = under.poll_timeout().filter(|&t| t <= now) {
-            under.on_timeout(now, &mut out);
+            under.handle_timeout(now, &mut out);
             fired += 1;
             assert!(fired < 1000, "a timer due at {t:?} stays due at {now:?}");
         }

@@ -6,7 +6,7 @@
 //! Packets are built outside the timed region (sequence numbers must keep increasing, so they cannot be a
 //! fixed ring), in batches of `BATCH` data packets and their `BATCH` ACKs. `data_path` times only the data
 //! packets of each batch, `transmit` only the link's report that each data packet started transmitting
-//! (`Agent::on_transmit`, made between the data and the ACKs, as the simulator does), `ack_path` only the
+//! (`Agent::handle_transmit`, made between the data and the ACKs, as the simulator does), `ack_path` only the
 //! ACKs, so each reports nanoseconds per packet. The output
 //! vector is reused; clearing it (dropping the forwarded `Bytes`) is inside the timed region. The harness
 //! keeps its own reference to every packet, so the cache dropping a packet never frees memory in the timed
@@ -54,7 +54,7 @@ impl Bench {
         // A few connections besides the measured one, so the table lookup is not trivially a one-entry map.
         for port in 1000..1064 {
             let p = b.data_packet(port, 1);
-            b.snoop.on_packet(b.now, Side::ToMobile, p, &mut b.out);
+            b.snoop.handle_packet(b.now, Side::ToMobile, p, &mut b.out);
             b.out.clear();
         }
         b
@@ -106,20 +106,20 @@ impl Bench {
         let start = Instant::now();
         for p in pkts {
             self.now = Time(self.now.0 + 10_000);
-            self.snoop.on_packet(self.now, side, p, &mut self.out);
+            self.snoop.handle_packet(self.now, side, p, &mut self.out);
             black_box(&self.out);
             self.out.clear();
         }
         start.elapsed()
     }
 
-    /// The link reports the transmission of the first `n` data packets of the batch (`Agent::on_transmit`).
+    /// The link reports the transmission of the first `n` data packets of the batch (`Agent::handle_transmit`).
     fn transmit(&mut self, n: usize) -> Duration {
         let pkts: Vec<Bytes> = self.data[..n].to_vec();
         let start = Instant::now();
         for p in &pkts {
             self.now = Time(self.now.0 + 10_000);
-            self.snoop.on_transmit(self.now, Side::ToMobile, black_box(p));
+            self.snoop.handle_transmit(self.now, Side::ToMobile, black_box(p));
         }
         start.elapsed()
     }

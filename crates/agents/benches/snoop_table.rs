@@ -9,7 +9,7 @@
 //!
 //! `data_and_ack_batched` hands the same steps over as a receiving base station does (`lasthop bs` reads up
 //! to 64 frames per system call): [`Agent::prefetch`] with the next 16 steps' packets, then each packet to
-//! `on_packet` as before. Same packets, same work per packet; what changes is that 16 lookups wait for
+//! `handle_packet` as before. Same packets, same work per packet; what changes is that 16 lookups wait for
 //! memory together instead of one after another. (The hint lists are built outside the timed region: a
 //! host has its batch as an array already.)
 //!
@@ -178,11 +178,11 @@ impl Bench {
                 self.snoop.prefetch(&hints[i / BURST]);
             }
             self.now = Time(self.now.0 + 10_000);
-            self.snoop.on_packet(self.now, Side::ToMobile, d.clone(), &mut self.out);
+            self.snoop.handle_packet(self.now, Side::ToMobile, d.clone(), &mut self.out);
             black_box(&self.out);
             self.out.clear();
             self.now = Time(self.now.0 + 10_000);
-            self.snoop.on_packet(self.now, Side::ToWired, a.clone(), &mut self.out);
+            self.snoop.handle_packet(self.now, Side::ToWired, a.clone(), &mut self.out);
             black_box(&self.out);
             self.out.clear();
         }

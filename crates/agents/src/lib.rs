@@ -77,19 +77,19 @@ pub trait Agent {
     /// A packet (a whole IPv4 packet) arrives at the node travelling toward `side`.
     /// The agent pushes onto `out` exactly one `Forward`, `ForwardPriority` or `Drop` for that packet, and
     /// any number of `ForwardPriority` (copies from its own cache) and `Inject` actions of its own.
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>);
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>);
 
     /// A hint: these packets (whole IPv4 packets, untrusted: any bytes at all) come to
-    /// [`on_packet`](Self::on_packet) next, in this order, as a host that receives in batches knows (`lasthop
+    /// [`handle_packet`](Self::handle_packet) next, in this order, as a host that receives in batches knows (`lasthop
     /// bs` reads up to 64 frames per system call). An agent may ask the processor for the state they will
     /// touch, so that the batch's memory accesses overlap instead of each packet waiting for its own in turn.
     /// It changes no state and nothing the agent does or reports; the default ignores it.
     fn prefetch(&self, _packets: &[(Side, &[u8])]) {}
 
     /// Called at (or after) the time [`poll_timeout`](Self::poll_timeout) returned.
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>);
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>);
 
-    /// The earliest time the agent wants `on_timeout`, if any.
+    /// The earliest time the agent wants `handle_timeout`, if any.
     fn poll_timeout(&self) -> Option<Time>;
 
     /// Named counters for reports (`local_retransmissions`, `dupacks_suppressed`, ...), summed over every
@@ -109,16 +109,16 @@ pub trait Agent {
     /// at a 2 Mb/s hop is a quarter of a second). Hosts that can tell when a frame really leaves (the
     /// simulator, the hop emulator of `lasthop bs`) call this so that an agent can time round trips and
     /// reason about ordering from the moment of transmission, not of queueing. Agents must work without it.
-    fn on_transmit(&mut self, _now: Time, _side: Side, _packet: &Bytes) {}
+    fn handle_transmit(&mut self, _now: Time, _side: Side, _packet: &Bytes) {}
 
     /// How full (0.0 empty – 1.0 full) the host's transmit queue toward `side` is now. Hosts call it before
-    /// `on_packet` whenever it may have changed (ELN classifies losses by it: Balakrishnan 1998 §3).
-    fn on_queue_occupancy(&mut self, _side: Side, _fraction: f64) {}
+    /// `handle_packet` whenever it may have changed (ELN classifies losses by it: Balakrishnan 1998 §3).
+    fn handle_queue_occupancy(&mut self, _side: Side, _fraction: f64) {}
 
     /// The host's radio lost (`reachable` false: the mobile left the cell, a handoff gap) or regained the
     /// mobile host `mobile`. Hosts that know (the simulator's mobility) call it; an agent that acts on it
     /// may emit actions.
-    fn on_reachability(&mut self, _now: Time, _mobile: Ipv4Addr, _reachable: bool, _out: &mut Vec<Action>) {}
+    fn handle_reachability(&mut self, _now: Time, _mobile: Ipv4Addr, _reachable: bool, _out: &mut Vec<Action>) {}
 }
 
 /// Agents run one after another on the same packet, as configured at a node (e.g. Snoop then ELN).
@@ -149,10 +149,10 @@ impl Chain {
             let mut next = std::mem::take(&mut self.next);
             for action in pending.drain(..) {
                 match action {
-                    Action::Forward(side, p) => self.agents[i].on_packet(now, side, p, &mut next),
+                    Action::Forward(side, p) => self.agents[i].handle_packet(now, side, p, &mut next),
                     Action::ForwardPriority(side, p) => {
                         let start = next.len();
-                        self.agents[i].on_packet(now, side, p, &mut next);
+                        self.agents[i].handle_packet(now, side, p, &mut next);
                         // Keep the priority an earlier agent asked for.
                         for a in &mut next[start..] {
                             if let Action::Forward(s, p) = a {
@@ -171,13 +171,13 @@ impl Chain {
 }
 
 impl Agent for Chain {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         if self.agents.is_empty() {
             out.push(Action::Forward(side, packet));
             return;
         }
         let mut first = std::mem::take(&mut self.scratch);
-        self.agents[0].on_packet(now, side, packet, &mut first);
+        self.agents[0].handle_packet(now, side, packet, &mut first);
         self.scratch = first;
         self.pass_on(now, 0, out);
     }
@@ -188,11 +188,11 @@ impl Agent for Chain {
         }
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
         for i in 0..self.agents.len() {
             if self.agents[i].poll_timeout().is_some_and(|t| t <= now) {
                 let mut mine = std::mem::take(&mut self.scratch);
-                self.agents[i].on_timeout(now, &mut mine);
+                self.agents[i].handle_timeout(now, &mut mine);
                 self.scratch = mine;
                 self.pass_on(now, i, out);
             }
@@ -211,21 +211,21 @@ impl Agent for Chain {
         self.agents.iter().flat_map(|a| a.connection_counters(key)).collect()
     }
 
-    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+    fn handle_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
         for a in &mut self.agents {
-            a.on_transmit(now, side, packet);
+            a.handle_transmit(now, side, packet);
         }
     }
 
-    fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
+    fn handle_queue_occupancy(&mut self, side: Side, fraction: f64) {
         for a in &mut self.agents {
-            a.on_queue_occupancy(side, fraction);
+            a.handle_queue_occupancy(side, fraction);
         }
     }
 
-    fn on_reachability(&mut self, now: Time, mobile: Ipv4Addr, reachable: bool, out: &mut Vec<Action>) {
+    fn handle_reachability(&mut self, now: Time, mobile: Ipv4Addr, reachable: bool, out: &mut Vec<Action>) {
         for a in &mut self.agents {
-            a.on_reachability(now, mobile, reachable, out);
+            a.handle_reachability(now, mobile, reachable, out);
         }
     }
 }
@@ -240,7 +240,7 @@ mod chain_tests {
     /// Tags every packet it forwards by appending one byte; drops packets that start with 0xff.
     struct Tagger(u8);
     impl Agent for Tagger {
-        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        fn handle_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
             if packet.first() == Some(&0xff) {
                 out.push(Action::Drop(DropReason::Malformed));
                 return;
@@ -250,7 +250,7 @@ mod chain_tests {
             out.push(Action::Forward(side, Bytes::from(v)));
             out.push(Action::Inject(side.reverse(), Bytes::from(vec![self.0])));
         }
-        fn on_timeout(&mut self, _now: Time, out: &mut Vec<Action>) {
+        fn handle_timeout(&mut self, _now: Time, out: &mut Vec<Action>) {
             out.push(Action::ForwardPriority(Side::ToMobile, Bytes::from(vec![0x10 + self.0])));
         }
         fn poll_timeout(&self) -> Option<Time> {
@@ -268,7 +268,7 @@ mod chain_tests {
     #[test]
     fn forwarded_packets_pass_through_every_agent_injections_leave_at_once() {
         let mut out = Vec::new();
-        chain().on_packet(Time(0), Side::ToMobile, Bytes::from_static(&[7]), &mut out);
+        chain().handle_packet(Time(0), Side::ToMobile, Bytes::from_static(&[7]), &mut out);
         assert_eq!(
             out,
             vec![
@@ -283,11 +283,11 @@ mod chain_tests {
     fn drops_stop_the_packet_and_priority_survives_later_agents() {
         let mut c = chain();
         let mut out = Vec::new();
-        c.on_packet(Time(0), Side::ToMobile, Bytes::from_static(&[0xff]), &mut out);
+        c.handle_packet(Time(0), Side::ToMobile, Bytes::from_static(&[0xff]), &mut out);
         assert_eq!(out, vec![Action::Drop(DropReason::Malformed)]);
         out.clear();
         assert_eq!(c.poll_timeout(), Some(Time(1)));
-        c.on_timeout(Time(1), &mut out);
+        c.handle_timeout(Time(1), &mut out);
         assert_eq!(
             out,
             vec![
@@ -301,7 +301,7 @@ mod chain_tests {
     #[test]
     fn empty_chain_forwards() {
         let mut out = Vec::new();
-        Chain::new(Vec::new()).on_packet(Time(0), Side::ToWired, Bytes::from_static(&[1]), &mut out);
+        Chain::new(Vec::new()).handle_packet(Time(0), Side::ToWired, Bytes::from_static(&[1]), &mut out);
         assert_eq!(out, vec![Action::Forward(Side::ToWired, Bytes::from_static(&[1]))]);
     }
 }

@@ -95,13 +95,13 @@ impl Bench {
         let mut payload = 0;
         for batch in frames.chunks(crate::bs::BATCH) {
             if self.fwd.poll_timeout().is_some_and(|t| t <= self.now) {
-                self.fwd.on_timeout(self.now, &mut self.out);
+                self.fwd.handle_timeout(self.now, &mut self.out);
             }
             self.fwd.prefetch(Port::Wired, batch.iter().filter(|(p, _)| *p == Port::Wired).map(|(_, f)| &f[..]));
             for (port, f) in batch {
                 // 1 µs per frame: about 12 Gb/s of 1500-byte frames, so no agent timer fires spuriously.
                 self.now = Time(self.now.0 + 1_000);
-                self.fwd.on_frame(self.now, *port, f, &mut self.out);
+                self.fwd.handle_frame(self.now, *port, f, &mut self.out);
                 if *port == Port::Wired && f.len() > 54 {
                     payload += (f.len() - 54) as u64;
                 }

@@ -200,7 +200,7 @@ pub fn run_bs_with(
         }
         let t = now();
         if fwd.poll_timeout().is_some_and(|d| d <= t) {
-            fwd.on_timeout(t, &mut out);
+            fwd.handle_timeout(t, &mut out);
             flush(&mut fwd, &mut out, &mut pcaps);
         }
         let wait = fwd.poll_timeout().map_or(MAX_WAIT, |d| (d - now()).min(MAX_WAIT));
@@ -224,7 +224,7 @@ pub fn run_bs_with(
             for k in 0..got {
                 let (frame, meta) = rx.frame(k);
                 capture(&mut pcaps[i], frame);
-                fwd.on_frame_meta(t, port, frame, meta.checksum_unfinished, &mut out);
+                fwd.handle_frame_meta(t, port, frame, meta.checksum_unfinished, &mut out);
             }
             flush(&mut fwd, &mut out, &mut pcaps);
         }

@@ -17,7 +17,7 @@
 //!   the wireless side cross the hop first, then the agents (`Side::ToWired`). Non-IPv4 frames cross the
 //!   hop too: the hop is a link, and a link carries ARP.
 //!
-//! The agents learn when a packet they passed toward the mobile really leaves (`Agent::on_transmit`, the
+//! The agents learn when a packet they passed toward the mobile really leaves (`Agent::handle_transmit`, the
 //! IPv4 packet exactly as they emitted it): when the hop emulator puts it on the air, at that virtual
 //! instant, or, when the hop is not emulated (no rate limit), when it is handed to the socket. Each call
 //! first brings the hop up to `now`, so an agent never hears of a transmission earlier than a time it has
@@ -301,14 +301,14 @@ impl Forwarder {
     }
 
     /// A frame arrived on `port`. Frames to send are appended to `out`.
-    pub fn on_frame(&mut self, now: Time, port: Port, frame: &[u8], out: &mut Vec<(Port, Bytes)>) {
-        self.on_frame_meta(now, port, frame, false, out)
+    pub fn handle_frame(&mut self, now: Time, port: Port, frame: &[u8], out: &mut Vec<(Port, Bytes)>) {
+        self.handle_frame_meta(now, port, frame, false, out)
     }
 
-    /// [`on_frame`](Self::on_frame) for a frame whose transport checksum the kernel reports unfinished
+    /// [`handle_frame`](Self::handle_frame) for a frame whose transport checksum the kernel reports unfinished
     /// (left to an offload by a sender on this machine): a TCP checksum is completed before anything
     /// reads the packet.
-    pub fn on_frame_meta(
+    pub fn handle_frame_meta(
         &mut self,
         now: Time,
         port: Port,
@@ -398,7 +398,7 @@ impl Forwarder {
     }
 
     /// Runs agent timers and the hop up to `now`. Call at (or after) [`poll_timeout`](Self::poll_timeout).
-    pub fn on_timeout(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
+    pub fn handle_timeout(&mut self, now: Time, out: &mut Vec<(Port, Bytes)>) {
         self.started.get_or_insert(now);
         self.service_wired(now, out);
         // The hop first: agents hear of transmissions and arrivals due by `now` before their timers fire.
@@ -407,7 +407,7 @@ impl Forwarder {
             if self.agents[i].poll_timeout().is_some_and(|t| t <= now) {
                 let mut acts = self.pool.pop().unwrap_or_default();
                 let agent = &mut self.agents[i];
-                let ok = catch_unwind(AssertUnwindSafe(|| agent.on_timeout(now, &mut acts))).is_ok();
+                let ok = catch_unwind(AssertUnwindSafe(|| agent.handle_timeout(now, &mut acts))).is_ok();
                 if ok {
                     self.apply(i, now, &mut acts, out);
                 } else {
@@ -424,7 +424,7 @@ impl Forwarder {
         self.service_hop(now, out);
     }
 
-    /// The earliest time anything (an agent timer, the hop) needs [`on_timeout`](Self::on_timeout).
+    /// The earliest time anything (an agent timer, the hop) needs [`handle_timeout`](Self::handle_timeout).
     pub fn poll_timeout(&self) -> Option<Time> {
         let wired = [self.wired_in.front().map(|w| w.0), self.wired_out.front().map(|w| w.0)];
         self.agents
@@ -492,17 +492,17 @@ impl Forwarder {
         self.hop.take_transmissions(&mut txs);
         for (at, dir, item) in txs.drain(..) {
             if let (Dir::Down, HopItem::Ip { packet, agent: true, .. }) = (dir, item) {
-                self.on_transmit(at, &packet);
+                self.handle_transmit(at, &packet);
             }
         }
         self.transmitted = txs;
     }
 
-    /// `Agent::on_transmit` toward the mobile, through the whole chain (each agent passed the packet on).
-    fn on_transmit(&mut self, at: Time, packet: &Bytes) {
+    /// `Agent::handle_transmit` toward the mobile, through the whole chain (each agent passed the packet on).
+    fn handle_transmit(&mut self, at: Time, packet: &Bytes) {
         for i in 0..self.agents.len() {
             let agent = &mut self.agents[i];
-            if catch_unwind(AssertUnwindSafe(|| agent.on_transmit(at, Side::ToMobile, packet))).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| agent.handle_transmit(at, Side::ToMobile, packet))).is_err() {
                 self.agent_failed(i);
                 // The chain may have changed under the index; the rest miss this one report.
                 break;
@@ -524,7 +524,7 @@ impl Forwarder {
         // A clone is a reference count, not a copy: it lets the packet go on if the agent panics.
         let keep = packet.clone();
         let agent = &mut self.agents[i];
-        if catch_unwind(AssertUnwindSafe(|| agent.on_packet(now, side, packet, &mut acts))).is_ok() {
+        if catch_unwind(AssertUnwindSafe(|| agent.handle_packet(now, side, packet, &mut acts))).is_ok() {
             self.apply(i, now, &mut acts, out);
         } else {
             acts.clear();
@@ -608,7 +608,7 @@ impl Forwarder {
                         let sent = self.emit_ip(now, Port::Wireless, &packet, out);
                         // Not emulated: the frame leaves when it goes to the socket.
                         if sent && agent && self.report_tx && !self.hop.is_rate_limited() {
-                            self.on_transmit(now, &packet);
+                            self.handle_transmit(now, &packet);
                         }
                     }
                     (Dir::Down, HopItem::Raw(f)) => self.emit_raw(now, Port::Wireless, f, out),
@@ -745,8 +745,8 @@ mod tests {
     fn learned() -> Forwarder {
         let mut f = fwd();
         let mut out = Vec::new();
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         assert_eq!(out.len(), 2, "ARP is bridged both ways");
         assert_eq!(out[0].0, Port::Wireless);
         assert_eq!(out[1].0, Port::Wired);
@@ -782,7 +782,7 @@ mod tests {
         let mut ack = tcp(FH_MAC, MH_MAC, (MH, 6000), (FH, 5000), 1, Some(101), TcpFlags::default(), &[]);
         assert_eq!(ack.len(), 54);
         ack.resize(60, 0);
-        f.on_frame(Time::ZERO, Port::Wireless, &ack, &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &ack, &mut out);
         assert_eq!(out.len(), 1);
         let (port, frame) = &out[0];
         assert_eq!(*port, Port::Wired);
@@ -800,13 +800,13 @@ mod tests {
         let good = data(1);
         // Every prefix of a good frame, and every single-byte corruption of its headers.
         for n in 0..good.len() {
-            f.on_frame(Time::ZERO, Port::Wired, &good[..n], &mut out);
+            f.handle_frame(Time::ZERO, Port::Wired, &good[..n], &mut out);
         }
         for i in 0..ETH_HEADER_LEN + 40 {
             for v in [0u8, 0xff, 0x45, 0x0f] {
                 let mut g = good.clone();
                 g[i] = v;
-                f.on_frame(Time::ZERO, Port::Wireless, &g, &mut out);
+                f.handle_frame(Time::ZERO, Port::Wireless, &g, &mut out);
             }
         }
         let c = f.counters(Time::ZERO);
@@ -823,12 +823,12 @@ mod tests {
     fn non_tcp_ipv4_bypasses_the_agents_but_is_forwarded() {
         let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]);
         let mut out = Vec::new();
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         out.clear();
         let mut udp = data(1);
         udp[ETH_HEADER_LEN + 9] = 17;
-        f.on_frame(Time::ZERO, Port::Wired, &udp, &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &udp, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(f.counters(Time::ZERO).ipv4_other, 1);
     }
@@ -837,8 +837,8 @@ mod tests {
     fn unknown_destination_is_probed_and_learned_from_the_answer() {
         let mut f = fwd();
         let mut out = Vec::new();
-        f.on_frame(Time::ZERO, Port::Wired, &data(1), &mut out);
-        f.on_frame(Time::from_millis(1), Port::Wired, &data(101), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &data(1), &mut out);
+        f.handle_frame(Time::from_millis(1), Port::Wired, &data(101), &mut out);
         assert_eq!(f.counters(Time::ZERO).no_destination_mac, 2);
         assert_eq!(out.len(), 1, "one probe, rate-limited");
         let (port, probe) = out.pop().unwrap();
@@ -850,9 +850,9 @@ mod tests {
         let mut reply = arp_request(MH_MAC, MH, FH);
         reply[0..6].copy_from_slice(&f.own_mac[1]);
         reply[ETH_HEADER_LEN + 7] = 2;
-        f.on_frame(Time::from_millis(2), Port::Wireless, &reply, &mut out);
+        f.handle_frame(Time::from_millis(2), Port::Wireless, &reply, &mut out);
         assert!(out.is_empty());
-        f.on_frame(Time::from_millis(3), Port::Wired, &data(201), &mut out);
+        f.handle_frame(Time::from_millis(3), Port::Wired, &data(201), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(&out[0].1[0..6], &MH_MAC);
     }
@@ -863,12 +863,12 @@ mod tests {
         let mut f = Forwarder::new(AgentKind::None, &hop, [[2; 6], [3; 6]]);
         let mut out = Vec::new();
         // ARP crosses the hop too: 28 bytes at 1 Mb/s = 224 µs, plus 2 ms.
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
         assert!(out.is_empty());
         assert_eq!(f.poll_timeout(), Some(Time::from_micros(2_224)));
-        f.on_timeout(Time::from_micros(2_223), &mut out);
+        f.handle_timeout(Time::from_micros(2_223), &mut out);
         assert!(out.is_empty());
-        f.on_timeout(Time::from_micros(2_224), &mut out);
+        f.handle_timeout(Time::from_micros(2_224), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, Port::Wireless);
     }
@@ -881,7 +881,7 @@ mod tests {
         let mut partial = good.clone();
         // What a CHECKSUM_PARTIAL frame carries: some other value (the pseudo-header sum) in the field.
         partial[ETH_HEADER_LEN + 20 + 16] ^= 0x5a;
-        f.on_frame_meta(Time::ZERO, Port::Wired, &partial, true, &mut out);
+        f.handle_frame_meta(Time::ZERO, Port::Wired, &partial, true, &mut out);
         assert_eq!(&out[0].1[..], &good[..]);
         assert_eq!(f.counters(Time::ZERO).checksums_completed, 1);
     }
@@ -889,14 +889,14 @@ mod tests {
     /// Panics on every packet whose first byte after the IPv4 header is odd (a stand-in for an agent bug).
     struct Fragile(u64);
     impl Agent for Fragile {
-        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        fn handle_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
             self.0 += 1;
             if packet[20] % 2 == 1 {
                 panic!("fragile agent: test panic");
             }
             out.push(Action::Forward(side, packet));
         }
-        fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+        fn handle_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
         fn poll_timeout(&self) -> Option<Time> {
             None
         }
@@ -909,12 +909,12 @@ mod tests {
     fn a_panicking_agent_costs_its_state_never_the_packet() {
         let mut f = Forwarder::with_agents(vec![Box::new(Fragile(0))], &HopConfig::default(), [[2; 6], [3; 6]]);
         let mut out = Vec::new();
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         out.clear();
         // Source port 5000 = 0x1388: first TCP byte 0x13 is odd, so the agent panics.
         let d = data(1);
-        f.on_frame(Time::ZERO, Port::Wired, &d, &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &d, &mut out);
         assert_eq!(out.len(), 1, "the packet went on without the agent");
         assert_eq!(&out[0].1[ETH_HEADER_LEN..], &d[ETH_HEADER_LEN..], "byte for byte");
         let c = f.counters(Time::ZERO);
@@ -923,11 +923,11 @@ mod tests {
 
         // The other way the packet reaches the agents from the hop, not from a frame at hand.
         let mut f = Forwarder::with_agents(vec![Box::new(Fragile(0))], &HopConfig::default(), [[2; 6], [3; 6]]);
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         out.clear();
         let up = tcp(FH_MAC, MH_MAC, (MH, 5000), (FH, 6000), 9, Some(1), TcpFlags::default(), &[]);
-        f.on_frame(Time::ZERO, Port::Wireless, &up, &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &up, &mut out);
         assert_eq!(out.len(), 1, "the ACK went on without the agent");
         assert_eq!(out[0].0, Port::Wired);
         assert_eq!(&out[0].1[ETH_HEADER_LEN..], &up[ETH_HEADER_LEN..]);
@@ -940,8 +940,8 @@ mod tests {
     fn random_frames_through_snoop_never_crash() {
         let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]);
         let mut out = Vec::new();
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         let mut rnd = move || {
             x ^= x << 13;
@@ -966,9 +966,9 @@ mod tests {
                 2 => fr.truncate(rnd() as usize % fr.len()),
                 _ => fr = (0..rnd() % 200).map(|_| rnd() as u8).collect(),
             }
-            f.on_frame(now, port, &fr, &mut out);
+            f.handle_frame(now, port, &fr, &mut out);
             if f.poll_timeout().is_some_and(|t| t <= now) {
-                f.on_timeout(now, &mut out);
+                f.handle_timeout(now, &mut out);
             }
             out.clear();
         }
@@ -990,17 +990,17 @@ mod tests {
         hints: Hints,
     }
     impl Agent for Recorder {
-        fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+        fn handle_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
             out.push(Action::Forward(side, packet));
         }
-        fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+        fn handle_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
         fn poll_timeout(&self) -> Option<Time> {
             None
         }
         fn counters(&self) -> Vec<(&'static str, u64)> {
             Vec::new()
         }
-        fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+        fn handle_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
             self.transmissions.lock().unwrap().push((now, side, packet.clone()));
         }
         fn prefetch(&self, packets: &[(Side, &[u8])]) {
@@ -1044,18 +1044,18 @@ mod tests {
             HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: true, access, ..HopConfig::default() };
         let (mut f, log) = recorded(hop);
         let mut out = Vec::new();
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         // Two 140-byte packets at 10 ms: 1.12 ms on the air each, back to back.
         let (d1, d2) = (data(1), data(101));
-        f.on_frame(Time::from_millis(10), Port::Wired, &d1, &mut out);
-        f.on_frame(Time::from_millis(10), Port::Wired, &d2, &mut out);
+        f.handle_frame(Time::from_millis(10), Port::Wired, &d1, &mut out);
+        f.handle_frame(Time::from_millis(10), Port::Wired, &d2, &mut out);
         assert_eq!(log.lock().unwrap().len(), 1, "the second one is still queued");
         // The mobile's ACK crosses the hop upward: not a transmission toward the mobile.
         let ack = tcp(FH_MAC, MH_MAC, (MH, 6000), (FH, 5000), 1, Some(101), TcpFlags::default(), &[]);
-        f.on_frame(Time::from_millis(10), Port::Wireless, &ack, &mut out);
+        f.handle_frame(Time::from_millis(10), Port::Wireless, &ack, &mut out);
         // A late wake-up: the second packet left when the medium freed, not at the poll.
-        f.on_timeout(Time::from_millis(30), &mut out);
+        f.handle_timeout(Time::from_millis(30), &mut out);
         let log = log.lock().unwrap();
         let want = [
             (Time::from_millis(10), Side::ToMobile, Bytes::copy_from_slice(&d1[ETH_HEADER_LEN..])),
@@ -1070,27 +1070,27 @@ mod tests {
         let (mut f, log) = recorded(hop);
         let mut out = Vec::new();
         // FH's ARP request reaches the base station (and the mobile) only 20 ms later.
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
         assert!(out.is_empty());
         assert_eq!(f.poll_timeout(), Some(Time::from_millis(20)));
-        f.on_timeout(Time::from_millis(20), &mut out);
+        f.handle_timeout(Time::from_millis(20), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, Port::Wireless);
         out.clear();
         // The mobile's answer leaves the base station at once and the wired side 20 ms later.
-        f.on_frame(Time::from_millis(21), Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::from_millis(21), Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         assert!(out.is_empty());
         assert_eq!(f.poll_timeout(), Some(Time::from_millis(41)));
-        f.on_timeout(Time::from_millis(40), &mut out);
+        f.handle_timeout(Time::from_millis(40), &mut out);
         assert!(out.is_empty(), "not before it is due");
-        f.on_timeout(Time::from_millis(41), &mut out);
+        f.handle_timeout(Time::from_millis(41), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, Port::Wired);
         out.clear();
         // Data from the fixed host reaches the agents (and goes on) at 50 + 20 ms.
-        f.on_frame(Time::from_millis(50), Port::Wired, &data(1), &mut out);
+        f.handle_frame(Time::from_millis(50), Port::Wired, &data(1), &mut out);
         assert!(out.is_empty());
-        f.on_timeout(Time::from_millis(70), &mut out);
+        f.handle_timeout(Time::from_millis(70), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, Port::Wireless);
         assert!(log.lock().unwrap().is_empty(), "reports were not asked for");
@@ -1102,10 +1102,10 @@ mod tests {
         let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: false, ..HopConfig::default() };
         let (mut f, log) = recorded(hop);
         let mut out = Vec::new();
-        f.on_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
-        f.on_frame(Time::from_millis(10), Port::Wired, &data(1), &mut out);
-        f.on_timeout(Time::from_millis(100), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::from_millis(10), Port::Wired, &data(1), &mut out);
+        f.handle_timeout(Time::from_millis(100), &mut out);
         assert!(log.lock().unwrap().is_empty());
     }
 
@@ -1114,13 +1114,13 @@ mod tests {
         let (mut f, log) = recorded(HopConfig { report_transmissions: true, ..HopConfig::default() });
         let mut out = Vec::new();
         // No MAC for the mobile yet: the packet never leaves, so it is not reported.
-        f.on_frame(Time::from_millis(1), Port::Wired, &data(1), &mut out);
+        f.handle_frame(Time::from_millis(1), Port::Wired, &data(1), &mut out);
         assert!(log.lock().unwrap().is_empty());
-        f.on_frame(Time::from_millis(2), Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
-        f.on_frame(Time::from_millis(2), Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
+        f.handle_frame(Time::from_millis(2), Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
+        f.handle_frame(Time::from_millis(2), Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
         out.clear();
         let d = data(101);
-        f.on_frame(Time::from_millis(5), Port::Wired, &d, &mut out);
+        f.handle_frame(Time::from_millis(5), Port::Wired, &d, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(
             log.lock().unwrap()[..],

@@ -22,7 +22,7 @@
 //!
 //! Transmissions can be reported ([`Hop::report_transmissions`]): every frame of a reporting direction is
 //! recorded, at the virtual instant it goes on the air, for [`Hop::take_transmissions`] to hand out (the
-//! base station tells the agents with `Agent::on_transmit`, as the simulator does).
+//! base station tells the agents with `Agent::handle_transmit`, as the simulator does).
 //!
 //! Same-time order: transmitter completions are handled before arrivals at the same instant, and frames
 //! arriving at the same instant are delivered in the order they were put on the air.
@@ -73,7 +73,7 @@ pub struct HopConfig {
     /// Error model toward the base station.
     pub up: ErrorModelConfig,
     pub seed: u64,
-    /// Tell the agents when each of their frames goes on the air (`Agent::on_transmit`), as the simulator
+    /// Tell the agents when each of their frames goes on the air (`Agent::handle_transmit`), as the simulator
     /// does. Default on. Measured on the testbed (kernel Reno, SACK off, 64 KB window, 2 Mb/s): Snoop resends
     /// exactly the frames the hop lost (at BER 1.6e-5: 154 lost, 146 resent on DUPACKs and 8 by the
     /// round-trip timer, the sender resending none), where queue-timed Snoop waits longer to resend a lost

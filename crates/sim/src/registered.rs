@@ -103,7 +103,7 @@ impl<F: Feature> Registered<F> {
             Request::TellAgent { node, tell } => world.tell_agent(now, node, tell),
             Request::QueueOccupancy { node, side, occupancy } => {
                 if let Some(a) = world.nodes[node].agent.as_mut() {
-                    a.on_queue_occupancy(side, occupancy);
+                    a.handle_queue_occupancy(side, occupancy);
                 }
             }
             Request::PokeEndpoints { node, poke } => world.poke_endpoints(now, node, poke),

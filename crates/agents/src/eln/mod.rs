@@ -13,7 +13,7 @@
 //! more than [`ElnConfig::congestion_threshold`] (75 %, the paper's value) full:
 //!
 //! - **the BS's own input queue**, which the host hands in with [`Eln::set_input_queue`] before each
-//!   [`Agent::on_packet`] (the simulator: the occupancy of the queue where this node drops MH→FH packets;
+//!   [`Agent::handle_packet`] (the simulator: the occupancy of the queue where this node drops MH→FH packets;
 //!   `lasthop bs`: its receive ring or qdisc backlog). It defaults to 0 (empty) until set.
 //! - **the MH's output queue**, read from the packet: the MH piggybacks its occupancy on every segment as
 //!   a 4-byte TCP option, kind 253 (see [`lasthop_wire::queue_option`] for the format and why). A packet
@@ -186,7 +186,7 @@ impl Eln {
 
     /// The host's report of the BS's input-queue occupancy, as a fraction of its maximum (clamped to
     /// `[0, 1]`; NaN reads as full, so that an unknown occupancy never turns a loss into "corruption").
-    /// Call it before [`Agent::on_packet`] whenever the occupancy may have changed; the value holds until
+    /// Call it before [`Agent::handle_packet`] whenever the occupancy may have changed; the value holds until
     /// the next call.
     pub fn set_input_queue(&mut self, fraction: f64) {
         self.input_queue = if fraction.is_nan() { 1.0 } else { fraction.clamp(0.0, 1.0) };
@@ -405,7 +405,7 @@ impl Eln {
 }
 
 impl Agent for Eln {
-    fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let count = &mut self.stats.pass;
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         let packet = if side == self.data_side() {
@@ -418,7 +418,7 @@ impl Agent for Eln {
         out.push(Action::Forward(side, packet));
     }
 
-    fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+    fn handle_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
 
     fn poll_timeout(&self) -> Option<Time> {
         None
@@ -426,7 +426,7 @@ impl Agent for Eln {
 
     /// The host's queue toward the data's next hop is the BS's "input queue" of Balakrishnan 1998 §3: the one that
     /// overflows when the wired side is congested. Only the queue on the data's side counts.
-    fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
+    fn handle_queue_occupancy(&mut self, side: Side, fraction: f64) {
         if side == self.data_side() {
             self.set_input_queue(fraction);
         }

@@ -34,7 +34,7 @@ fn mark() -> Eln {
 /// Hands in one packet; returns the one forwarded packet (asserting there is exactly one action).
 fn run(e: &mut Eln, side: Side, p: Bytes) -> Bytes {
     let mut out = Vec::new();
-    e.on_packet(Time::ZERO, side, p, &mut out);
+    e.handle_packet(Time::ZERO, side, p, &mut out);
     assert_eq!(out.len(), 1, "{out:?}");
     match out.pop().unwrap() {
         Action::Forward(s, p) => {
@@ -282,11 +282,11 @@ fn non_tcp_fragments_and_malformed() {
     frag[6] = 0x20; // MF
     run(&mut e, Side::ToWired, Bytes::from(frag));
     let mut out = Vec::new();
-    e.on_packet(Time::ZERO, Side::ToWired, data(0, None).slice(..30), &mut out);
+    e.handle_packet(Time::ZERO, Side::ToWired, data(0, None).slice(..30), &mut out);
     assert_eq!(out, vec![Action::Drop(DropReason::Malformed)]);
     let mut bad_opt = data(0, Some(1)).to_vec();
     bad_opt[20 + 21] = 9; // queue option length 9 runs past the header
-    e.on_packet(Time::ZERO, Side::ToWired, Bytes::from(bad_opt), &mut out);
+    e.handle_packet(Time::ZERO, Side::ToWired, Bytes::from(bad_opt), &mut out);
     assert_eq!(out.len(), 2);
     assert_eq!(out[1], Action::Drop(DropReason::Malformed));
     let s = e.stats();
@@ -304,7 +304,7 @@ proptest! {
         let mut e = if filter_role { filter() } else { mark() };
         let side = if to_mobile { Side::ToMobile } else { Side::ToWired };
         let mut out = Vec::new();
-        e.on_packet(Time::ZERO, side, Bytes::from(data), &mut out);
+        e.handle_packet(Time::ZERO, side, Bytes::from(data), &mut out);
         prop_assert_eq!(out.len(), 1);
     }
 
@@ -319,7 +319,7 @@ proptest! {
             }
             let side = if is_ack == filter_role { Side::ToWired } else { Side::ToMobile };
             out.clear();
-            e.on_packet(Time::ZERO, side, Bytes::from(p), &mut out);
+            e.handle_packet(Time::ZERO, side, Bytes::from(p), &mut out);
             // One disposition per packet, as for arbitrary bytes.
             prop_assert_eq!(out.len(), 1);
         }
@@ -388,12 +388,12 @@ fn fixed_sender_notifier_does_not_vouch_for_segments_forwarded_into_a_congested_
     let mut bs = notifier();
     run(&mut bs, Side::ToMobile, data(0, None));
     // The queue toward the mobile is above 75 % when segment 1 passes: it may be dropped there.
-    bs.on_queue_occupancy(Side::ToMobile, 0.9);
+    bs.handle_queue_occupancy(Side::ToMobile, 0.9);
     run(&mut bs, Side::ToMobile, data(1, None));
-    bs.on_queue_occupancy(Side::ToMobile, 0.1);
+    bs.handle_queue_occupancy(Side::ToMobile, 0.1);
     run(&mut bs, Side::ToMobile, data(2, None));
     // Only the queue on the data's side counts.
-    bs.on_queue_occupancy(Side::ToWired, 1.0);
+    bs.handle_queue_occupancy(Side::ToWired, 1.0);
     run(&mut bs, Side::ToMobile, data(3, None));
     assert_eq!(bs.stats().forwarded_under_congestion, 1);
     run(&mut bs, Side::ToWired, ack(1, false));

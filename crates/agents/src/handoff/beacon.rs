@@ -59,7 +59,7 @@ impl BeaconMonitor {
     }
 
     /// A beacon from `bs` arrived at `now` with received signal strength `dbm`.
-    pub fn on_beacon(&mut self, now: Time, bs: Ipv4Addr, dbm: f64) {
+    pub fn handle_beacon(&mut self, now: Time, bs: Ipv4Addr, dbm: f64) {
         let q = self.heard.entry(bs).or_default();
         if q.len() == self.cfg.samples {
             q.pop_front();
@@ -123,8 +123,8 @@ mod tests {
     /// Feeds one beacon per BS per second, `samples[k]` = (bs1, bs2) strengths at second k.
     fn feed(m: &mut BeaconMonitor, samples: &[(f64, f64)]) {
         for (k, &(a, b)) in samples.iter().enumerate() {
-            m.on_beacon(s(k as f64), BS1, a);
-            m.on_beacon(s(k as f64 + 0.5), BS2, b);
+            m.handle_beacon(s(k as f64), BS1, a);
+            m.handle_beacon(s(k as f64 + 0.5), BS2, b);
         }
     }
 
@@ -155,8 +155,8 @@ mod tests {
         let (mut n_bare, mut n_with) = (0, 0);
         for (k, &(a, b)) in noisy.iter().enumerate() {
             for (m, cur, n) in [(&mut bare, &mut cur_bare, &mut n_bare), (&mut with, &mut cur_with, &mut n_with)] {
-                m.on_beacon(s(k as f64), BS1, a);
-                m.on_beacon(s(k as f64 + 0.5), BS2, b);
+                m.handle_beacon(s(k as f64), BS1, a);
+                m.handle_beacon(s(k as f64 + 0.5), BS2, b);
                 if let Some(t) = m.decide(s(k as f64 + 0.6), *cur).handoff_to {
                     *cur = t;
                     *n += 1;
@@ -170,8 +170,8 @@ mod tests {
     #[test]
     fn a_primary_not_heard_any_more_is_left_at_once() {
         let mut m = monitor(10.0);
-        m.on_beacon(s(0.0), BS1, -60.0);
-        m.on_beacon(s(4.0), BS2, -84.0);
+        m.handle_beacon(s(0.0), BS1, -60.0);
+        m.handle_beacon(s(4.0), BS2, -84.0);
         assert_eq!(m.strength(s(4.0), BS1), None, "older than max_age");
         let d = m.decide(s(4.0), BS1);
         assert_eq!(d.handoff_to, Some(BS2), "even a weak BS beats one out of range");
@@ -182,7 +182,7 @@ mod tests {
     fn strength_is_the_mean_of_the_last_samples() {
         let mut m = monitor(6.0);
         for (k, v) in [-90.0, -60.0, -63.0, -66.0].into_iter().enumerate() {
-            m.on_beacon(s(k as f64), BS3, v);
+            m.handle_beacon(s(k as f64), BS3, v);
         }
         assert_eq!(m.strength(s(3.0), BS3), Some(-63.0), "the oldest of four dropped (3 kept)");
         assert_eq!(m.strength(s(5.6), BS3), Some(-66.0), "only the sample from t = 3 s is fresh");
@@ -192,9 +192,9 @@ mod tests {
     #[test]
     fn weak_base_stations_are_not_asked_to_buffer_and_ties_go_to_the_lower_address() {
         let mut m = monitor(0.0);
-        m.on_beacon(s(0.0), BS1, -80.0);
-        m.on_beacon(s(0.0), BS3, -70.0);
-        m.on_beacon(s(0.0), BS2, -70.0);
+        m.handle_beacon(s(0.0), BS1, -80.0);
+        m.handle_beacon(s(0.0), BS3, -70.0);
+        m.handle_beacon(s(0.0), BS2, -70.0);
         let d = m.decide(s(0.1), BS1);
         assert_eq!(d.handoff_to, Some(BS2));
         assert_eq!(d.likely, vec![BS3], "BS1 below -75 dBm is not buffering");

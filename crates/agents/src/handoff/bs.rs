@@ -51,7 +51,7 @@ pub struct BsConfig {
     /// becomes primary and dropped when it stops, as Snoop is: the link's state does not hand over, and what
     /// a fresh notifier has not seen it does not mark (the sender then reacts as plain TCP; no data is lost).
     pub eln: Option<ElnConfig>,
-    /// The host's transmission reports (`Agent::on_transmit`) reach Snoop, which then times recovery from
+    /// The host's transmission reports (`Agent::handle_transmit`) reach Snoop, which then times recovery from
     /// transmissions (lasthop's transmit-timed rules; false: Balakrishnan 1995 §6's queue-timed Snoop). Only for the
     /// Snoop of the primary the run starts with: a Snoop that takes over at a handoff is always queue-timed,
     /// because its transmit-timed loss inference assumes that every frame the mobile receives left this BS,
@@ -227,7 +227,7 @@ impl BaseStation {
     fn new_eln(&self) -> Option<Eln> {
         self.cfg.eln.clone().map(|c| {
             let mut e = Eln::new(c);
-            e.on_queue_occupancy(Side::ToMobile, self.queue_to_mobile);
+            e.handle_queue_occupancy(Side::ToMobile, self.queue_to_mobile);
             e
         })
     }
@@ -400,14 +400,14 @@ impl BaseStation {
             if i < first_to_send {
                 if let Some(s) = snoop.as_mut() {
                     // Mirror only: cache, discard the forward (the mobile has it, or the buffer no longer does).
-                    s.on_packet(now, Side::ToMobile, p, &mut scratch);
+                    s.handle_packet(now, Side::ToMobile, p, &mut scratch);
                     scratch.clear();
                 }
             } else {
                 resent += 1;
                 match (snoop.as_mut(), eln.as_mut()) {
-                    (Some(s), _) => s.on_packet(now, Side::ToMobile, p, out),
-                    (None, Some(e)) => e.on_packet(now, Side::ToMobile, p, out),
+                    (Some(s), _) => s.handle_packet(now, Side::ToMobile, p, out),
+                    (None, Some(e)) => e.handle_packet(now, Side::ToMobile, p, out),
                     (None, None) => out.push(Action::Forward(Side::ToMobile, p)),
                 }
             }
@@ -474,10 +474,10 @@ impl BaseStation {
     /// straight on.
     fn transit(&mut self, now: Time, mobile: Ipv4Addr, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         match self.mobiles.get_mut(&mobile) {
-            Some(Mobile { snoop: Some(s), .. }) => s.on_packet(now, side, packet, out),
+            Some(Mobile { snoop: Some(s), .. }) => s.handle_packet(now, side, packet, out),
             Some(Mobile { eln: Some(e), .. }) => {
-                e.on_queue_occupancy(Side::ToMobile, self.queue_to_mobile);
-                e.on_packet(now, side, packet, out)
+                e.handle_queue_occupancy(Side::ToMobile, self.queue_to_mobile);
+                e.handle_packet(now, side, packet, out)
             }
             _ => out.push(Action::Forward(side, packet)),
         }
@@ -485,7 +485,7 @@ impl BaseStation {
 }
 
 impl Agent for BaseStation {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
             out.push(Action::Drop(DropReason::Malformed));
             return;
@@ -519,28 +519,28 @@ impl Agent for BaseStation {
     /// while it is over the congestion threshold may yet be dropped there, so it is not vouched for. Kept
     /// here and handed to the notifier of the mobile a packet is for (`transit`, `new_eln`), not to every
     /// mobile's notifier on every packet.
-    fn on_queue_occupancy(&mut self, side: Side, fraction: f64) {
+    fn handle_queue_occupancy(&mut self, side: Side, fraction: f64) {
         if side == Side::ToMobile {
             self.queue_to_mobile = fraction;
         }
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
         for m in self.mobiles.values_mut() {
             if let Some(s) = m.snoop.as_mut() {
                 if s.poll_timeout().is_some_and(|t| t <= now) {
-                    s.on_timeout(now, out);
+                    s.handle_timeout(now, out);
                 }
             }
         }
     }
 
-    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+    fn handle_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return };
         let mobile = if side == Side::ToMobile { ip.dst_addr() } else { ip.src_addr() };
         if let Some(m) = self.mobiles.get_mut(&mobile).filter(|m| m.reports) {
             if let Some(s) = m.snoop.as_mut() {
-                s.on_transmit(now, side, packet);
+                s.handle_transmit(now, side, packet);
             }
         }
     }

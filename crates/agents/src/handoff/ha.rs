@@ -37,7 +37,7 @@ impl HomeAgent {
 }
 
 impl Agent for HomeAgent {
-    fn on_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, _now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
             out.push(Action::Drop(DropReason::Malformed));
             return;
@@ -79,7 +79,7 @@ impl Agent for HomeAgent {
         }
     }
 
-    fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+    fn handle_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
 
     fn poll_timeout(&self) -> Option<Time> {
         None

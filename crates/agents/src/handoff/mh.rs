@@ -82,7 +82,7 @@ impl MobileHost {
 
     /// Hands in every packet the mobile receives. Data packets update the last IP IDs; control messages
     /// may report an event.
-    pub fn on_received(&mut self, packet: &[u8]) -> Option<MhEvent> {
+    pub fn handle_received(&mut self, packet: &[u8]) -> Option<MhEvent> {
         let ip = Ipv4Packet::new_checked(packet).ok()?;
         if ip.protocol() != PROTO_HANDOFF {
             if self.last_ids.len() == IDS_SENT {

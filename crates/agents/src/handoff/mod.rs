@@ -23,7 +23,7 @@
 //!
 //! # Fast retransmit after handoff (Caceres 1995)
 //!
-//! [`MobileHost::on_received`] reports [`MhEvent::Accepted`] when the new BS accepts the handoff; the host
+//! [`MobileHost::handle_received`] reports [`MhEvent::Accepted`] when the new BS accepts the handoff; the host
 //! then makes its TCP send three duplicate ACKs (receiving) or retransmit at once (sending).
 //!
 //! # Beacon-driven handoff (Balakrishnan 1995 §4, §6)

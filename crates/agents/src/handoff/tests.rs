@@ -98,7 +98,7 @@ fn forward_to(bs: Ipv4Addr, seq: u16, ids: &[u16]) -> Bytes {
 
 fn feed(b: &mut BaseStation, p: Bytes) -> Vec<Action> {
     let mut out = Vec::new();
-    b.on_packet(T0, Side::ToMobile, p, &mut out);
+    b.handle_packet(T0, Side::ToMobile, p, &mut out);
     out
 }
 
@@ -209,12 +209,12 @@ fn mirror_snoop_caches_without_forwarding_and_synchronises_on_the_first_ack() {
     assert_eq!(snoop.cached_bytes(&key), Some(10 * MSS as usize), "mirror cached all ten, sent three");
     // First ACK from the mobile: segments 0..5 are acknowledged and freed.
     let mut out = Vec::new();
-    b.on_packet(T0, Side::ToWired, ack(5), &mut out);
+    b.handle_packet(T0, Side::ToWired, ack(5), &mut out);
     assert!(matches!(out[0], Action::Forward(Side::ToWired, _)));
     assert_eq!(b.snoop(MH).unwrap().cached_bytes(&key), Some(5 * MSS as usize));
     // A duplicate ACK for 5 means 5 (mirrored, never sent by this BS) is lost: resent from the cache.
     out.clear();
-    b.on_packet(Time(1_000_000), Side::ToWired, ack(5), &mut out);
+    b.handle_packet(Time(1_000_000), Side::ToWired, ack(5), &mut out);
     assert_eq!(forwarded(&out), vec![1005]);
     assert!(b.counters().iter().any(|&(k, v)| k == "local_retransmissions" && v == 1));
 }
@@ -237,7 +237,7 @@ fn a_snoop_that_takes_over_at_a_handoff_is_queue_timed() {
     feed(&mut b, forward_req(1, &[999]));
     assert!(b.snoop(MH).is_some() && !b.reports_transmissions(MH));
     // A transmission report then changes nothing: the next DUPACKs are handled by the queue-timed rules.
-    b.on_transmit(Time(1), Side::ToMobile, &data(0));
+    b.handle_transmit(Time(1), Side::ToMobile, &data(0));
     assert!(!b.reports_transmissions(MH));
     // Plain: the new BS after a greeting.
     let mut g = bs(BS3, true);
@@ -263,7 +263,7 @@ fn plain_handoff_greeting_notify_ack() {
             })
             .unwrap()
     };
-    assert_eq!(mh.on_received(&inject(&out, Kind::GreetingAck)), Some(MhEvent::Accepted { seq: 1, bs: BS2 }));
+    assert_eq!(mh.handle_received(&inject(&out, Kind::GreetingAck)), Some(MhEvent::Accepted { seq: 1, bs: BS2 }));
     // Before Notify, the old BS still sends over the air (lost once the mobile has gone).
     assert_eq!(forwarded(&feed(&mut old, tunnel(1, BS1))), vec![1001]);
     let out2 = feed(&mut old, inject(&out, Kind::Notify));
@@ -275,7 +275,7 @@ fn plain_handoff_greeting_notify_ack() {
     assert_eq!(forwarded(&feed(&mut new, p.clone())), vec![1002]);
     let out3 = feed(&mut new, inject(&out2, Kind::NotifyAck));
     assert_eq!(controls(&out3), vec![(Kind::Complete, MH)]);
-    assert_eq!(mh.on_received(&inject(&out3, Kind::Complete)), Some(MhEvent::Completed { seq: 1, bs: BS2 }));
+    assert_eq!(mh.handle_received(&inject(&out3, Kind::Complete)), Some(MhEvent::Completed { seq: 1, bs: BS2 }));
 }
 
 #[test]
@@ -283,7 +283,7 @@ fn home_agent_tunnels_to_every_member() {
     let mut ha = HomeAgent::new(HA);
     ha.set_members(MH, [BS1, BS2]);
     let mut out = Vec::new();
-    ha.on_packet(T0, Side::ToMobile, data(3), &mut out);
+    ha.handle_packet(T0, Side::ToMobile, data(3), &mut out);
     let dsts: Vec<Ipv4Addr> = out
         .iter()
         .filter_map(|a| match a {
@@ -296,10 +296,10 @@ fn home_agent_tunnels_to_every_member() {
         .collect();
     assert_eq!(dsts, vec![BS1, BS2]);
     out.clear();
-    ha.on_packet(T0, Side::ToMobile, Control::new(Kind::Leave, 1, MH, BS1).emit(BS1, HA, 1), &mut out);
+    ha.handle_packet(T0, Side::ToMobile, Control::new(Kind::Leave, 1, MH, BS1).emit(BS1, HA, 1), &mut out);
     assert_eq!(ha.members(MH), vec![BS2]);
     out.clear();
-    ha.on_packet(T0, Side::ToWired, ack(1), &mut out);
+    ha.handle_packet(T0, Side::ToWired, ack(1), &mut out);
     assert!(matches!(out[..], [Action::Forward(Side::ToWired, _)]), "not for a mobile: passes");
 }
 
@@ -307,7 +307,7 @@ fn home_agent_tunnels_to_every_member() {
 fn mobile_records_the_last_three_ids_and_sends_them() {
     let mut mh = MobileHost::new(MH, Scheme::Multicast, BS1, &[BS2]);
     for i in 0..5 {
-        assert_eq!(mh.on_received(&data(i)), None);
+        assert_eq!(mh.handle_received(&data(i)), None);
     }
     assert_eq!(mh.last_ids(), vec![1002, 1003, 1004]);
     let msgs = mh.handoff(BS2, &[BS1]);
@@ -319,9 +319,9 @@ fn mobile_records_the_last_three_ids_and_sends_them() {
     // Only the new primary's answer to this handoff counts, once.
     let ack2 = Control::new(Kind::Ack, 1, MH, BS2).emit(BS2, MH, 1);
     let ack1 = Control::new(Kind::Ack, 1, MH, BS1).emit(BS1, MH, 1);
-    assert_eq!(mh.on_received(&ack1), None);
-    assert_eq!(mh.on_received(&ack2), Some(MhEvent::Accepted { seq: 1, bs: BS2 }));
-    assert_eq!(mh.on_received(&ack2), None);
+    assert_eq!(mh.handle_received(&ack1), None);
+    assert_eq!(mh.handle_received(&ack2), Some(MhEvent::Accepted { seq: 1, bs: BS2 }));
+    assert_eq!(mh.handle_received(&ack2), None);
 }
 
 #[test]
@@ -350,7 +350,7 @@ fn buffering_follows_the_likely_targets_between_handoffs() {
     let _ = mh.handoff(BS3, &[BS1]);
     assert!(mh.set_buffering(&[BS2]).is_empty());
     let ack = Control::new(Kind::Ack, mh.seq(), MH, BS3).emit(BS3, MH, 9);
-    assert!(matches!(mh.on_received(&ack), Some(MhEvent::Accepted { .. })));
+    assert!(matches!(mh.handle_received(&ack), Some(MhEvent::Accepted { .. })));
     assert_eq!(mh.set_buffering(&[BS2]).len(), 2, "BS1 stops, BS2 buffers");
     // The plain scheme has no buffering base stations.
     let mut plain = MobileHost::new(MH, Scheme::Plain, BS1, &[]);
@@ -456,7 +456,7 @@ fn eln_marked(p: &Bytes) -> bool {
 /// The mobile's ACK `ack(i)` through the base station: the ELN bit of what goes on to the fixed host.
 fn ack_marked(b: &mut BaseStation, i: u32) -> bool {
     let mut out = Vec::new();
-    b.on_packet(T0, Side::ToWired, ack(i), &mut out);
+    b.handle_packet(T0, Side::ToWired, ack(i), &mut out);
     match out.as_slice() {
         [Action::Forward(Side::ToWired, p)] => eln_marked(p),
         other => panic!("{other:?}"),
@@ -494,7 +494,7 @@ fn an_eln_base_station_marks_dupacks_only_for_what_it_forwarded_as_primary_and_s
     assert!(b.counters().contains(&("dupacks_marked", 2)), "{:?}", b.counters());
     // Back as primary with its queue toward the mobile over the congestion threshold: the fresh notifier
     // knows the queue and vouches for nothing it forwards into it.
-    b.on_queue_occupancy(Side::ToMobile, 0.9);
+    b.handle_queue_occupancy(Side::ToMobile, 0.9);
     feed(&mut b, tunnel(21, BS2));
     let out = feed(&mut b, forward_req(3, &[1021]));
     assert!(forwarded(&out).is_empty(), "the mobile has the last packet");

@@ -129,12 +129,12 @@ impl BaseStation {
 
     /// The wireless link acknowledged `packet` (a frame this BS sent toward `home`): with
     /// [`Cleanup::LinkAck`] the buffered copy is freed.
-    pub fn on_link_ack(&mut self, home: Ipv4Addr, packet: &Bytes) {
+    pub fn handle_link_ack(&mut self, home: Ipv4Addr, packet: &Bytes) {
         if self.cfg.cleanup != Cleanup::LinkAck {
             return;
         }
         if let Some(b) = self.mobiles.get_mut(&home).and_then(|m| m.buffer.as_mut()) {
-            b.on_link_ack(packet);
+            b.handle_link_ack(packet);
         }
     }
 
@@ -222,7 +222,7 @@ impl BaseStation {
 }
 
 impl Agent for BaseStation {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
             drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
@@ -249,7 +249,7 @@ impl Agent for BaseStation {
                         if let (Some(ack), Some(b)) =
                             (t.ack, self.mobiles.get_mut(&src).and_then(|m| m.buffer.as_mut()))
                         {
-                            b.on_tcp_ack(t.flow.reversed(), ack);
+                            b.handle_tcp_ack(t.flow.reversed(), ack);
                         }
                     }
                 }
@@ -284,7 +284,7 @@ impl Agent for BaseStation {
         }
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
         self.expire(now);
         let (Some(at), Some(every)) = (self.next_beacon, self.cfg.beacon_interval) else { return };
         if at > now {

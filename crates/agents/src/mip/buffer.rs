@@ -70,14 +70,14 @@ impl HandoffBuffer {
 
     /// A cumulative ACK `ack` for the connection whose data flows `data_flow`: frees every buffered segment
     /// of it that ends at or before `ack` (the receiver has all of it).
-    pub fn on_tcp_ack(&mut self, data_flow: FlowKey, ack: SeqNum) {
+    pub fn handle_tcp_ack(&mut self, data_flow: FlowKey, ack: SeqNum) {
         let before = self.entries.len();
         self.entries.retain(|e| !matches!(e.tcp, Some((f, end)) if f == data_flow && end <= ack));
         self.freed_by_ack += (before - self.entries.len()) as u64;
     }
 
     /// The link layer delivered `packet` to the mobile: frees the oldest buffered copy of it.
-    pub fn on_link_ack(&mut self, packet: &Bytes) {
+    pub fn handle_link_ack(&mut self, packet: &Bytes) {
         if let Some(i) = self.entries.iter().position(|e| e.packet == *packet) {
             self.entries.remove(i);
             self.freed_by_ack += 1;
@@ -121,18 +121,18 @@ mod tests {
             b.push(data_to_mh(i));
         }
         // An ACK for the first byte of segment 3 covers 0, 1, 2 only.
-        b.on_tcp_ack(flow_to_mh(), SeqNum(1 + 3 * MSS));
+        b.handle_tcp_ack(flow_to_mh(), SeqNum(1 + 3 * MSS));
         assert_eq!(b.packets().map(seq_of).collect::<Vec<_>>(), vec![3, 4, 5]);
         assert_eq!(b.freed_by_ack, 3);
         // An ACK in the middle of segment 3 frees nothing (it is not all received).
-        b.on_tcp_ack(flow_to_mh(), SeqNum(1 + 3 * MSS + 10));
+        b.handle_tcp_ack(flow_to_mh(), SeqNum(1 + 3 * MSS + 10));
         assert_eq!(b.len(), 3);
         // Another connection's ACK frees nothing.
         let other = FlowKey { src_port: 9, ..flow_to_mh() };
-        b.on_tcp_ack(other, SeqNum(1 + 100 * MSS));
+        b.handle_tcp_ack(other, SeqNum(1 + 100 * MSS));
         assert_eq!(b.len(), 3);
         // The reverse key (the ACK's own direction) is not the data flow.
-        b.on_tcp_ack(flow_to_mh().reversed(), SeqNum(1 + 100 * MSS));
+        b.handle_tcp_ack(flow_to_mh().reversed(), SeqNum(1 + 100 * MSS));
         assert_eq!(b.len(), 3);
         let _ = ack_from_mh(0);
     }
@@ -143,9 +143,9 @@ mod tests {
         for i in 0..3 {
             b.push(data_to_mh(i));
         }
-        b.on_link_ack(&data_to_mh(1));
+        b.handle_link_ack(&data_to_mh(1));
         assert_eq!(b.packets().map(seq_of).collect::<Vec<_>>(), vec![0, 2]);
-        b.on_link_ack(&data_to_mh(7));
+        b.handle_link_ack(&data_to_mh(7));
         assert_eq!(b.len(), 2);
         assert_eq!(b.freed_by_ack, 1);
     }
@@ -155,7 +155,7 @@ mod tests {
         let mut b = HandoffBuffer::new(4);
         b.push(Bytes::from_static(b"not even ipv4"));
         b.push(data_to_mh(0));
-        b.on_tcp_ack(flow_to_mh(), SeqNum(1 + 10 * MSS));
+        b.handle_tcp_ack(flow_to_mh(), SeqNum(1 + 10 * MSS));
         assert_eq!(b.len(), 1);
     }
 }

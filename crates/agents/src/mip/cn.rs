@@ -64,7 +64,7 @@ impl Correspondent {
 }
 
 impl Agent for Correspondent {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
             drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
@@ -116,7 +116,7 @@ impl Agent for Correspondent {
         }
     }
 
-    fn on_timeout(&mut self, now: Time, _out: &mut Vec<Action>) {
+    fn handle_timeout(&mut self, now: Time, _out: &mut Vec<Action>) {
         self.cache.retain(|_, e| e.until > now);
     }
 

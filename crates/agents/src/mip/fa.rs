@@ -320,7 +320,7 @@ impl ForeignAgent {
 }
 
 impl Agent for ForeignAgent {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
             drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
@@ -386,7 +386,7 @@ impl Agent for ForeignAgent {
         out.push(Action::Forward(side, packet));
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
         self.bindings.retain(|_, b| b.until > now);
         let (Some(at), Some(every)) = (self.next_advertisement, self.cfg.advertisement_interval) else { return };
         if at > now {

@@ -147,7 +147,7 @@ impl HomeAgent {
 }
 
 impl Agent for HomeAgent {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
             drop_malformed(&mut self.stats.malformed_dropped, out);
             return;
@@ -185,7 +185,7 @@ impl Agent for HomeAgent {
         }
     }
 
-    fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+    fn handle_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
 
     fn poll_timeout(&self) -> Option<Time> {
         None

@@ -68,7 +68,7 @@ pub(crate) fn seq_of(p: &Bytes) -> u32 {
 
 fn on(agent: &mut impl Agent, now: Time, side: Side, p: Bytes) -> Vec<Action> {
     let mut out = Vec::new();
-    agent.on_packet(now, side, p, &mut out);
+    agent.handle_packet(now, side, p, &mut out);
     out
 }
 
@@ -354,13 +354,13 @@ fn fa_broadcasts_advertisements_at_most_once_a_second() {
     let mut fa = ForeignAgent::new(FaConfig::new(FA1));
     assert_eq!(fa.poll_timeout(), Some(T0));
     let mut out = Vec::new();
-    fa.on_timeout(T0, &mut out);
+    fa.handle_timeout(T0, &mut out);
     let [Action::Inject(Side::ToMobile, p)] = &out[..] else { panic!("{out:?}") };
     assert_eq!(addrs(p).1, Ipv4Addr::BROADCAST);
     assert!(AgentAdvertisement::parse_ipv4(p).unwrap().is_some());
     assert_eq!(fa.poll_timeout(), Some(Time::from_secs(1)));
     out.clear();
-    fa.on_timeout(Time::from_millis(999), &mut out);
+    fa.handle_timeout(Time::from_millis(999), &mut out);
     assert!(out.is_empty());
 }
 
@@ -383,7 +383,7 @@ fn bs_beacons_every_50_ms() {
     for k in 0..3 {
         let t = Time::from_millis(50 * k);
         assert_eq!(b.poll_timeout(), Some(t));
-        b.on_timeout(t, &mut out);
+        b.handle_timeout(t, &mut out);
     }
     assert_eq!(out.len(), 3);
     let Action::Inject(Side::ToMobile, p) = &out[0] else { panic!() };
@@ -441,7 +441,7 @@ fn bs_buffers_data_sends_it_up_on_forward_and_passes_later_arrivals_behind_it() 
     // After the hold the mobile is forgotten.
     let hold = b.poll_timeout().unwrap();
     let mut out = Vec::new();
-    b.on_timeout(Time::from_secs(10), &mut out);
+    b.handle_timeout(Time::from_secs(10), &mut out);
     assert!(hold <= Time::from_secs(10));
     assert_eq!(
         on(&mut b, Time::from_secs(10), Side::ToMobile, data_to_mh(7)),
@@ -482,8 +482,8 @@ fn bs_link_ack_cleanup_frees_delivered_frames() {
     for i in 0..3 {
         on(&mut b, T0, Side::ToMobile, data_to_mh(i));
     }
-    b.on_link_ack(MH, &data_to_mh(0));
-    b.on_link_ack(MH, &data_to_mh(2));
+    b.handle_link_ack(MH, &data_to_mh(0));
+    b.handle_link_ack(MH, &data_to_mh(2));
     assert_eq!(b.buffered(MH).iter().map(seq_of).collect::<Vec<_>>(), vec![1]);
     // TCP ACKs do not clean a link-ACK buffer.
     on(&mut b, T0, Side::ToWired, ack_from_mh(3));

@@ -392,7 +392,7 @@ impl Nack {
 }
 
 impl Agent for Nack {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let count = &mut self.stats.pass;
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         // Disposition first, then any NACK (the agent contract's order).
@@ -403,7 +403,7 @@ impl Agent for Nack {
         }
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
         while let Some(&(t, key)) = self.timers.first() {
             if t > now {
                 break;

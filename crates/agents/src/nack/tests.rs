@@ -67,7 +67,7 @@ impl H {
     /// Hands in a packet; asserts it was forwarded first; returns the NACKs that followed.
     fn go(&mut self, side: Side, p: Bytes) -> Vec<Nk> {
         let mut out = Vec::new();
-        self.n.on_packet(self.now, side, p.clone(), &mut out);
+        self.n.handle_packet(self.now, side, p.clone(), &mut out);
         assert_eq!(out.first(), Some(&Action::Forward(side, p)));
         out.drain(1..).map(decode).collect()
     }
@@ -83,7 +83,7 @@ impl H {
     fn timeout(&mut self, at: Time) -> Vec<Nk> {
         self.now = at;
         let mut out = Vec::new();
-        self.n.on_timeout(at, &mut out);
+        self.n.handle_timeout(at, &mut out);
         out.into_iter().map(decode).collect()
     }
 }
@@ -202,7 +202,7 @@ fn no_nack_without_an_fh_ack_or_without_sack() {
         let mut out = Vec::new();
         for p in [data(0), fh_ack(1), data(1), data(3), data(4), data(5)] {
             let side = if p[12..16] == MH.octets() { Side::ToWired } else { Side::ToMobile };
-            n.on_packet(Time::ZERO, side, p, &mut out);
+            n.handle_packet(Time::ZERO, side, p, &mut out);
         }
         assert_eq!(out.iter().filter(|a| matches!(a, Action::Inject(..))).count(), usize::from(assume));
     }
@@ -245,7 +245,7 @@ fn rst_and_fin_close_and_table_is_bounded() {
 fn malformed_is_dropped() {
     let mut n = Nack::new(NackConfig::default());
     let mut out = Vec::new();
-    n.on_packet(Time::ZERO, Side::ToWired, data(0).slice(..25), &mut out);
+    n.handle_packet(Time::ZERO, Side::ToWired, data(0).slice(..25), &mut out);
     assert_eq!(out, vec![Action::Drop(DropReason::Malformed)]);
     assert_eq!(n.stats().pass.malformed_dropped, 1);
 }
@@ -298,8 +298,8 @@ proptest! {
         let mut n = Nack::new(NackConfig::default());
         let mut out = Vec::new();
         let side = if to_mobile { Side::ToMobile } else { Side::ToWired };
-        n.on_packet(Time::ZERO, side, Bytes::from(data), &mut out);
+        n.handle_packet(Time::ZERO, side, Bytes::from(data), &mut out);
         prop_assert_eq!(out.len(), 1);
-        n.on_timeout(Time::MAX, &mut out);
+        n.handle_timeout(Time::MAX, &mut out);
     }
 }

@@ -24,7 +24,7 @@ struct Probe {
     /// `Conn::rexmit_epoch` when it was sent; if any retransmission happened since, the sample is discarded
     /// (Karn, §3.1.2 case 1: "only if no retransmissions happened in that window").
     epoch: u32,
-    /// `sent` and `epoch` are from the packet's actual transmission (`on_transmit`), not its queueing.
+    /// `sent` and `epoch` are from the packet's actual transmission (`handle_transmit`), not its queueing.
     transmitted: bool,
 }
 
@@ -103,7 +103,7 @@ pub(super) struct Conn {
     rtx_backoff: u32,
     /// The MH's window field in its last (non-spurious) ACK, raw (unscaled), for regenerated ACKs.
     mh_window: u16,
-    /// The host reports transmissions (`on_transmit`) for this connection: the transmit-timed rules apply.
+    /// The host reports transmissions (`handle_transmit`) for this connection: the transmit-timed rules apply.
     /// Until the first report, every rule is the queue-timed one (hosts need not call it).
     tx_mode: bool,
     /// A local recovery is in progress: set by a DUPACK-caused retransmission, over once every packet
@@ -116,7 +116,7 @@ pub(super) struct Conn {
     recover: u64,
     /// Unacknowledged segments in sequence order, non-overlapping; a lone one inline (see `queue.rs`).
     cache: HeadInline<CachedSeg>,
-    // ---- cold: transmit-timed state (written by `on_transmit`) and rare paths --------------------
+    // ---- cold: transmit-timed state (written by `handle_transmit`) and rare paths --------------------
     /// What the transmit-timed rules know (`tx.rs`); read only in `tx_mode`.
     tx: TxTimed,
     /// This connection's share of the station's counters (kept across a SYN: the 4-tuple is the same).
@@ -229,7 +229,7 @@ impl Conn {
         Some(Time(self.last_activity.max(self.persist_base).0.saturating_add(cfg.persist_timeout)))
     }
 
-    /// The earliest time this connection needs `on_timer`.
+    /// The earliest time this connection needs `handle_timer`.
     pub fn deadline(&self, cfg: &Cfg) -> Option<Time> {
         match (self.rtx_deadline, self.persist_deadline(cfg)) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -288,7 +288,7 @@ impl Conn {
         true
     }
 
-    pub fn on_timer(&mut self, now: Time, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
+    pub fn handle_timer(&mut self, now: Time, cfg: &Cfg, out: &mut Vec<Action>, stats: &mut SnoopStats) {
         let mut fired = false;
         // Round-trip timer (§6): retransmit the first unacknowledged packet at priority, back off, re-arm.
         if self.rtx_deadline.is_some_and(|d| d <= now) {
@@ -329,7 +329,7 @@ impl Conn {
         }
     }
 
-    // ---- transmit-timed state (the host calls `on_transmit`) -------------------------------------------
+    // ---- transmit-timed state (the host calls `handle_transmit`) -------------------------------------------
 
     /// Where the segment starting at `seq` is in the cache, or would be (the cache is in sequence order,
     /// non-overlapping). Two guesses are checked before a search: the segment just forwarded (the cache's
@@ -357,7 +357,7 @@ impl Conn {
     /// from this moment (§6 "if an acknowledgment hasn't been received in twice this time": the time counts
     /// from when the packet was really sent, not from when it was queued). Returns true if the connection's
     /// deadline may have moved earlier.
-    pub fn on_transmit(&mut self, now: Time, seq: SeqNum, len: u32, cfg: &Cfg) -> bool {
+    pub fn handle_transmit(&mut self, now: Time, seq: SeqNum, len: u32, cfg: &Cfg) -> bool {
         self.tx_mode = true;
         let idx = self.tx.number_transmission();
         let pos = self.transmitted_position(seq);
@@ -431,7 +431,7 @@ impl Conn {
 
     /// A SYN from the fixed host: (re)initialise (§6 soft state). The SYN is forwarded uncached: the
     /// handshake is the endpoints' business.
-    pub fn on_syn_from_fixed(&mut self, now: Time, seg: &Segment) {
+    pub fn handle_syn_from_fixed(&mut self, now: Time, seg: &Segment) {
         self.reset(now);
         self.last_seq_seen = seg.seq + seg.seg_len();
     }
@@ -456,7 +456,7 @@ impl Conn {
     }
 
     /// Data (payload or FIN) from the fixed host toward the mobile.
-    pub fn on_data(
+    pub fn handle_data(
         &mut self,
         now: Time,
         seg: &Segment,
@@ -605,7 +605,7 @@ impl Conn {
 
     /// A SYN from the mobile (its SYN, or its SYN-ACK to the FH's SYN): a new incarnation; re-initialise
     /// and learn the first ACK and window.
-    pub fn on_syn_from_mobile(&mut self, now: Time, seg: &Segment) {
+    pub fn handle_syn_from_mobile(&mut self, now: Time, seg: &Segment) {
         self.reset(now);
         if seg.has_ack() {
             self.last_ack = Some(seg.ack);
@@ -617,7 +617,7 @@ impl Conn {
     }
 
     /// Any packet from the mobile on this connection (pure ACK, or data with a piggybacked ACK).
-    pub fn on_ack(
+    pub fn handle_ack(
         &mut self,
         now: Time,
         seg: &Segment,
@@ -816,7 +816,7 @@ impl Conn {
         self.dupacks_seen = self.dupacks_seen.saturating_add(1);
         if self.tx_mode {
             // The medium is not quiet while the mobile's ACKs still come: the round-trip timer counts from
-            // the latest of them too (see `on_transmit`).
+            // the latest of them too (see `handle_transmit`).
             if let Some(d) = self.rtx_deadline {
                 self.rtx_deadline = Some(d.max(Time(now.0.saturating_add(self.rto(cfg)))));
             }
@@ -872,7 +872,7 @@ impl Conn {
 
     /// A packet from either endpoint that is neither data toward the mobile nor handled above (the FH's pure
     /// ACKs for the MH's data): only activity for the persist timer.
-    pub fn on_other(&mut self, now: Time) {
+    pub fn handle_other(&mut self, now: Time) {
         self.last_activity = now;
     }
 

@@ -68,7 +68,7 @@
 //! - **Already acknowledged data** (§3.1.1 case 2 below the last ACK) means every byte of it is below the
 //!   last ACK; a segment straddling the last ACK is forwarded.
 //!
-//! # Transmit-timed recovery (when the host calls [`Agent::on_transmit`])
+//! # Transmit-timed recovery (when the host calls [`Agent::handle_transmit`])
 //!
 //! A forwarded packet may wait 100+ ms in the interface queue, and local retransmissions overtake it through
 //! the priority queue, so "forwarded before" is not "transmitted before". Hosts that report when a frame
@@ -177,7 +177,7 @@ pub struct SnoopConfig {
     /// Floor of the round-trip timer (Balakrishnan 1995 §6: "we do not timeout more frequently than ... 40 ms").
     /// Default 40 ms.
     pub min_rtx_timeout: Duration,
-    /// Floor of the round-trip timer when the host reports transmissions (`Agent::on_transmit`): the timer
+    /// Floor of the round-trip timer when the host reports transmissions (`Agent::handle_transmit`): the timer
     /// then counts from the latest transmission, not from queueing, and its base is twice the hop's
     /// unqueued round trip. Default 5 ms.
     pub min_tx_rtx_timeout: Duration,
@@ -486,7 +486,7 @@ impl Snoop {
         if seg.syn() {
             if let Some(s) = slot.or_else(|| self.create(key, now)) {
                 self.table.touch(s);
-                self.table.conn_mut(s).on_syn_from_fixed(now, &seg);
+                self.table.conn_mut(s).handle_syn_from_fixed(now, &seg);
                 self.table.schedule(s, &self.cfg);
             } else {
                 self.stats.pass.unknown_forwarded += 1;
@@ -499,7 +499,7 @@ impl Snoop {
             match slot {
                 Some(s) => {
                     self.table.touch(s);
-                    self.table.conn_mut(s).on_other(now);
+                    self.table.conn_mut(s).handle_other(now);
                 }
                 None => self.stats.pass.unknown_forwarded += 1,
             }
@@ -523,7 +523,7 @@ impl Snoop {
                 }
             },
         };
-        self.table.conn_mut(s).on_data(now, &seg, packet, &self.cfg, out, &mut self.stats);
+        self.table.conn_mut(s).handle_data(now, &seg, packet, &self.cfg, out, &mut self.stats);
         self.table.schedule(s, &self.cfg);
     }
 
@@ -542,9 +542,10 @@ impl Snoop {
         }
         self.table.touch(s);
         if seg.syn() {
-            self.table.conn_mut(s).on_syn_from_mobile(now, &seg);
+            self.table.conn_mut(s).handle_syn_from_mobile(now, &seg);
             out.push(Action::Forward(Side::ToWired, packet));
-        } else if self.table.conn_mut(s).on_ack(now, &seg, packet, &self.cfg, out, &mut self.stats) == After::Remove {
+        } else if self.table.conn_mut(s).handle_ack(now, &seg, packet, &self.cfg, out, &mut self.stats) == After::Remove
+        {
             self.close(s);
             return;
         }
@@ -558,7 +559,7 @@ impl Snoop {
 const PREFETCH_GROUP: usize = 16;
 
 impl Agent for Snoop {
-    fn on_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, now: Time, side: Side, packet: Bytes, out: &mut Vec<Action>) {
         let count = &mut self.stats.pass;
         let Some(seg) = parse::classify(&packet).tcp_or_pass(side, &packet, out, count) else { return };
         match side {
@@ -594,22 +595,22 @@ impl Agent for Snoop {
         self.table.next_deadline()
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) {
         while let Some(s) = self.table.pop_due(now) {
-            self.table.conn_mut(s).on_timer(now, &self.cfg, out, &mut self.stats);
+            self.table.conn_mut(s).handle_timer(now, &self.cfg, out, &mut self.stats);
             self.table.schedule(s, &self.cfg);
         }
         self.table.tidy(&self.cfg);
     }
 
-    /// Data toward the mobile leaving the wireless link: see `Conn::on_transmit`. Anything else is ignored.
-    fn on_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
+    /// Data toward the mobile leaving the wireless link: see `Conn::handle_transmit`. Anything else is ignored.
+    fn handle_transmit(&mut self, now: Time, side: Side, packet: &Bytes) {
         if side != Side::ToMobile {
             return;
         }
         let Some((key, seq, len)) = parse::peek_data(packet) else { return };
         let Some(s) = self.table.find_packed(key) else { return };
-        if self.table.conn_mut(s).on_transmit(now, seq, len, &self.cfg) {
+        if self.table.conn_mut(s).handle_transmit(now, seq, len, &self.cfg) {
             self.table.schedule(s, &self.cfg);
             self.table.tidy(&self.cfg);
         }

@@ -159,7 +159,7 @@ fn walk_options(mut opts: &[u8]) -> Result<Option<(u32, u32)>, ()> {
     Ok(ts)
 }
 
-/// What `on_transmit` needs of a packet: its connection (the FH→MH key packed as the table keys it,
+/// What `handle_transmit` needs of a packet: its connection (the FH→MH key packed as the table keys it,
 /// [`pack_key`]) and the sequence space its data occupies. A cheap read of the fixed header fields (the packet
 /// was validated by `classify` when it came in, but a host may report any frame, so every length is checked,
 /// the fixed ones at once). `None` for anything but an unfragmented IPv4/TCP packet carrying data or a FIN.

@@ -40,11 +40,11 @@ pub(super) struct CachedSeg {
     pub sent_at: Time,
     /// Value of `Conn::tx_count` when it was last sent: packets sent after it = `tx_count - tx_idx - 1`.
     pub tx_idx: u64,
-    /// Transmit-timed state (only meaningful once the host calls `on_transmit`, see `Conn::tx_mode`).
+    /// Transmit-timed state (only meaningful once the host calls `handle_transmit`, see `Conn::tx_mode`).
     pub tx: SegTx,
 }
 
-/// When a cached segment actually left the link (the host's `on_transmit`), as opposed to when it was
+/// When a cached segment actually left the link (the host's `handle_transmit`), as opposed to when it was
 /// handed to the interface queue (`sent_at`, `tx_idx`).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct SegTx {

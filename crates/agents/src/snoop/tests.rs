@@ -170,7 +170,7 @@ impl H {
     }
 
     fn raw(&mut self, side: Side, b: Bytes) -> Vec<Out> {
-        self.run(ISS, |s, now, out| s.on_packet(now, side, b, out))
+        self.run(ISS, |s, now, out| s.handle_packet(now, side, b, out))
     }
 
     fn data(&mut self, i: u32) -> Vec<Out> {
@@ -185,21 +185,21 @@ impl H {
         self.raw(Side::ToWired, ack_on(ISS, FP, MP, i, win))
     }
 
-    /// The link starts transmitting data segment `i` (a copy Snoop passed on): `Agent::on_transmit`.
+    /// The link starts transmitting data segment `i` (a copy Snoop passed on): `Agent::handle_transmit`.
     fn tx(&mut self, i: u32) -> &mut Self {
-        self.s.on_transmit(self.now, Side::ToMobile, &data_on(ISS, FP, MP, i, TcpFlags::PSH));
+        self.s.handle_transmit(self.now, Side::ToMobile, &data_on(ISS, FP, MP, i, TcpFlags::PSH));
         self
     }
 
     /// Jumps to `poll_timeout()` and fires it.
     fn fire(&mut self) -> Vec<Out> {
         self.now = self.s.poll_timeout().expect("a timer is armed");
-        self.run(ISS, |s, now, out| s.on_timeout(now, out))
+        self.run(ISS, |s, now, out| s.handle_timeout(now, out))
     }
 
     fn timeout_at(&mut self, ms: u64) -> Vec<Out> {
         self.at_ms(ms);
-        self.run(ISS, |s, now, out| s.on_timeout(now, out))
+        self.run(ISS, |s, now, out| s.handle_timeout(now, out))
     }
 
     fn conn(&self) -> &Conn {
@@ -224,7 +224,7 @@ fn case1_new_packets_are_cached_and_forwarded_without_copying() {
     let mut h = established();
     let p = data_on(ISS, FP, MP, 0, TcpFlags::PSH);
     h.out.clear();
-    h.s.on_packet(h.now, Side::ToMobile, p.clone(), &mut h.out);
+    h.s.handle_packet(h.now, Side::ToMobile, p.clone(), &mut h.out);
     assert_eq!(h.out, [Action::Forward(Side::ToMobile, p.clone())]);
     assert_eq!(h.data(1), [Fwd(1)]);
     assert_eq!(h.cached(), [0, 1]);
@@ -498,7 +498,7 @@ fn no_rtt_sample_from_a_window_with_a_retransmission() {
     assert_eq!(h.s.stats().rtt_samples, 0);
 }
 
-// ---- transmit-timed rules (the host calls `on_transmit`) ------------------------------------------------
+// ---- transmit-timed rules (the host calls `handle_transmit`) ------------------------------------------------
 
 #[test]
 fn rtt_is_sampled_from_transmission_not_from_queueing() {
@@ -971,7 +971,7 @@ fn a_transmission_report_finds_any_cached_segment() {
     other.truncate(other.len() - 1);
     let total = u16::try_from(other.len()).unwrap().to_be_bytes();
     other[2..4].copy_from_slice(&total);
-    h.s.on_transmit(h.now, Side::ToMobile, &Bytes::from(other));
+    h.s.handle_transmit(h.now, Side::ToMobile, &Bytes::from(other));
     assert_eq!(h.conn().cache()[3].tx.count, 1);
 }
 
@@ -995,7 +995,7 @@ fn two_interleaved_connections_keep_separate_state() {
     assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
     // ... and the first DUPACK on connection 2 is unexpected there (connection 1's expected count is not
     // shared): it retransmits connection 2's segment 3.
-    let out = h.run(iss2, |s, now, out| s.on_packet(now, Side::ToWired, a2(3), out));
+    let out = h.run(iss2, |s, now, out| s.handle_packet(now, Side::ToWired, a2(3), out));
     assert_eq!(out, [Drop(DropReason::DupAckSuppressed), Prio(3)]);
     assert_eq!(h.conn().exp_dupacks(), 1);
     assert_eq!(h.s.connections(), 2);
@@ -1140,17 +1140,17 @@ fn sequence_numbers_wrap() {
     h.handshake(iss, FP, MP);
     let d = |i| data_on(iss, FP, MP, i, TcpFlags::PSH);
     for i in 0..5 {
-        let out = h.run(iss, |s, now, out| s.on_packet(now, Side::ToMobile, d(i), out));
+        let out = h.run(iss, |s, now, out| s.handle_packet(now, Side::ToMobile, d(i), out));
         assert_eq!(out, [Fwd(i)]);
     }
     let a = |i| ack_on(iss, FP, MP, i, WIN);
-    assert_eq!(h.run(iss, |s, now, out| s.on_packet(now, Side::ToWired, a(3), out)), [FwdAck(3)]);
+    assert_eq!(h.run(iss, |s, now, out| s.handle_packet(now, Side::ToWired, a(3), out)), [FwdAck(3)]);
     assert_eq!(
-        h.run(iss, |s, now, out| s.on_packet(now, Side::ToWired, a(3), out)),
+        h.run(iss, |s, now, out| s.handle_packet(now, Side::ToWired, a(3), out)),
         [Drop(DropReason::DupAckSuppressed), Prio(3)]
     );
     assert_eq!(
-        h.run(iss, |s, now, out| s.on_packet(now, Side::ToMobile, d(1), out)),
+        h.run(iss, |s, now, out| s.handle_packet(now, Side::ToMobile, d(1), out)),
         [Drop(DropReason::AlreadyAcked), Regen(3)]
     );
 }
@@ -1204,13 +1204,13 @@ fn udp_fragments_and_mobile_data_pass_untouched() {
     ip.fill_checksum();
     let udp = Bytes::from(udp);
     h.out.clear();
-    h.s.on_packet(h.now, Side::ToMobile, udp.clone(), &mut h.out);
+    h.s.handle_packet(h.now, Side::ToMobile, udp.clone(), &mut h.out);
     assert_eq!(h.out, [Action::Forward(Side::ToMobile, udp)]);
     let mut frag = data_on(ISS, FP, MP, 0, TcpFlags::PSH).to_vec();
     frag[6] = 0x20; // MF
     let frag = Bytes::from(frag);
     h.out.clear();
-    h.s.on_packet(h.now, Side::ToWired, frag.clone(), &mut h.out);
+    h.s.handle_packet(h.now, Side::ToWired, frag.clone(), &mut h.out);
     assert_eq!(h.out, [Action::Forward(Side::ToWired, frag)]);
     // Data from a mobile with no FH->MH state (an upload): forwarded, creates nothing.
     let up = TcpRepr {
@@ -1281,18 +1281,18 @@ proptest! {
                 h.out.clear();
                 match *e {
                     Ev::Data(i) => {
-                        h.s.on_packet(h.now, Side::ToMobile, data_on(ISS, FP, MP, i, TcpFlags::PSH), &mut h.out);
+                        h.s.handle_packet(h.now, Side::ToMobile, data_on(ISS, FP, MP, i, TcpFlags::PSH), &mut h.out);
                         prop_assert_eq!(disposition_count(&h.out), 1);
                     }
                     Ev::Ack(i, w) => {
                         let a = SeqNum(seq_of(i));
                         max_acked = max_acked.max(a);
-                        h.s.on_packet(h.now, Side::ToWired, ack_on(ISS, FP, MP, i, w), &mut h.out);
+                        h.s.handle_packet(h.now, Side::ToWired, ack_on(ISS, FP, MP, i, w), &mut h.out);
                         prop_assert_eq!(disposition_count(&h.out), 1);
                     }
                     Ev::Tick(ms) => {
                         h.now = Time(h.now.0 + ms * 1_000_000);
-                        h.s.on_timeout(h.now, &mut h.out);
+                        h.s.handle_timeout(h.now, &mut h.out);
                     }
                 }
                 for a in &h.out {
@@ -1353,7 +1353,7 @@ proptest! {
         let mut s = Snoop::new(SnoopConfig::default());
         let mut out = Vec::new();
         let side = if to_mobile { Side::ToMobile } else { Side::ToWired };
-        s.on_packet(Time::ZERO, side, Bytes::from(data), &mut out);
+        s.handle_packet(Time::ZERO, side, Bytes::from(data), &mut out);
         prop_assert_eq!(disposition_count(&out), 1);
     }
 
@@ -1385,8 +1385,8 @@ proptest! {
                     batch.insert(batch.len() / 2, (Side::ToWired, &garbage[..]));
                     s.prefetch(&batch);
                 }
-                s.on_packet(now, *side, p.clone(), &mut out);
-                s.on_timeout(now, &mut out);
+                s.handle_packet(now, *side, p.clone(), &mut out);
+                s.handle_timeout(now, &mut out);
                 trace.append(&mut out);
             }
             (trace, s.stats().clone(), s.poll_timeout(), s.connections())
@@ -1415,9 +1415,9 @@ proptest! {
             p[20..].copy_from_slice(&seg);
             let side = if n % 2 == 0 { Side::ToMobile } else { Side::ToWired };
             out.clear();
-            s.on_packet(Time::from_millis(n as u64 * 50), side, Bytes::from(p), &mut out);
+            s.handle_packet(Time::from_millis(n as u64 * 50), side, Bytes::from(p), &mut out);
             prop_assert_eq!(disposition_count(&out), 1);
-            s.on_timeout(Time::from_millis(n as u64 * 50), &mut out);
+            s.handle_timeout(Time::from_millis(n as u64 * 50), &mut out);
         }
     }
 }

@@ -159,9 +159,9 @@ impl Sim {
     fn kick_link(&mut self) {
         if self.busy.is_none() {
             if let Some(p) = self.prio.pop_front().or_else(|| self.normal.pop_front()) {
-                // The link reports the transmission (Agent::on_transmit), as the simulator does.
+                // The link reports the transmission (Agent::handle_transmit), as the simulator does.
                 if let Some(s) = self.snoop.as_mut() {
-                    s.on_transmit(Time(self.now), Side::ToMobile, &p);
+                    s.handle_transmit(Time(self.now), Side::ToMobile, &p);
                 }
                 self.busy = Some(p);
                 self.at(TX_NS, Ev::TxDone);
@@ -213,7 +213,7 @@ impl Sim {
         if let Some(t) = next_timer {
             if next_ev.is_none_or(|e| t < e) {
                 self.now = t;
-                self.snoop.as_mut().unwrap().on_timeout(Time(t), &mut self.out);
+                self.snoop.as_mut().unwrap().handle_timeout(Time(t), &mut self.out);
                 self.apply();
                 return;
             }
@@ -223,7 +223,7 @@ impl Sim {
         match self.payloads[idx].take().unwrap() {
             Ev::DataAtBs(p) => {
                 match self.snoop.as_mut() {
-                    Some(s) => s.on_packet(Time(t), Side::ToMobile, p, &mut self.out),
+                    Some(s) => s.handle_packet(Time(t), Side::ToMobile, p, &mut self.out),
                     None => self.out.push(Action::Forward(Side::ToMobile, p)),
                 }
                 self.apply();
@@ -254,7 +254,7 @@ impl Sim {
             }
             Ev::AckAtBs(p) => {
                 match self.snoop.as_mut() {
-                    Some(s) => s.on_packet(Time(t), Side::ToWired, p, &mut self.out),
+                    Some(s) => s.handle_packet(Time(t), Side::ToWired, p, &mut self.out),
                     None => self.out.push(Action::Forward(Side::ToWired, p)),
                 }
                 self.apply();
@@ -322,7 +322,7 @@ impl Sim {
     }
 }
 
-/// Met since Snoop times everything from transmission (`Agent::on_transmit`, which this toy link now reports
+/// Met since Snoop times everything from transmission (`Agent::handle_transmit`, which this toy link now reports
 /// like the simulator): 0.83 of the ideal at 50 % data loss (plain Reno ~0), 0.72 with 10 % ACK loss too.
 /// Before, it reached ~0.25 (holes repaired serially, each lost local retransmission costing a ≥ 40 ms
 /// timer on an idle link; inferring losses at partial ACKs from queueing times resent queued packets).

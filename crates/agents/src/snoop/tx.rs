@@ -1,5 +1,5 @@
 //! Snoop's transmit-timed rules: what a connection knows once the host reports when each frame really
-//! starts transmitting (`Agent::on_transmit`; see "Transmit-timed recovery" in the module docs of `snoop`).
+//! starts transmitting (`Agent::handle_transmit`; see "Transmit-timed recovery" in the module docs of `snoop`).
 //! They refine Balakrishnan 1995's queue-timed rules, which `conn.rs` keeps: the loss inference of §3.1.2
 //! case 3 counted in numbered transmissions instead of packets forwarded, and the round-trip timer of §6
 //! based on the hop's unqueued round trip and the receiver's ACK hold instead of the smoothed RTT.

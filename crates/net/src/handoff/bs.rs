@@ -145,7 +145,7 @@ impl HandoffBsNode {
         let before = self.agent.stats().resent_from_buffer;
         let was = forward.as_ref().map(|c| self.agent.role(c.mobile));
         let mut acts = Vec::new();
-        self.agent.on_packet(now, side, packet, &mut acts);
+        self.agent.handle_packet(now, side, packet, &mut acts);
         let (held, buffer) = self.agent.held_packets(self.mobile);
         self.held_max = self.held_max.max(held);
         self.buffer_max = self.buffer_max.max(buffer);
@@ -220,7 +220,7 @@ impl HandoffBsNode {
 }
 
 impl Node for HandoffBsNode {
-    fn on_frame(&mut self, now: Time, port: usize, frame: &[u8], out: &mut Out) {
+    fn handle_frame(&mut self, now: Time, port: usize, frame: &[u8], out: &mut Out) {
         self.service_hop(now, out);
         let Some(packet) = ipv4_of(frame) else {
             self.not_ipv4 += 1;
@@ -242,11 +242,11 @@ impl Node for HandoffBsNode {
             .min()
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Out) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Out) {
         self.service_hop(now, out);
         if self.agent.poll_timeout().is_some_and(|t| t <= now) {
             let mut acts = Vec::new();
-            self.agent.on_timeout(now, &mut acts);
+            self.agent.handle_timeout(now, &mut acts);
             self.apply(now, acts, out);
         }
         self.beacon(now);

@@ -88,7 +88,7 @@ impl HaNode {
 }
 
 impl Node for HaNode {
-    fn on_frame(&mut self, now: Time, _port: usize, frame: &[u8], out: &mut Out) {
+    fn handle_frame(&mut self, now: Time, _port: usize, frame: &[u8], out: &mut Out) {
         let Some(packet) = ipv4_of(frame) else {
             self.stats.no_route += 1;
             return;
@@ -103,7 +103,7 @@ impl Node for HaNode {
             return self.route(&packet, out);
         }
         let mut acts = Vec::new();
-        self.agent.on_packet(now, Side::ToMobile, packet, &mut acts);
+        self.agent.handle_packet(now, Side::ToMobile, packet, &mut acts);
         for a in acts {
             match a {
                 Action::Forward(_, p) | Action::ForwardPriority(_, p) | Action::Inject(_, p) => self.route(&p, out),
@@ -116,5 +116,5 @@ impl Node for HaNode {
         None
     }
 
-    fn on_timeout(&mut self, _now: Time, _out: &mut Out) {}
+    fn handle_timeout(&mut self, _now: Time, _out: &mut Out) {}
 }

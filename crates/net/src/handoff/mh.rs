@@ -282,7 +282,7 @@ impl MhNode {
                 self.records.last_mut().expect("checked").latency_ms = Some(l);
             }
         }
-        if let Some(MhEvent::Accepted { .. }) = self.ctl.on_received(&packet) {
+        if let Some(MhEvent::Accepted { .. }) = self.ctl.handle_received(&packet) {
             let l = ms(now);
             if let Some(r) = self.records.last_mut() {
                 r.accepted_ms = Some(l);
@@ -310,7 +310,7 @@ impl MhNode {
             return;
         }
         let dbm = b.radio.sample(d, &mut b.shadowing[cell]);
-        b.monitor.on_beacon(now, self.cells[cell], dbm);
+        b.monitor.handle_beacon(now, self.cells[cell], dbm);
         // Not yet heard is not out of range: the first beacons of the two cells arrive in either order.
         let listening = Duration::from_nanos(b.monitor.config().max_age.0);
         if self.last_beacon[self.tuned].is_none() && now.saturating_since(self.started.unwrap_or(now)) < listening {
@@ -402,7 +402,7 @@ impl MhNode {
 }
 
 impl Node for MhNode {
-    fn on_frame(&mut self, now: Time, port: usize, frame: &[u8], out: &mut Out) {
+    fn handle_frame(&mut self, now: Time, port: usize, frame: &[u8], out: &mut Out) {
         self.started.get_or_insert(now);
         let Some(packet) = ipv4_of(frame) else {
             self.not_ipv4 += 1;
@@ -429,7 +429,7 @@ impl Node for MhNode {
         [self.next_handoff, check].into_iter().flatten().min()
     }
 
-    fn on_timeout(&mut self, now: Time, out: &mut Out) {
+    fn handle_timeout(&mut self, now: Time, out: &mut Out) {
         let start = *self.started.get_or_insert(now);
         self.checked = now;
         if let Some(new) = self.lost_cell_replacement(now) {

@@ -19,11 +19,11 @@ pub type Out = Vec<(usize, Bytes)>;
 /// ports, each a point-to-point link to one neighbour.
 pub trait Node {
     /// A frame arrived on `port` at `now`.
-    fn on_frame(&mut self, now: Time, port: usize, frame: &[u8], out: &mut Out);
-    /// The earliest time [`on_timeout`](Node::on_timeout) is wanted.
+    fn handle_frame(&mut self, now: Time, port: usize, frame: &[u8], out: &mut Out);
+    /// The earliest time [`handle_timeout`](Node::handle_timeout) is wanted.
     fn poll_timeout(&self) -> Option<Time>;
     /// Runs whatever is due by `now`.
-    fn on_timeout(&mut self, now: Time, out: &mut Out);
+    fn handle_timeout(&mut self, now: Time, out: &mut Out);
 }
 
 /// The two MACs of a point-to-point link as one end sees them.
@@ -88,7 +88,7 @@ pub fn run_node<const N: usize>(
     while !stop.load(Ordering::Relaxed) && !sys::STOP_REQUESTED.load(Ordering::Relaxed) {
         let t = now();
         if node.poll_timeout().is_some_and(|d| d <= t) {
-            node.on_timeout(t, &mut out);
+            node.handle_timeout(t, &mut out);
             send(&mut out);
         }
         let wait = node.poll_timeout().map_or(MAX_WAIT, |d| (d - now()).min(MAX_WAIT));
@@ -104,7 +104,7 @@ pub fn run_node<const N: usize>(
             };
             let t = now();
             for k in 0..got {
-                node.on_frame(t, i, rx.frame(k).0, &mut out);
+                node.handle_frame(t, i, rx.frame(k).0, &mut out);
             }
             send(&mut out);
         }

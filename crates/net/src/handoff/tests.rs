@@ -51,7 +51,7 @@ fn ha(members: &[Ipv4Addr]) -> HaNode {
 fn the_home_agent_tunnels_one_copy_per_member_and_routes_the_rest() {
     let mut h = ha(&[BS1, BS2]);
     let mut out = Out::new();
-    h.on_frame(Time(0), 0, &link(0).frame(&data(1, 0, 100), false), &mut out);
+    h.handle_frame(Time(0), 0, &link(0).frame(&data(1, 0, 100), false), &mut out);
     let (to1, to2) = (packets(&out, 1), packets(&out, 2));
     assert_eq!((to1.len(), to2.len()), (1, 1), "one tunnelled copy to each base station");
     for (p, bs) in [(&to1[0], BS1), (&to2[0], BS2)] {
@@ -62,13 +62,13 @@ fn the_home_agent_tunnels_one_copy_per_member_and_routes_the_rest() {
     // The mobile's ACK (to FH) and a message between base stations are routed by destination.
     out.clear();
     let ack = Control::new(Kind::NotifyAck, 1, MH, BS2).emit(BS2, BS1, 1);
-    h.on_frame(Time(0), 2, &link(2).frame(&ack, false), &mut out);
+    h.handle_frame(Time(0), 2, &link(2).frame(&ack, false), &mut out);
     assert_eq!(packets(&out, 1), [ack]);
     let mut to_nowhere = data(2, 0, 10).to_vec();
     to_nowhere[16..20].copy_from_slice(&[192, 0, 2, 1]);
     Ipv4Packet::new_unchecked(&mut to_nowhere[..]).fill_checksum();
     out.clear();
-    h.on_frame(Time(0), 0, &link(0).frame(&to_nowhere, false), &mut out);
+    h.handle_frame(Time(0), 0, &link(0).frame(&to_nowhere, false), &mut out);
     assert!(out.is_empty());
     assert_eq!(h.stats().no_route, 1);
 }
@@ -79,10 +79,10 @@ fn the_home_agent_hears_the_group_only_from_base_stations() {
     let mut out = Out::new();
     // A Join from the fixed host is refused; one from BS2 is applied.
     let forged = Control::new(Kind::Join, 1, MH, FH).emit(FH, HA, 1);
-    h.on_frame(Time(0), 0, &link(0).frame(&forged, false), &mut out);
+    h.handle_frame(Time(0), 0, &link(0).frame(&forged, false), &mut out);
     assert_eq!((h.stats().control_refused, h.members()), (1, vec![BS1]));
     let join = Control::new(Kind::Join, 1, MH, BS2).emit(BS2, HA, 1);
-    h.on_frame(Time(0), 2, &link(2).frame(&join, false), &mut out);
+    h.handle_frame(Time(0), 2, &link(2).frame(&join, false), &mut out);
     assert_eq!((h.stats().control_refused, h.members()), (1, vec![BS1, BS2]));
     assert!(out.is_empty());
 }
@@ -114,7 +114,7 @@ fn a_buffering_base_station_that_is_never_asked_to_forward_keeps_its_memory_boun
     let mut b = bs(Role::Buffering, 12);
     let mut out = Out::new();
     for id in 0..10_000u16 {
-        b.on_frame(Time(u64::from(id)), WIRED, &tunnelled(id), &mut out);
+        b.handle_frame(Time(u64::from(id)), WIRED, &tunnelled(id), &mut out);
     }
     assert!(packets(&out, CELL).is_empty());
     assert_eq!(b.agent().buffered_ids(MH), (9988..10_000).collect::<Vec<u16>>());
@@ -129,11 +129,11 @@ fn a_forward_request_sends_from_the_buffer_and_is_recorded_as_a_promotion() {
     let mut b = bs(Role::Buffering, 12);
     let mut out = Out::new();
     for id in 1..=20u16 {
-        b.on_frame(Time(0), WIRED, &tunnelled(id), &mut out);
+        b.handle_frame(Time(0), WIRED, &tunnelled(id), &mut out);
     }
     let mut f = Control::new(Kind::Forward, 1, MH, Ipv4Addr::UNSPECIFIED);
     f.ids = vec![14, 15, 16];
-    b.on_frame(Time(1), CELL, &link(1).frame(&f.emit(MH, BS2, 1), false), &mut out);
+    b.handle_frame(Time(1), CELL, &link(1).frame(&f.emit(MH, BS2, 1), false), &mut out);
     let down: Vec<u16> = packets(&out, CELL).iter().map(|p| Ipv4Packet::new_unchecked(&p[..]).ident()).collect();
     // 17..=20 from the buffer, then the base station's Ack (its own IP ID 1).
     assert_eq!(down, [17, 18, 19, 20, 1]);
@@ -148,7 +148,7 @@ fn beacons_go_out_once_per_period_broadcast_on_the_cell() {
     let mut t = Time(0);
     while t < Time(3_500_000_000) {
         if b.poll_timeout().is_some_and(|d| d <= t) {
-            b.on_timeout(t, &mut out);
+            b.handle_timeout(t, &mut out);
         }
         t += Duration::from_millis(10);
     }
@@ -169,7 +169,7 @@ fn mh(scheme: Scheme) -> MhNode {
 /// Runs `m` to `t` (its schedule).
 fn advance(m: &mut MhNode, t: Time, out: &mut Out) {
     while let Some(d) = m.poll_timeout().filter(|d| *d <= t) {
-        m.on_timeout(d.max(Time(1)), out);
+        m.handle_timeout(d.max(Time(1)), out);
     }
 }
 
@@ -177,9 +177,9 @@ fn advance(m: &mut MhNode, t: Time, out: &mut Out) {
 fn the_radio_hears_one_cell_and_the_handoff_is_measured() {
     let mut m = mh(Scheme::Multicast);
     let mut out = Out::new();
-    m.on_timeout(Time(1), &mut out); // starts the schedule: first handoff at 1 s
+    m.handle_timeout(Time(1), &mut out); // starts the schedule: first handoff at 1 s
     for i in 0..5u16 {
-        m.on_frame(Time(1 + u64::from(i)), 1, &link(1).frame(&data(i, u32::from(i) * 1000, 1000), false), &mut out);
+        m.handle_frame(Time(1 + u64::from(i)), 1, &link(1).frame(&data(i, u32::from(i) * 1000, 1000), false), &mut out);
     }
     assert_eq!(packets(&out, KERNEL).len(), 5, "cell 1's data reaches the kernel");
     out.clear();
@@ -193,12 +193,12 @@ fn the_radio_hears_one_cell_and_the_handoff_is_measured() {
     assert_eq!(Control::parse(&sent[0]).unwrap().ids, [2, 3, 4]);
     out.clear();
     // The old cell's late frame is not received; BS2 resends 5 and 6 is new, then a duplicate of 4.
-    m.on_frame(at + Duration::from_millis(1), 1, &link(1).frame(&data(5, 5000, 1000), false), &mut out);
-    m.on_frame(at + Duration::from_millis(8), 2, &link(2).frame(&data(5, 5000, 1000), false), &mut out);
-    m.on_frame(at + Duration::from_millis(9), 2, &link(2).frame(&data(6, 6000, 1000), false), &mut out);
-    m.on_frame(at + Duration::from_millis(10), 2, &link(2).frame(&data(4, 4000, 1000), false), &mut out);
+    m.handle_frame(at + Duration::from_millis(1), 1, &link(1).frame(&data(5, 5000, 1000), false), &mut out);
+    m.handle_frame(at + Duration::from_millis(8), 2, &link(2).frame(&data(5, 5000, 1000), false), &mut out);
+    m.handle_frame(at + Duration::from_millis(9), 2, &link(2).frame(&data(6, 6000, 1000), false), &mut out);
+    m.handle_frame(at + Duration::from_millis(10), 2, &link(2).frame(&data(4, 4000, 1000), false), &mut out);
     let ack = Control::new(Kind::Ack, 1, MH, BS2).emit(BS2, MH, 1);
-    m.on_frame(at + Duration::from_millis(12), 2, &link(2).frame(&ack, false), &mut out);
+    m.handle_frame(at + Duration::from_millis(12), 2, &link(2).frame(&ack, false), &mut out);
     assert_eq!(packets(&out, KERNEL).len(), 3, "the control message stays with the controller");
     let r = &m.records()[0];
     assert_eq!((r.from, r.to, r.seq), (BS1, BS2, 1));
@@ -207,7 +207,7 @@ fn the_radio_hears_one_cell_and_the_handoff_is_measured() {
     assert_eq!((r.lost, r.duplicated, r.missed_old_cell), (Some(0), 1, 1));
     // The mobile's kernel now sends on cell 2.
     out.clear();
-    m.on_frame(at + Duration::from_millis(20), KERNEL, &link(0).frame(&data(9, 0, 0), false), &mut out);
+    m.handle_frame(at + Duration::from_millis(20), KERNEL, &link(0).frame(&data(9, 0, 0), false), &mut out);
     assert_eq!(packets(&out, 2).len(), 1);
 }
 
@@ -215,9 +215,9 @@ fn the_radio_hears_one_cell_and_the_handoff_is_measured() {
 fn a_hole_at_the_first_segment_through_the_new_base_station_counts_as_lost() {
     let mut m = mh(Scheme::Plain);
     let mut out = Out::new();
-    m.on_timeout(Time(1), &mut out);
+    m.handle_timeout(Time(1), &mut out);
     for i in 0..3u16 {
-        m.on_frame(Time(2), 1, &link(1).frame(&data(i, u32::from(i) * 1000, 1000), false), &mut out);
+        m.handle_frame(Time(2), 1, &link(1).frame(&data(i, u32::from(i) * 1000, 1000), false), &mut out);
     }
     out.clear();
     let at = Time(1_000_000_001);
@@ -225,7 +225,7 @@ fn a_hole_at_the_first_segment_through_the_new_base_station_counts_as_lost() {
     let greeting = Control::parse(&packets(&out, 2)[0]).unwrap();
     assert_eq!((greeting.kind, greeting.peer), (Kind::Greeting, BS1));
     // Segments 3..=5 were sent into the old cell; the first through BS2 is 6.
-    m.on_frame(at + Duration::from_millis(3), 2, &link(2).frame(&data(6, 6000, 1000), false), &mut out);
+    m.handle_frame(at + Duration::from_millis(3), 2, &link(2).frame(&data(6, 6000, 1000), false), &mut out);
     assert_eq!(m.records()[0].lost, Some(3));
 }
 
@@ -279,12 +279,12 @@ fn a_mobile_deciding_by_beacons_does_not_leave_a_cell_it_has_not_heard_yet() {
     };
     let mut m = mh(Scheme::Multicast).deciding_by_beacons(beacons);
     let mut out = Out::new();
-    m.on_timeout(Time(1), &mut out);
+    m.handle_timeout(Time(1), &mut out);
     let beacon = |bs: Ipv4Addr| {
         link(1).frame(&Control::new(Kind::Beacon, 0, Ipv4Addr::UNSPECIFIED, bs).emit(bs, Ipv4Addr::BROADCAST, 1), true)
     };
-    m.on_frame(Time(50_000_000), 2, &beacon(BS2), &mut out);
-    m.on_frame(Time(60_000_000), 1, &beacon(BS1), &mut out);
+    m.handle_frame(Time(50_000_000), 2, &beacon(BS2), &mut out);
+    m.handle_frame(Time(60_000_000), 1, &beacon(BS1), &mut out);
     assert!(m.records().is_empty(), "{:?}", m.records());
     let kinds: Vec<Kind> =
         packets(&out, 1).iter().chain(&packets(&out, 2)).filter_map(|p| Control::parse(p)).map(|c| c.kind).collect();

@@ -344,7 +344,7 @@ impl MobileIp {
         let mut out = std::mem::take(&mut self.out);
         let agent = self.entity(e);
         if agent.poll_timeout().is_some_and(|t| t <= now) {
-            agent.on_timeout(now, &mut out);
+            agent.handle_timeout(now, &mut out);
         }
         self.out = out;
         let node = match e {
@@ -506,7 +506,7 @@ impl MobileIp {
         if let Some(i) = self.cells.iter().position(|c| c.air == link) {
             if self.link_acks {
                 // The frame arrived: the link layer's acknowledgement frees its copy in the BS buffer.
-                self.bss[i].on_link_ack(self.mh_addr, packet);
+                self.bss[i].handle_link_ack(self.mh_addr, packet);
             }
         }
         let ip = Ipv4Packet::new_unchecked(&packet[..]);
@@ -524,7 +524,7 @@ impl MobileIp {
             }
         }
         let mut out = std::mem::take(&mut self.out);
-        self.mobile.on_packet(now, Side::ToMobile, packet.clone(), &mut out);
+        self.mobile.handle_packet(now, Side::ToMobile, packet.clone(), &mut out);
         let consumed = out.iter().any(|a| matches!(a, Action::Drop(_)));
         out.retain(|a| matches!(a, Action::Inject(..)));
         self.out = out;
@@ -586,22 +586,22 @@ impl Feature for MobileIp {
             node == self.ch_hop && link == self.ch_link && src == cx.nodes()[self.ch].addr,
         ) {
             // The correspondent's own packets, at the end of its one link (see `MobileIpConfig::correspondent`).
-            cn.on_packet(now, Side::ToWired, packet.clone(), &mut out);
+            cn.handle_packet(now, Side::ToWired, packet.clone(), &mut out);
             None
         } else if let Some(i) = self.cells.iter().position(|c| c.bs == node) {
             let side = if link == self.cells[i].air { Side::ToWired } else { Side::ToMobile };
-            self.bss[i].on_packet(now, side, packet.clone(), &mut out);
+            self.bss[i].handle_packet(now, side, packet.clone(), &mut out);
             Some(Entity::Bs(i))
         } else if let Some(i) = self.cells.iter().position(|c| c.fa == node) {
             let side = if link == self.cells[i].lan { Side::ToWired } else { Side::ToMobile };
-            self.fas[i].on_packet(now, side, packet.clone(), &mut out);
+            self.fas[i].handle_packet(now, side, packet.clone(), &mut out);
             Some(Entity::Fa(i))
         } else if node == self.ha && (dst == cx.nodes()[self.ha].addr || dst == self.mh_addr) {
-            self.home_agent.on_packet(now, Side::ToMobile, packet.clone(), &mut out);
+            self.home_agent.handle_packet(now, Side::ToMobile, packet.clone(), &mut out);
             None
         } else if let (Some(cn), true) = (self.correspondent.as_mut(), node == self.ch && ip.protocol() == PROTO_UDP) {
             let before = out.len();
-            cn.on_packet(now, Side::ToMobile, packet.clone(), &mut out);
+            cn.handle_packet(now, Side::ToMobile, packet.clone(), &mut out);
             // Anything the binding cache does not consume is the host's own (the core delivers it).
             if out[before..].iter().any(|a| matches!(a, Action::Forward(..))) {
                 out.truncate(before);
@@ -626,7 +626,7 @@ impl Feature for MobileIp {
             return false;
         }
         let mut out = std::mem::take(&mut self.out);
-        self.mobile.on_packet(now, Side::ToWired, packet.clone(), &mut out);
+        self.mobile.handle_packet(now, Side::ToWired, packet.clone(), &mut out);
         self.out = out;
         self.carry(cx, None, self.mh);
         true

@@ -225,7 +225,7 @@ impl Mobility {
     fn tell_reachability(&self, cx: &mut Cx<'_, MobilityEvent>, bs: usize, reachable: bool) {
         let (now, mobile) = (cx.now(), cx.nodes()[self.m.mh].addr);
         let tell = Box::new(move |a: &mut dyn lasthop_agents::Agent, out: &mut Vec<lasthop_agents::Action>| {
-            a.on_reachability(now, mobile, reachable, out)
+            a.handle_reachability(now, mobile, reachable, out)
         });
         cx.request(Request::TellAgent { node: self.m.bss[bs], tell });
         if self.m.mtcp_mobile {
@@ -257,7 +257,7 @@ impl Mobility {
         let Some(b) = m.beacons.as_mut() else { return };
         let x = b.walk.position(now.as_secs_f64());
         let dbm = b.radio.sample(x - b.positions[i], &mut b.shadowing[i]);
-        b.monitor.on_beacon(now, bs, dbm);
+        b.monitor.handle_beacon(now, bs, dbm);
         let current = cx.nodes()[m.bss[m.current]].addr;
         let decision = b.monitor.decide(now, current);
         let index = |a: Ipv4Addr| m.bss.iter().position(|&b| cx.nodes()[b].addr == a).expect("a base station");
@@ -550,7 +550,7 @@ impl Feature for Mobility {
             let ip = Ipv4Packet::new_unchecked(&packet[..]);
             let (src, proto, ident) = (ip.src_addr(), ip.protocol(), ip.ident());
             let from_bs = m.bs_link.iter().position(|&l| l == link);
-            let event = m.controller.on_received(packet);
+            let event = m.controller.handle_received(packet);
             let decided = m.handoffs.last().map(|h| Time((h.decided_s * 1e9).round() as u64));
             let since = |t: Option<Time>| t.map(|d| now.saturating_since(d).as_secs_f64());
             if proto != handoff::PROTO_HANDOFF || carried.is_some() {

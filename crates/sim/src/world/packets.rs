@@ -52,8 +52,8 @@ impl World {
             let side = if self.links[out.0].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
             let occupancy = self.links[out.0].occupancy(out.1);
             let agent = self.nodes[node].agent.as_mut().expect("checked");
-            agent.on_queue_occupancy(side, occupancy);
-            agent.on_packet(now, side, packet, &mut self.actions);
+            agent.handle_queue_occupancy(side, occupancy);
+            agent.handle_packet(now, side, packet, &mut self.actions);
             self.apply_actions_routed(now, node, Some((dst, out)));
         } else {
             self.send(now, out, packet, false);
@@ -77,7 +77,7 @@ impl World {
     /// what the agent asks for.
     pub(crate) fn hand_to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
         let agent = self.nodes[node].agent.as_mut().expect("the node has an agent");
-        agent.on_packet(now, side, packet, &mut self.actions);
+        agent.handle_packet(now, side, packet, &mut self.actions);
         self.apply_actions(now, node);
     }
 
@@ -207,7 +207,7 @@ impl World {
         let from = self.links[link].ends[dir];
         if let Some(agent) = self.nodes[from].agent.as_mut() {
             let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
-            agent.on_transmit(now, side, &packet);
+            agent.handle_transmit(now, side, &packet);
         }
         self.sched.schedule(done_at, Event::TxDone { link, dir });
         if self.links[link].out_of_range {

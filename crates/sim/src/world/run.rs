@@ -45,7 +45,7 @@ impl World {
                     }
                     if let Some(agent) = self.nodes[node].agent.as_mut() {
                         if agent.poll_timeout().is_some_and(|t| t <= now) {
-                            agent.on_timeout(now, &mut self.actions);
+                            agent.handle_timeout(now, &mut self.actions);
                         }
                     }
                     self.apply_actions(now, node);

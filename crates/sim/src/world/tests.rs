@@ -30,10 +30,10 @@ fn endpoint(local_port: u16, remote_port: u16) -> Endpoint {
 struct AlwaysDue;
 
 impl Agent for AlwaysDue {
-    fn on_packet(&mut self, _now: Time, side: lasthop_agents::Side, packet: Bytes, out: &mut Vec<Action>) {
+    fn handle_packet(&mut self, _now: Time, side: lasthop_agents::Side, packet: Bytes, out: &mut Vec<Action>) {
         out.push(Action::Forward(side, packet));
     }
-    fn on_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
+    fn handle_timeout(&mut self, _now: Time, _out: &mut Vec<Action>) {}
     fn poll_timeout(&self) -> Option<Time> {
         Some(Time::ZERO)
     }
