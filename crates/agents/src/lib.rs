@@ -11,6 +11,7 @@
 pub mod eln;
 pub mod flow;
 pub mod handoff;
+mod kind;
 pub mod mip;
 pub mod nack;
 pub mod snoop;
@@ -18,6 +19,7 @@ mod triage;
 
 use bytes::Bytes;
 use flow::FlowKey;
+pub use kind::AgentKind;
 pub use lasthop_wire::Time;
 use std::net::Ipv4Addr;
 pub use triage::PassCounters;

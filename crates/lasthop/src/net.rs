@@ -579,12 +579,12 @@ pub fn bench(cmd: BenchCommand) -> Result<ExitCode> {
     let (mut ratio, mut cpu_ratio) = (Vec::new(), Vec::new());
     // one untimed warm-up of each, so the first repetition does not pay for page faults
     for agent in [AgentKind::None, AgentKind::Snoop] {
-        bench_forward(agent, (packets as usize / 10).max(1));
+        bench_forward(agent, (packets as usize / 10).max(1)).map_err(net_error)?;
     }
     for rep in 0..repetitions {
         let mut this = [(0.0, 0.0); 2];
         for (i, agent) in [AgentKind::None, AgentKind::Snoop].into_iter().enumerate() {
-            let r = bench_forward(agent, packets as usize);
+            let r = bench_forward(agent, packets as usize).map_err(net_error)?;
             ns[i].push(r.ns_per_frame);
             cpu[i].push(r.cpu_ns_per_frame);
             gbps[i].push(r.goodput_gbps);

@@ -176,7 +176,7 @@ pub fn testbed_of(s: &Scenario, doc: &toml::Value) -> Result<TestbedConfig, Stri
     }
     let agent = match s.nodes[bs].agent.0.as_slice() {
         [] => AgentKind::None,
-        [lasthop_sim::scenario::AgentKind::Snoop] => AgentKind::Snoop,
+        [AgentKind::Snoop] => AgentKind::Snoop,
         _ => return cannot(&format!("nodes.{bs}.agent"), "this agent (twin compares \"none\" and \"snoop\")"),
     };
     if s.nodes[&flow.from].agent.0.len() + s.nodes[mobile].agent.0.len() > 0 {

@@ -13,7 +13,7 @@ fn forward(c: &mut Criterion) {
     g.throughput(Throughput::Bytes((SEGMENTS * MSS) as u64));
     for agent in [AgentKind::None, AgentKind::Snoop] {
         g.bench_function(agent.to_string(), |bch| {
-            let mut b = Bench::new(agent);
+            let mut b = Bench::new(agent).expect("the real base station runs plain forwarding and Snoop");
             let mut frames = Vec::new();
             bch.iter_custom(|iters| {
                 let mut t = Duration::ZERO;

@@ -7,6 +7,7 @@
 use crate::agents::AgentKind;
 use crate::forward::{frames, Forwarder, Mac, Port};
 use crate::hop::HopConfig;
+use crate::NetError;
 use bytes::Bytes;
 use lasthop_wire::{TcpFlags, Time};
 use std::net::Ipv4Addr;
@@ -76,16 +77,17 @@ pub struct Bench {
 }
 
 impl Bench {
-    pub fn new(agent: AgentKind) -> Bench {
+    /// A bench of the agents of `kind`; a kind the real base station does not run is refused.
+    pub fn new(agent: AgentKind) -> Result<Bench, NetError> {
         let mut b = Bench {
-            fwd: Forwarder::new(agent, &HopConfig::default(), [[2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]]),
+            fwd: Forwarder::new(agent, &HopConfig::default(), [[2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]])?,
             flow: SyntheticFlow::new(),
             now: Time::ZERO,
             out: Vec::new(),
         };
         let hs = b.flow.handshake();
         b.feed(&hs);
-        b
+        Ok(b)
     }
 
     /// Forwards `frames`; returns the data bytes (TCP payload toward the mobile) they carried. Shaped like
@@ -135,9 +137,10 @@ fn thread_cpu_time() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Forwards `segments` full-size segments (and their ACKs) and reports the rate.
-pub fn bench_forward(agent: AgentKind, segments: usize) -> BenchResult {
-    let mut b = Bench::new(agent);
+/// Forwards `segments` full-size segments (and their ACKs) and reports the rate; a kind the real base station
+/// does not run is refused.
+pub fn bench_forward(agent: AgentKind, segments: usize) -> Result<BenchResult, NetError> {
+    let mut b = Bench::new(agent)?;
     let chunk = 4096;
     let (mut elapsed, mut payload, mut frames_n, mut wire) = (Duration::ZERO, 0u64, 0usize, 0u64);
     let mut cpu = Duration::ZERO;
@@ -156,12 +159,12 @@ pub fn bench_forward(agent: AgentKind, segments: usize) -> BenchResult {
         done += n;
     }
     let s = elapsed.as_secs_f64().max(1e-9);
-    BenchResult {
+    Ok(BenchResult {
         goodput_gbps: payload as f64 * 8.0 / s / 1e9,
         wire_gbps: wire as f64 * 8.0 / s / 1e9,
         ns_per_frame: elapsed.as_nanos() as f64 / frames_n.max(1) as f64,
         cpu_ns_per_frame: cpu.as_nanos() as f64 / frames_n.max(1) as f64,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -170,7 +173,7 @@ mod tests {
 
     #[test]
     fn the_synthetic_flow_is_forwarded_whole_through_snoop() {
-        let mut b = Bench::new(AgentKind::Snoop);
+        let mut b = Bench::new(AgentKind::Snoop).unwrap();
         let mut frames = Vec::new();
         b.flow.batch(100, &mut frames);
         b.feed(&frames);
@@ -186,7 +189,7 @@ mod tests {
     fn plain_and_snoop_forward_the_same_frames() {
         let mut seen = Vec::new();
         for agent in [AgentKind::None, AgentKind::Snoop] {
-            let mut b = Bench::new(agent);
+            let mut b = Bench::new(agent).unwrap();
             let mut frames = Vec::new();
             b.flow.batch(1000, &mut frames);
             let payload = b.feed(&frames);

@@ -94,7 +94,7 @@ impl BsConfig {
         if self.wired_if == self.wireless_if {
             return Err(NetError::Config(format!("wired and wireless interface are both {:?}", self.wired_if)));
         }
-        if self.agent == AgentKind::Split {
+        if crate::agents::check_real(self.agent)? == AgentKind::Split {
             return Err(NetError::Config(
                 "agent split is not a forwarding agent: the split connection is a proxy in the base station's \
                  kernel, which the namespace testbed sets up (`lasthop testbed --agent split`)"
@@ -149,7 +149,7 @@ pub fn run_bs_with(
     };
     let (wired, wired_mac) = open(&cfg.wired_if)?;
     let (wireless, wireless_mac) = open(&cfg.wireless_if)?;
-    let mut fwd = Forwarder::new(cfg.agent, &cfg.hop, [wired_mac, wireless_mac]);
+    let mut fwd = Forwarder::new(cfg.agent, &cfg.hop, [wired_mac, wireless_mac])?;
     let open_pcap = |p: &Option<PathBuf>| -> Result<Option<Pcap>, NetError> {
         let Some(p) = p else { return Ok(None) };
         let f = File::create(p).map_err(|e| NetError::io(format!("creating {}", p.display()), e))?;

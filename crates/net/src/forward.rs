@@ -38,6 +38,7 @@ use crate::agents::{build_chain, AgentKind};
 use crate::counters::{Counters, PortCounters};
 use crate::hop::{Dir, Hop, HopConfig};
 use crate::pool;
+use crate::NetError;
 use bytes::Bytes;
 use lasthop_agents::{Action, Agent, DropReason, Side};
 use lasthop_wire::ipv4::PROTO_TCP;
@@ -248,10 +249,11 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    pub fn new(agent: AgentKind, hop: &HopConfig, own_mac: [Mac; 2]) -> Forwarder {
-        let mut f = Self::with_agents(build_chain(agent), hop, own_mac);
+    /// A forwarder running the agents of `kind`; a kind the real base station does not run is refused.
+    pub fn new(agent: AgentKind, hop: &HopConfig, own_mac: [Mac; 2]) -> Result<Forwarder, NetError> {
+        let mut f = Self::with_agents(build_chain(agent)?, hop, own_mac);
         f.kind = Some(agent);
-        f
+        Ok(f)
     }
 
     /// A forwarder running `agents` in order (an empty chain forwards plainly).
@@ -539,7 +541,7 @@ impl Forwarder {
     /// for the connections it held, never data. A chain of unknown make loses the agent instead.
     fn agent_failed(&mut self, i: usize) {
         self.counters.agent_panics += 1;
-        match self.kind.map(build_chain) {
+        match self.kind.and_then(|k| build_chain(k).ok()) {
             Some(mut fresh) if fresh.len() == self.agents.len() => self.agents[i] = fresh.swap_remove(i),
             _ => {
                 self.agents.remove(i);
@@ -734,7 +736,7 @@ mod tests {
     const MH: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
     fn fwd() -> Forwarder {
-        Forwarder::new(AgentKind::None, &HopConfig::default(), [[2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]])
+        Forwarder::new(AgentKind::None, &HopConfig::default(), [[2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]]).unwrap()
     }
 
     fn data(seq: u32) -> Vec<u8> {
@@ -821,7 +823,7 @@ mod tests {
 
     #[test]
     fn non_tcp_ipv4_bypasses_the_agents_but_is_forwarded() {
-        let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]);
+        let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]).unwrap();
         let mut out = Vec::new();
         f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
         f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);
@@ -860,7 +862,7 @@ mod tests {
     #[test]
     fn wireless_side_is_emulated_in_both_directions() {
         let hop = HopConfig { rate_mbps: 1.0, delay_ms: 2.0, report_transmissions: false, ..HopConfig::default() };
-        let mut f = Forwarder::new(AgentKind::None, &hop, [[2; 6], [3; 6]]);
+        let mut f = Forwarder::new(AgentKind::None, &hop, [[2; 6], [3; 6]]).unwrap();
         let mut out = Vec::new();
         // ARP crosses the hop too: 28 bytes at 1 Mb/s = 224 µs, plus 2 ms.
         f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
@@ -938,7 +940,7 @@ mod tests {
     /// frame is classified exactly once.
     #[test]
     fn random_frames_through_snoop_never_crash() {
-        let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]);
+        let mut f = Forwarder::new(AgentKind::Snoop, &HopConfig::default(), [[2; 6], [3; 6]]).unwrap();
         let mut out = Vec::new();
         f.handle_frame(Time::ZERO, Port::Wired, &arp_request(FH_MAC, FH, MH), &mut out);
         f.handle_frame(Time::ZERO, Port::Wireless, &arp_request(MH_MAC, MH, FH), &mut out);

@@ -241,6 +241,7 @@ impl TestbedConfig {
     }
 
     pub fn validate(&self) -> Result<(), NetError> {
+        crate::agents::check_real(self.agent)?;
         if self.bytes == 0 {
             return Err(NetError::Config("bytes must be at least 1".into()));
         }

@@ -151,8 +151,8 @@ pub fn build_agent(spec: &AgentSpec, s: &Scenario) -> Option<Box<dyn Agent>> {
             AgentKind::ElnFilter => Box::new(Eln::new(s.eln.config(ElnRole::Filter))),
             AgentKind::ElnFixed => Box::new(Eln::new(s.eln.config(ElnRole::MarkForwarded))),
             AgentKind::Nack => Box::new(Nack::new(s.nack.config())),
-            AgentKind::Split | AgentKind::SplitSack | AgentKind::Mtcp => {
-                unreachable!("validated: a split node has no other agent")
+            AgentKind::None | AgentKind::Split | AgentKind::SplitSack | AgentKind::Mtcp => {
+                unreachable!("validated: an AgentSpec names no `none`, and a split node has no other agent")
             }
         }
     };

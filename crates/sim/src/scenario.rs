@@ -72,49 +72,7 @@ pub struct NodeConfig {
     pub agent: AgentSpec,
 }
 
-/// One agent a node can run on the packets it forwards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentKind {
-    /// Snoop (Balakrishnan 1995 §3.1): caches data toward the mobile, retransmits locally, hides DUPACKs.
-    Snoop,
-    /// ELN marking (Balakrishnan 1998 §3): records corruption holes in data from the mobile, marks ACKs.
-    Eln,
-    /// ELN filtering at A of a wireless transit link (Balakrishnan 1998 "Cellular Wireless Transit Links").
-    ElnFilter,
-    /// ELN for a fixed sender (E2E-ELN of the ToN'97 comparison): the last-hop BS marks the mobile's
-    /// DUPACKs for segments it forwarded ([`lasthop_agents::eln::ElnRole::MarkForwarded`]).
-    ElnFixed,
-    /// SACK-based NACKs to a mobile sender (Balakrishnan 1995 §3.2).
-    Nack,
-    /// M-TCP's supervisor host (Brown 1997): the split connection of [`AgentKind::Split`] with end-to-end
-    /// acknowledgments, the last byte held back to freeze the sender while the mobile is cut off
-    /// ([`lasthop_tcp::split::mtcp`], [`crate::split`]); not an agent in a chain.
-    Mtcp,
-    /// I-TCP's split connection (Balakrishnan 1995 §2): the node terminates connections toward the mobile and
-    /// relays them over its own TCP ([`crate::split`]); not an agent in a chain.
-    Split,
-    /// The split connection with SACK over the wireless hop (SPLIT-SACK of the ToN'97 comparison).
-    SplitSack,
-}
-
-impl AgentKind {
-    const NAMES: [(&'static str, AgentKind); 8] = [
-        ("snoop", AgentKind::Snoop),
-        ("eln", AgentKind::Eln),
-        ("eln-filter", AgentKind::ElnFilter),
-        ("eln-fixed", AgentKind::ElnFixed),
-        ("nack", AgentKind::Nack),
-        ("mtcp", AgentKind::Mtcp),
-        ("split", AgentKind::Split),
-        ("split-sack", AgentKind::SplitSack),
-    ];
-
-    /// A split connection (I-TCP's or M-TCP's) terminates TCP at the node: it replaces forwarding and
-    /// cannot be chained.
-    pub fn is_split(self) -> bool {
-        matches!(self, AgentKind::Split | AgentKind::SplitSack | AgentKind::Mtcp)
-    }
-}
+pub use lasthop_agents::AgentKind;
 
 /// The agents of a node, in the order packets pass through them: `"none"`, one name, or names joined by
 /// `+` (e.g. `"snoop+eln"`).
@@ -135,7 +93,8 @@ impl std::str::FromStr for AgentSpec {
         }
         s.split('+')
             .map(|name| {
-                AgentKind::NAMES.iter().find(|(n, _)| *n == name.trim()).map(|(_, k)| *k).ok_or_else(|| {
+                // `none` stands alone: it is no agent, so not one to chain.
+                name.trim().parse::<AgentKind>().ok().filter(|k| *k != AgentKind::None).ok_or_else(|| {
                     format!("unknown agent `{name}`, expected \"none\", \"split\", \"split-sack\", \"mtcp\", or names from snoop, eln, eln-filter, eln-fixed, nack joined by +")
                 })
             })
@@ -660,7 +619,7 @@ impl Scenario {
                         format!("nodes.{b}.agent"),
                         format!(
                             "a mobility base station runs \"none\", \"snoop\" or \"eln-fixed\" inside its handoff agent, or \"split\" / \"split-sack\" / \"mtcp\"; `{}` is not supported there",
-                            AgentKind::NAMES.iter().find(|(_, a)| a == k).map_or("?", |(n, _)| n)
+                            k.name()
                         ),
                     ));
                 }
@@ -895,6 +854,15 @@ mod tests {
 
     fn example() -> String {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap()
+    }
+
+    #[test]
+    fn every_agent_kind_is_a_node_agent_by_its_name_and_none_stands_alone() {
+        for k in AgentKind::ALL.into_iter().filter(|k| *k != AgentKind::None) {
+            assert_eq!(k.name().parse::<AgentSpec>(), Ok(AgentSpec(vec![k])));
+        }
+        let e = "snoop+none".parse::<AgentSpec>().unwrap_err();
+        assert!(e.starts_with("unknown agent `none`, expected \"none\", \"split\""), "{e}");
     }
 
     #[test]
