@@ -8,11 +8,33 @@ use lasthop_wire::{TcpFlags, TcpRepr};
 use proptest::prelude::*;
 
 /// An M-TCP relay with a 3000-byte window whose ends use 1000-byte segments and acknowledge at once; SH-TCP's
-/// initial sequence number is 5000, its connection to the mobile's 7000.
+/// initial sequence number is 5000, its connection to the mobile's 7000. Both connections are open ([`open`]).
 fn small_mtcp() -> SplitRelay {
     let tcp = TcpConfig { mss: 1000, delayed_ack_ms: 0.0, ..TcpConfig::default() };
     let cfg = SplitConfig { buffer_bytes: 3000, wired: tcp.clone(), wireless: tcp };
-    SplitRelay::new_mtcp(cfg, FH, MH, SeqNum(5000), SeqNum(7000))
+    let mut relay = SplitRelay::new_mtcp(cfg, FH, MH, SeqNum(5000), SeqNum(7000));
+    open(&mut relay);
+    relay
+}
+
+/// [`small_mtcp`] after 2000 bytes from the fixed host, of which the mobile acknowledged the first 1000.
+fn half_acknowledged() -> SplitRelay {
+    let mut relay = small_mtcp();
+    from_fixed(&mut relay, 0..1000);
+    from_fixed(&mut relay, 1000..2000);
+    mobile_acks(&mut relay, 1000);
+    relay
+}
+
+/// [`small_mtcp`] after the mobile acknowledged 500 bytes, then the fixed host sent up to 2000 and the relay
+/// sent the mobile what it had; the mobile says nothing more.
+fn silent_after_500() -> SplitRelay {
+    let mut relay = small_mtcp();
+    from_fixed(&mut relay, 0..1000);
+    mobile_acks(&mut relay, 500);
+    from_fixed(&mut relay, 1000..2000);
+    sent(&mut relay);
+    relay
 }
 
 /// The fixed host's SYN (its ISS 100) and the mobile's SYN-ACK (its ISS 900) through `relay`.
@@ -51,7 +73,6 @@ fn data_to_mobile(out: &[(Toward, Ipv4Addr, Ipv4Addr, TcpRepr, Bytes)]) -> Vec<u
 #[test]
 fn sh_tcp_acknowledges_only_what_the_mobile_acknowledged_less_the_last_byte() {
     let mut relay = small_mtcp();
-    open(&mut relay);
     from_fixed(&mut relay, 0..1000);
     from_fixed(&mut relay, 1000..2000);
     let out = sent(&mut relay);
@@ -70,11 +91,7 @@ fn sh_tcp_acknowledges_only_what_the_mobile_acknowledged_less_the_last_byte() {
 
 #[test]
 fn a_cut_off_mobile_freezes_the_sender_with_the_held_byte_and_a_zero_window_until_it_is_back() {
-    let mut relay = small_mtcp();
-    open(&mut relay);
-    from_fixed(&mut relay, 0..1000);
-    from_fixed(&mut relay, 1000..2000);
-    mobile_acks(&mut relay, 1000);
+    let mut relay = half_acknowledged();
     sent(&mut relay);
     relay.mobile_unreachable(Time::from_millis(100));
     assert_eq!(acks_to_fixed(&sent(&mut relay)), [(101 + 1000, 0)], "the held byte, with a zero window");
@@ -96,11 +113,7 @@ fn a_cut_off_mobile_freezes_the_sender_with_the_held_byte_and_a_zero_window_unti
 
 #[test]
 fn after_a_resume_the_next_acknowledgment_holds_a_byte_again() {
-    let mut relay = small_mtcp();
-    open(&mut relay);
-    from_fixed(&mut relay, 0..1000);
-    from_fixed(&mut relay, 1000..2000);
-    mobile_acks(&mut relay, 1000);
+    let mut relay = half_acknowledged();
     relay.mobile_unreachable(Time::ZERO);
     relay.mobile_reachable(Time::ZERO);
     sent(&mut relay);
@@ -110,12 +123,7 @@ fn after_a_resume_the_next_acknowledgment_holds_a_byte_again() {
 
 #[test]
 fn a_silent_mobile_freezes_the_sender_before_its_timer_can_expire_and_its_next_ack_resumes_it() {
-    let mut relay = small_mtcp();
-    open(&mut relay);
-    from_fixed(&mut relay, 0..1000);
-    mobile_acks(&mut relay, 500);
-    from_fixed(&mut relay, 1000..2000);
-    sent(&mut relay);
+    let mut relay = silent_after_500();
     let due = relay.poll_timeout().expect("the silence timer runs");
     assert_eq!(due, Time::ZERO + silence(&TcpConfig::default()), "measured from the mobile's last new ACK");
     assert_eq!(silence(&TcpConfig::default()), Duration::from_millis(250), "4.4BSD's 1 s minimum RTO, 500 ms tick");
@@ -135,12 +143,7 @@ fn a_silent_mobile_freezes_the_sender_before_its_timer_can_expire_and_its_next_a
 /// A relay whose mobile acknowledged 500 of the 2000 bytes it has and then went silent, at the moment the
 /// silence froze the sender (returned).
 fn frozen_by_silence() -> (SplitRelay, Time) {
-    let mut relay = small_mtcp();
-    open(&mut relay);
-    from_fixed(&mut relay, 0..1000);
-    mobile_acks(&mut relay, 500);
-    from_fixed(&mut relay, 1000..2000);
-    sent(&mut relay);
+    let mut relay = silent_after_500();
     let due = relay.poll_timeout().unwrap();
     relay.handle_timeout(due);
     assert_eq!(acks_to_fixed(&sent(&mut relay)), [(101 + 500, 0)], "the held byte with a zero window");
@@ -189,7 +192,6 @@ fn the_hosts_report_after_a_silent_freeze_holds_the_relays_connection_still_and_
 #[test]
 fn a_hole_in_the_senders_stream_is_reported_with_duplicate_acks_of_the_hole_not_the_held_byte() {
     let mut relay = small_mtcp();
-    open(&mut relay);
     from_fixed(&mut relay, 0..1000);
     from_fixed(&mut relay, 2000..3000); // 1000..2000 was lost on the wired path
     assert_eq!(acks_to_fixed(&sent(&mut relay)), [], "the mobile has not caught up with the hole yet");
@@ -211,7 +213,6 @@ fn a_hole_in_the_senders_stream_is_reported_with_duplicate_acks_of_the_hole_not_
 #[test]
 fn the_fin_is_acknowledged_with_every_byte_once_the_mobile_acknowledges_the_relays_fin() {
     let mut relay = small_mtcp();
-    open(&mut relay);
     from_fixed(&mut relay, 0..1000);
     relay.handle_packet(Time::ZERO, false, &segment(FH, MH, 1101, Some(5001), TcpFlags::FIN, 0..0));
     let out = sent(&mut relay);
