@@ -267,20 +267,8 @@ impl BulkFlows {
     fn on_timer(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize) {
         let now = cx.now();
         let e = &mut self.endpoints[ep];
-        if e.timer.is_some_and(|t| t <= now) {
-            e.timer = None;
-        }
-        let due = match &e.role {
-            Role::Sender(s) => s.poll_timeout(),
-            Role::Receiver(r) => r.poll_timeout(),
-            Role::Closed => return,
-        };
-        if due.is_some_and(|t| t <= now) {
-            match &mut e.role {
-                Role::Sender(s) => s.handle_timeout(now),
-                Role::Receiver(r) => r.handle_timeout(now),
-                Role::Closed => {}
-            }
+        if !e.role.fire_timer(&mut e.timer, now) {
+            return;
         }
         cx.request(Request::RunEndpoint { key: ep });
     }

@@ -31,6 +31,27 @@ impl Role {
         }
     }
 
+    /// Runs the endpoint's timer event at `now`: forgets the pending `timer` if it is due, and fires its
+    /// TCP's timeout if that is due. False for a closed endpoint, which has nothing more to do.
+    pub(crate) fn fire_timer(&mut self, timer: &mut Option<Time>, now: Time) -> bool {
+        if timer.is_some_and(|t| t <= now) {
+            *timer = None;
+        }
+        let due = match self {
+            Role::Sender(s) => s.poll_timeout(),
+            Role::Receiver(r) => r.poll_timeout(),
+            Role::Closed => return false,
+        };
+        if due.is_some_and(|t| t <= now) {
+            match self {
+                Role::Sender(s) => s.handle_timeout(now),
+                Role::Receiver(r) => r.handle_timeout(now),
+                Role::Closed => {}
+            }
+        }
+        true
+    }
+
     /// The time to schedule the endpoint's timer for, when its TCP wants it earlier than the one pending
     /// (`timer`, then set to it).
     #[inline]

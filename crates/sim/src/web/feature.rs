@@ -187,18 +187,8 @@ impl WebWorkloads {
     fn on_endpoint_timer(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize) {
         let now = cx.now();
         let e = &mut self.endpoints[ep];
-        if e.timer.is_some_and(|t| t <= now) {
-            e.timer = None;
-        }
-        if matches!(e.role, Role::Closed) {
+        if !e.role.fire_timer(&mut e.timer, now) {
             return;
-        }
-        if e.role.poll_timeout().is_some_and(|t| t <= now) {
-            match &mut e.role {
-                Role::Sender(s) => s.handle_timeout(now),
-                Role::Receiver(r) => r.handle_timeout(now),
-                Role::Closed => {}
-            }
         }
         self.after_web_endpoint(cx, ep);
     }
