@@ -10,5 +10,7 @@ venv="$CARGO_TARGET_DIR/python-test-venv"
 rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q "./python[test]"
+# The wheel in the `tests` profile too (python/Cargo.toml): a release wheel's whole-program LTO would double
+# the build; what the tests check does not depend on it.
+MATURIN_PEP517_ARGS="--profile tests" "$venv/bin/python" -m pip install -q "./python[test]"
 LASTHOP_BIN="$CARGO_TARGET_DIR/tests/lasthop" "$venv/bin/python" -m pytest -q python/tests
