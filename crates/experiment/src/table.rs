@@ -386,6 +386,18 @@ pub fn testbed_handoff_columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
+/// Every column of a twin experiment on the handoff testbed (its base a `TestbedConfig` with `handoff`): grid
+/// columns, `seed`, `face`, [`TESTBED_CONFIG_COLUMNS`] not in the grid, `point` (as [`TWIN_COLUMNS`]'s),
+/// [`TESTBED_COLUMNS`], [`TESTBED_HANDOFF_COLUMNS`]: the handoff testbed's table with a row per face.
+pub fn twin_handoff_columns(grid_columns: &[String]) -> Vec<String> {
+    let mut cols: Vec<String> = grid_columns.to_vec();
+    cols.extend(["seed".to_string(), "face".to_string()]);
+    cols.extend(not_in_grid(TESTBED_CONFIG_COLUMNS, grid_columns));
+    cols.push("point".into());
+    cols.extend(TESTBED_COLUMNS.iter().chain(TESTBED_HANDOFF_COLUMNS).map(|s| s.to_string()));
+    cols
+}
+
 /// A results table: named columns, rows in run order (grid order, then seed).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
@@ -489,54 +501,9 @@ impl Table {
         cfg: &TestbedConfig,
         r: &TestbedResult,
     ) -> Result<(), String> {
-        let c = &r.counters;
         let mut row = Vec::with_capacity(self.columns.len());
         for (i, name) in self.columns.iter().enumerate() {
-            let cell = if i < grid.len() {
-                grid[i].clone()
-            } else {
-                match name.as_str() {
-                    "seed" => Cell::Int(seed as i64),
-                    "agent" => Cell::Str(cfg.agent.to_string()),
-                    "cc" => Cell::Str(cfg.cc.clone()),
-                    "sack" => Cell::Bool(cfg.sack),
-                    "ber" => Cell::Float(cfg.ber),
-                    "goodput_mbps" => Cell::Float(r.goodput_mbps),
-                    "ideal_goodput_mbps" => cfg.ideal_goodput_mbps().map_or(Cell::Empty, Cell::Float),
-                    "hash_ok" => Cell::Bool(r.hash_ok),
-                    "bytes_delivered" => Cell::Int(r.bytes as i64),
-                    "duration_s" => Cell::Float(r.duration_s),
-                    "cc_used" => Cell::Str(r.cc.clone()),
-                    // under split, the base station's own kernel TCP retransmits over the hop
-                    "local_retransmissions" => Cell::Int(
-                        r.split.map_or(c.agent_counter("local_retransmissions"), |s| s.kernel_retrans_segs) as i64,
-                    ),
-                    "dupacks_suppressed" => Cell::Int(c.agent_counter("dupacks_suppressed") as i64),
-                    "hop_frames_lost" => Cell::Int((c.hop_down.frames_lost + c.hop_up.frames_lost) as i64),
-                    "hop_queue_drops" => Cell::Int((c.hop_down.queue_drops + c.hop_up.queue_drops) as i64),
-                    "bs_cpu_s" => Cell::Float(c.cpu_s),
-                    "sender_retrans_segs" => Cell::Int(r.sender.retrans_segs as i64),
-                    "sender_fast_retrans" => Cell::Int(r.sender.fast_retrans as i64),
-                    "sender_timeouts" => Cell::Int(r.sender.timeouts as i64),
-                    handoff if TESTBED_HANDOFF_COLUMNS.contains(&handoff) => {
-                        let Some(h) = &r.handoff else {
-                            return Err(format!("internal: column `{handoff}` for a run without handoffs"));
-                        };
-                        let sum = |f: fn(&lasthop_net::handoff::HandoffRecord) -> u64| {
-                            Cell::Int(h.handoffs.iter().map(f).sum::<u64>() as i64)
-                        };
-                        match handoff {
-                            "handoffs" => Cell::Int(h.handoffs.len() as i64),
-                            "handoff_latency_ms" => h.mean_latency_ms().map_or(Cell::Empty, Cell::Float),
-                            "handoff_packets_lost" => Cell::Int(h.packets_lost() as i64),
-                            "handoff_resent_from_buffer" => sum(|x| x.resent_from_buffer),
-                            _ => sum(|x| x.duplicated),
-                        }
-                    }
-                    other => return Err(format!("internal: no testbed column `{other}`")),
-                }
-            };
-            row.push(cell);
+            row.push(if i < grid.len() { grid[i].clone() } else { testbed_cell(name, seed, cfg, r)? });
         }
         self.rows.push(row);
         Ok(())
@@ -604,6 +571,34 @@ impl Table {
         Ok(())
     }
 
+    /// Appends the two rows of one twin run on the handoff testbed (a table made with
+    /// [`twin_handoff_columns`]), the simulator's then the kernel's: `grid` values in column order, the seed,
+    /// the testbed configuration, the simulator's run and flow, the testbed's result.
+    pub fn push_twin_handoff(
+        &mut self,
+        grid: &[Cell],
+        seed: u64,
+        cfg: &TestbedConfig,
+        sim: (&RunResult, &FlowMetrics),
+        kernel: &TestbedResult,
+    ) -> Result<(), String> {
+        let point = Cell::Str(grid.iter().map(Cell::to_string).collect::<Vec<_>>().join("/"));
+        for face in crate::experiment::TWIN_FACES {
+            let mut row = Vec::with_capacity(self.columns.len());
+            for (i, name) in self.columns.iter().enumerate() {
+                row.push(match name.as_str() {
+                    _ if i < grid.len() => grid[i].clone(),
+                    "face" => Cell::Str(face.into()),
+                    "point" => point.clone(),
+                    _ if face == "kernel" => testbed_cell(name, seed, cfg, kernel)?,
+                    _ => sim_handoff_cell(name, seed, cfg, sim)?,
+                });
+            }
+            self.rows.push(row);
+        }
+        Ok(())
+    }
+
     /// The value of grid column `name` among a row's `grid` values (the table's first columns).
     fn grid_cell<'a>(&self, grid: &'a [Cell], name: &str) -> Option<&'a Cell> {
         self.columns[..grid.len().min(self.columns.len())].iter().position(|c| c == name).map(|i| &grid[i])
@@ -616,6 +611,109 @@ impl Table {
                 .chain(self.rows.iter().map(|r| r.iter().map(Cell::to_string).collect())),
         )
     }
+}
+
+/// The cell of testbed column `name` (any but a grid column) for one run of configuration `cfg`.
+fn testbed_cell(name: &str, seed: u64, cfg: &TestbedConfig, r: &TestbedResult) -> Result<Cell, String> {
+    if let Some(cell) = config_cell(name, seed, cfg) {
+        return Ok(cell);
+    }
+    let c = &r.counters;
+    Ok(match name {
+        "goodput_mbps" => Cell::Float(r.goodput_mbps),
+        "hash_ok" => Cell::Bool(r.hash_ok),
+        "bytes_delivered" => Cell::Int(r.bytes as i64),
+        "duration_s" => Cell::Float(r.duration_s),
+        "cc_used" => Cell::Str(r.cc.clone()),
+        // under split, the base station's own kernel TCP retransmits over the hop
+        "local_retransmissions" => {
+            Cell::Int(r.split.map_or(c.agent_counter("local_retransmissions"), |s| s.kernel_retrans_segs) as i64)
+        }
+        "dupacks_suppressed" => Cell::Int(c.agent_counter("dupacks_suppressed") as i64),
+        "hop_frames_lost" => Cell::Int((c.hop_down.frames_lost + c.hop_up.frames_lost) as i64),
+        "hop_queue_drops" => Cell::Int((c.hop_down.queue_drops + c.hop_up.queue_drops) as i64),
+        "bs_cpu_s" => Cell::Float(c.cpu_s),
+        "sender_retrans_segs" => Cell::Int(r.sender.retrans_segs as i64),
+        "sender_fast_retrans" => Cell::Int(r.sender.fast_retrans as i64),
+        "sender_timeouts" => Cell::Int(r.sender.timeouts as i64),
+        handoff if TESTBED_HANDOFF_COLUMNS.contains(&handoff) => {
+            let Some(h) = &r.handoff else {
+                return Err(format!("internal: column `{handoff}` for a run without handoffs"));
+            };
+            let sum = |f: fn(&lasthop_net::handoff::HandoffRecord) -> u64| {
+                Cell::Int(h.handoffs.iter().map(f).sum::<u64>() as i64)
+            };
+            match handoff {
+                "handoffs" => Cell::Int(h.handoffs.len() as i64),
+                "handoff_latency_ms" => h.mean_latency_ms().map_or(Cell::Empty, Cell::Float),
+                "handoff_packets_lost" => Cell::Int(h.packets_lost() as i64),
+                "handoff_resent_from_buffer" => sum(|x| x.resent_from_buffer),
+                _ => sum(|x| x.duplicated),
+            }
+        }
+        other => return Err(format!("internal: no testbed column `{other}`")),
+    })
+}
+
+/// The cell of testbed column `name` when it describes the run rather than measures it (`None`: it measures).
+fn config_cell(name: &str, seed: u64, cfg: &TestbedConfig) -> Option<Cell> {
+    Some(match name {
+        "seed" => Cell::Int(seed as i64),
+        "agent" => Cell::Str(cfg.agent.to_string()),
+        "cc" => Cell::Str(cfg.cc.clone()),
+        "sack" => Cell::Bool(cfg.sack),
+        "ber" => Cell::Float(cfg.ber),
+        "ideal_goodput_mbps" => cfg.ideal_goodput_mbps().map_or(Cell::Empty, Cell::Float),
+        _ => return None,
+    })
+}
+
+/// The simulator face's cell of testbed column `name` in a twin run on the handoff testbed: the configuration
+/// as [`testbed_cell`]'s, the flow's and the run's own measures where the simulator has them (`hash_ok`: the
+/// flow completed, every byte verified; the hop's: every link's), empty where it has not (`bs_cpu_s`, and
+/// `handoff_packets_lost`: the testbed counts the hole at the first segment through the new base station,
+/// the simulator frames lost on the cell the mobile left, another quantity).
+fn sim_handoff_cell(
+    name: &str,
+    seed: u64,
+    cfg: &TestbedConfig,
+    sim: (&RunResult, &FlowMetrics),
+) -> Result<Cell, String> {
+    let (run, f) = sim;
+    let int = |x: u64| Cell::Int(x as i64);
+    let handoffs = |g: fn(&lasthop_sim::HandoffMetrics) -> u64| int(run.handoffs.iter().map(g).sum());
+    if let Some(cell) = config_cell(name, seed, cfg) {
+        return Ok(cell);
+    }
+    Ok(match name {
+        "goodput_mbps" => Cell::Float(f.goodput_mbps),
+        "hash_ok" => Cell::Bool(f.completed && f.corrupt_bytes == 0),
+        "bytes_delivered" => int(f.bytes_delivered),
+        "duration_s" => Cell::Float(f.duration_s),
+        "cc_used" => Cell::Str(f.tcp.clone()),
+        "local_retransmissions" => int(f.local_retransmissions),
+        "dupacks_suppressed" => int(f.dupacks_suppressed),
+        "hop_frames_lost" => int(run.links.iter().map(|l| l.frames_lost_to_errors).sum()),
+        "hop_queue_drops" => int(run.links.iter().map(|l| l.frames_dropped_queue).sum()),
+        "sender_retrans_segs" => int(f.segments_retransmitted),
+        "sender_fast_retrans" => int(f.fast_retransmits),
+        "sender_timeouts" => int(f.sender_timeouts),
+        "handoffs" => int(run.handoffs.len() as u64),
+        // the testbed's: the request to the first packet through the new base station, data or its acceptance
+        // (the simulator's completion; its `latency_s` waits for data)
+        "handoff_latency_ms" => {
+            let l: Vec<f64> = run.handoffs.iter().filter_map(|h| h.completion_s).collect();
+            if l.is_empty() {
+                Cell::Empty
+            } else {
+                Cell::Float(l.iter().sum::<f64>() / l.len() as f64 * 1e3)
+            }
+        }
+        "handoff_resent_from_buffer" => handoffs(|h| h.resent_from_buffer),
+        "handoff_duplicated" => handoffs(|h| h.duplicates),
+        "bs_cpu_s" | "handoff_packets_lost" => Cell::Empty,
+        other => return Err(format!("internal: no testbed column `{other}`")),
+    })
 }
 
 /// A grid axis named like one of [`CONFIG_COLUMNS`] must set what the run reports there.

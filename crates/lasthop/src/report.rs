@@ -63,8 +63,8 @@ pub fn experiment_md(
     let testbed = exp.runner == crate::experiment::RunnerKind::Testbed;
     let scale = exp.runner == crate::experiment::RunnerKind::Scale;
     // the column that says a run went right: the flow completed (simulator), the bytes arrived intact
-    // (testbed), every flow completed (scale)
-    let ok_col = if testbed {
+    // (testbed, and a twin on the handoff testbed, whose rows are the testbed's), every flow completed (scale)
+    let ok_col = if testbed || exp.columns().iter().any(|c| c == "hash_ok") {
         "hash_ok"
     } else if scale {
         "all_completed"
@@ -83,11 +83,14 @@ pub fn experiment_md(
             "- runs: real kernel-TCP transfers through the real base station on network namespaces, one at a time"
         );
     } else if exp.runner == crate::experiment::RunnerKind::Twin {
-        let _ = writeln!(
-            md,
-            "- runs: each the simulation of the scenario (`face` = sim) and then a real kernel-TCP transfer of it \
-             through the real base station on network namespaces (`face` = kernel), one at a time"
-        );
+        let what = if crate::twin::handoff::is_handoff_testbed(&exp.base) {
+            "the simulation of the configuration's twin (`face` = sim) and then a real kernel-TCP transfer on the \
+             handoff testbed's network namespaces (`face` = kernel)"
+        } else {
+            "the simulation of the scenario (`face` = sim) and then a real kernel-TCP transfer of it through the \
+             real base station on network namespaces (`face` = kernel)"
+        };
+        let _ = writeln!(md, "- runs: each {what}, one at a time");
     } else {
         let _ = writeln!(md, "- flow measured: `{}`", exp.flow.as_deref().unwrap_or("(the first flow)"));
     }

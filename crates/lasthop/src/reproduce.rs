@@ -433,9 +433,10 @@ pub fn build_table(
                             testbed_config(p, seed).and_then(|cfg| t.push_testbed(&p.values, seed, &cfg, r))
                         }
                         RunOutput::Scale(r) => crate::scale::push_row(&mut t, &p.values, seed, r),
-                        RunOutput::Twin(r) => {
-                            pick_flow(&r.sim, None).and_then(|f| t.push_twin(&p.values, seed, &r.testbed, f, &r.kernel))
-                        }
+                        RunOutput::Twin(r) => pick_flow(&r.sim, None).and_then(|f| match r.testbed.handoff {
+                            Some(_) => t.push_twin_handoff(&p.values, seed, &r.testbed, (&r.sim, f), &r.kernel),
+                            None => t.push_twin(&p.values, seed, &r.testbed, f, &r.kernel),
+                        }),
                     };
                     if let Err(e) = pushed {
                         failed.push(format!("{label}: {e}"));

@@ -3,7 +3,11 @@
 //!
 //! The scenario is a simulator scenario. [`testbed_of`] reads from it the one transfer the testbed can build
 //! (a fixed host, a base station, a mobile; a wired link and a wireless one; one bulk flow to the mobile)
-//! and refuses, naming the field, anything the testbed cannot do.
+//! and refuses, naming the field, anything the testbed cannot do. Or it is the handoff testbed's
+//! configuration (`TestbedConfig` with `handoff` set), and [`handoff::scenario_of`] goes the other way: the
+//! simulator's scenario of two cells, the same hop and the same handoffs.
+
+pub mod handoff;
 
 use crate::runner::{RunRequest, Runner, ScenarioSource};
 use anyhow::{anyhow, bail, Context, Result};
@@ -52,8 +56,9 @@ impl TwinRun {
 /// Runs the scenario of `req` on both faces: the simulator through `runner`, then the testbed (root, network
 /// namespaces, real time). `req.trace` also samples the kernel sender's window.
 pub fn run(runner: &(impl Runner + ?Sized), req: &RunRequest<'_>) -> Result<TwinRun> {
-    let Checked { testbed, origin, scenario } = check(req)?;
-    let sim = runner.run(req).with_context(|| format!("{origin}: the simulator"))?;
+    let checked = check(req)?;
+    let sim = runner.run(&checked.sim_request(req)).with_context(|| format!("{}: the simulator", checked.origin))?;
+    let Checked { testbed, origin, scenario, .. } = checked;
     let progress = Arc::new(TransferProgress::default());
     if req.trace {
         progress.cwnd.enable(CWND_SAMPLE_EVERY);
@@ -77,6 +82,23 @@ pub struct Checked {
     /// The scenario's name in messages.
     pub origin: String,
     pub scenario: Scenario,
+    /// The simulator's scenario document when it was made from the handoff testbed's configuration
+    /// ([`handoff::scenario_of`]); `None`: the request's own scenario.
+    pub translated: Option<toml::Value>,
+}
+
+impl Checked {
+    /// The simulator's face of the request: the request itself, or its scenario translated from the
+    /// testbed configuration.
+    pub fn sim_request<'a>(&'a self, req: &RunRequest<'a>) -> RunRequest<'a> {
+        match &self.translated {
+            None => *req,
+            Some(doc) => RunRequest {
+                scenario: ScenarioSource::Value { value: doc, origin: &self.origin, base_dir: Path::new("") },
+                ..*req
+            },
+        }
+    }
 }
 
 /// The testbed configuration of the request's scenario (with the request's seed), or why the testbed cannot
@@ -91,6 +113,9 @@ pub fn check(req: &RunRequest<'_>) -> Result<Checked> {
         }
         ScenarioSource::Value { value, origin, base_dir } => (value.clone(), origin.to_string(), base_dir),
     };
+    if handoff::is_handoff_testbed(&doc) {
+        return check_handoff_testbed(&doc, origin, req.seed);
+    }
     let mut s = Scenario::from_toml_in(doc.clone(), &origin, base_dir).map_err(|e| anyhow!("{e}"))?;
     if let Some(seed) = req.seed {
         s.set_seed(seed);
@@ -99,7 +124,24 @@ pub fn check(req: &RunRequest<'_>) -> Result<Checked> {
     if let Err(e) = testbed.validate() {
         bail!("{origin}: the testbed refuses the configuration it became: {e}");
     }
-    Ok(Checked { testbed, origin, scenario: s })
+    Ok(Checked { testbed, origin, scenario: s, translated: None })
+}
+
+/// [`check`] of a handoff testbed configuration: the configuration (with the seed) and its simulator twin.
+fn check_handoff_testbed(doc: &toml::Value, origin: String, seed: Option<u64>) -> Result<Checked> {
+    let mut testbed: TestbedConfig = doc
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| anyhow!("{origin}: not a testbed configuration: {}", e.message()))?;
+    if let Some(seed) = seed {
+        testbed.seed = seed;
+    }
+    testbed.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
+    let translated =
+        handoff::scenario_of(&testbed).map_err(|e| anyhow!("{origin}: the simulator cannot mirror it: {e}"))?;
+    let scenario = Scenario::from_toml_in(translated.clone(), &origin, Path::new(""))
+        .map_err(|e| anyhow!("{origin}: the simulator refuses the scenario the testbed configuration became: {e}"))?;
+    Ok(Checked { testbed, origin, scenario, translated: Some(translated) })
 }
 
 /// The kernel congestion control that runs the simulator's sender `variant`: Linux's `reno` recovers as

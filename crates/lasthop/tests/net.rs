@@ -135,17 +135,31 @@ fn the_testbed_experiment_loads_and_its_grid_expands() {
 #[test]
 fn the_handoff_experiment_loads_with_its_handoff_columns() {
     let e = Experiment::load(&repo().join("experiments/testbed-handoff.toml")).unwrap();
-    assert_eq!(e.runner, RunnerKind::Testbed);
+    assert_eq!(e.runner, RunnerKind::Twin, "the kernel face beside its simulator twin");
     assert!(!e.default, "needs root: must not be in the default set");
-    assert_eq!(e.grid_columns(), ["scheme", "handoff_interval_s", "agent", "ber"]);
+    assert_eq!(e.grid_columns(), ["scheme", "handoff_interval_s", "hop"]);
     let cols = e.columns();
-    for c in ["cc", "seed", "goodput_mbps", "hash_ok", "handoffs", "handoff_latency_ms", "handoff_packets_lost"] {
+    for c in [
+        "face",
+        "point",
+        "agent",
+        "ber",
+        "cc",
+        "seed",
+        "goodput_mbps",
+        "hash_ok",
+        "handoffs",
+        "handoff_latency_ms",
+        "handoff_packets_lost",
+    ] {
         assert!(cols.iter().any(|k| k == c), "no column {c} in {cols:?}");
     }
-    assert_eq!(e.points(false).unwrap().len(), 3 * 5 * 2 * 2);
+    assert_eq!(e.points(false).unwrap().len(), 3 * 5 * 4);
+    assert_eq!(e.points(true).unwrap().len(), 3 * 3 * 2, "quick: the two hops the claims read");
     assert_eq!(e.seed_list(false).len(), 3);
     let full = e.points(false).unwrap();
     let never = testbed_config(&full[4 * 4], 1).unwrap();
+    assert_eq!((never.agent, never.ber), (AgentKind::None, 0.0), "hop clean");
     assert_eq!(never.handoff, Some(lasthop_net::handoff::HandoffScheme::Multicast));
     assert!(never.handoff_every_s.is_infinite(), "the fifth interval is never: {}", never.handoff_every_s);
     let last = testbed_config(&full[full.len() - 1], 1).unwrap();

@@ -1,5 +1,6 @@
 //! `lasthop twin`: the scenarios the testbed cannot build are refused by name; a `runner = "twin"` experiment
-//! through `reproduce` with a fake twin; and (as root, with network namespaces) short transfers on both faces
+//! through `reproduce` with a fake twin, on one base station and on the handoff testbed (its simulator face
+//! real); and (as root, with network namespaces) short transfers on both faces
 //! that fail when the simulator and the kernel part by more than the target.
 
 use anyhow::Result;
@@ -91,7 +92,7 @@ impl Runner for FakeKernel {
 
     fn run_twin(&self, req: &RunRequest<'_>) -> Result<TwinRun> {
         let checked = twin::check(req)?;
-        let sim = self.run(req)?;
+        let sim = self.run(&checked.sim_request(req))?;
         let f = sim.flows[0].clone();
         let sender = lasthop_net::testbed::SenderStats { retrans_segs: f.segments_retransmitted, ..Default::default() };
         let kernel = TestbedResult {
@@ -105,7 +106,11 @@ impl Runner for FakeKernel {
             counters: Counters::default(),
             sender,
             split: None,
-            handoff: None,
+            handoff: checked.testbed.handoff.map(|scheme| lasthop_net::handoff::HandoffSummary {
+                scheme,
+                handoffs: Vec::new(),
+                counters: Default::default(),
+            }),
         };
         Ok(TwinRun { sim, testbed: checked.testbed, kernel, kernel_cwnd: Vec::new(), sim_mss: 1460, notes: Vec::new() })
     }
@@ -148,6 +153,91 @@ fn a_twin_experiment_has_a_row_per_face_and_compares_them_per_point() {
     // the made-up kernel is 10 % faster: the goodput target (15 %) holds on these numbers
     let claims = &summary.experiments[0].claims;
     assert!(claims[0].2.holds, "{:?}", claims[0]);
+}
+
+/// The handoff testbed's base configuration with these fields.
+fn handoff_config(set: &[(&str, toml::Value)]) -> toml::Value {
+    let text = std::fs::read_to_string(repo().join("examples/testbed-handoff.toml")).unwrap();
+    let mut doc: toml::Value = toml::from_str(&text).unwrap();
+    for (path, v) in set {
+        lasthop::experiment::apply_override(&mut doc, path, v).unwrap();
+    }
+    doc
+}
+
+#[test]
+fn a_handoff_testbed_point_runs_on_the_simulators_face() {
+    let doc = handoff_config(&[
+        ("handoff", "plain".into()),
+        ("handoff_every_s", 1.0.into()),
+        ("bytes", 400_000.into()),
+        ("seed", 3.into()),
+    ]);
+    let req = request(&doc, "testbed-handoff.toml", false);
+    let checked = twin::check(&req).unwrap();
+    assert!(checked.translated.is_some(), "a testbed configuration is translated for the simulator");
+    assert_eq!(checked.testbed.handoff, Some(lasthop_net::handoff::HandoffScheme::Plain));
+    let sim = SimRunner.run(&checked.sim_request(&req)).unwrap();
+    assert_eq!(sim.seed, 3);
+    let f = &sim.flows[0];
+    assert!(f.completed && f.bytes_delivered == 400_000, "{f:?}");
+    // a 2 Mb/s hop delivers 400 KB in about 1.7 s: a handoff at 1 s, breaking before making, from cell 1 to 2
+    let h = &sim.handoffs;
+    assert!(!h.is_empty() && (h[0].decided_s - 1.0).abs() < 1e-9, "{h:?}");
+    assert_eq!((h[0].from.as_str(), h[0].to.as_str()), ("bs1", "bs2"));
+    assert!(h[0].packets_lost > 0, "frames queued for the cell the mobile left are lost: {:?}", h[0]);
+    assert!(f.goodput_mbps > 0.5 && f.goodput_mbps < 2.0, "{}", f.goodput_mbps);
+    let e = format!(
+        "{:#}",
+        twin::check(&request(&handoff_config(&[("+handoff_limit", 2.into())]), "x.toml", false)).unwrap_err()
+    );
+    assert!(e.starts_with("x.toml: the simulator cannot mirror it: `handoff_limit`"), "{e}");
+}
+
+#[test]
+fn the_handoff_testbed_experiment_has_a_row_per_face_with_the_handoff_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let exps = dir.path().join("experiments");
+    std::fs::create_dir_all(&exps).unwrap();
+    let text = std::fs::read_to_string(repo().join("experiments/testbed-handoff.toml")).unwrap();
+    let base = repo().join("examples/testbed-handoff.toml");
+    let text = text.replace("\"../examples/testbed-handoff.toml\"", &format!("{base:?}"));
+    // a shorter transfer: the pipeline, not the numbers
+    let text = text.replace("set = { bytes = 1_258_291 }", "set = { bytes = 400_000 }");
+    std::fs::write(exps.join("testbed-handoff.toml"), text).unwrap();
+    let e = Experiment::load(&exps.join("testbed-handoff.toml")).unwrap();
+    assert_eq!(e.runner, RunnerKind::Twin);
+    let opts = ReproduceOptions {
+        ids: vec!["testbed-handoff".into()],
+        quick: true,
+        jobs: 2,
+        out: dir.path().join("out"),
+        experiments_dir: exps,
+        progress: false,
+    };
+    let summary = reproduce(&opts, &FakeKernel).unwrap();
+    assert_eq!(summary.failed_runs(), 0);
+    let csv = std::fs::read_to_string(opts.out.join("testbed-handoff/results.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name}: {header:?}"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // quick: 3 schemes × 3 intervals × 2 hops, one seed, two faces each
+    assert_eq!(rows.len(), 2 * 18, "{csv}");
+    assert!(rows.chunks(2).all(|p| p[0][col("face")] == "sim" && p[1][col("face")] == "kernel"));
+    assert!(rows.chunks(2).all(|p| p[0][col("point")] == p[1][col("point")]));
+    for r in rows.iter().filter(|r| r[col("face")] == "sim") {
+        let every = r[col("handoff_interval_s")];
+        let handoffs: u64 = r[col("handoffs")].parse().unwrap();
+        assert_eq!(handoffs > 0, every == "1.0", "400 KB take under 5 s: handoffs at 1 s only ({every}: {handoffs})");
+        assert_eq!(r[col("cc_used")], "newreno");
+        assert_eq!(r[col("hash_ok")], "true");
+        assert_eq!(r[col("handoff_packets_lost")], "", "the simulator does not count the testbed's hole");
+        if handoffs > 0 {
+            assert!(r[col("handoff_latency_ms")].parse::<f64>().unwrap() > 0.0);
+        }
+    }
+    assert!(rows.iter().all(|r| ["none", "snoop"].contains(&r[col("agent")])));
 }
 
 /// The short transfers CI runs on both faces: with Snoop on a lossy LAN hop, and without an agent on a clean

@@ -91,9 +91,10 @@ pub enum RunnerKind {
     /// The simulator, every run a child `lasthop run` process measured alone: one row per run with its
     /// flows, events, wall time and peak memory (`lasthop::scale`).
     Scale,
-    /// Both faces (`lasthop twin`): the base scenario is a simulator scenario the testbed can build, and every
-    /// run is the simulation and then a real kernel-TCP transfer of it on the namespace testbed (root; one at
-    /// a time, alone): two rows per run, `face` = `sim` and `kernel`.
+    /// Both faces (`lasthop twin`): the base scenario is a simulator scenario the testbed can build, or the
+    /// handoff testbed's configuration (`handoff` set) the simulator can mirror, and every run is the
+    /// simulation and then a real kernel-TCP transfer on the namespace testbed (root; one at a time, alone):
+    /// two rows per run, `face` = `sim` and `kernel`.
     Twin,
 }
 
@@ -319,10 +320,13 @@ impl Experiment {
         if let Some(q) = &raw.quick {
             quick.grid = parse_quick_grid(&cx, q, &grid)?;
         }
-        if runner == RunnerKind::Testbed {
+        // A twin experiment's base is a simulator scenario, or the handoff testbed's configuration that the
+        // twin translates into one.
+        let testbed_base = runner == RunnerKind::Testbed || (runner == RunnerKind::Twin && mobile_ip);
+        if testbed_base {
             check_testbed_config(&cx, &raw.scenario, &scenario_file, [(&doc, "set"), (&quick_doc, "quick.set")])?;
         }
-        if matches!(runner, RunnerKind::Sim | RunnerKind::Twin) {
+        if matches!(runner, RunnerKind::Sim | RunnerKind::Twin) && !testbed_base {
             check_sim_overrides(&cx, &raw, &scenario_file, &doc)?;
         }
         let flow = parse_flow(&cx, raw.flow.as_ref(), runner, &base, &names)?;

@@ -47,6 +47,7 @@ pub(super) fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, gr
         RunnerKind::Testbed if mobile_ip => table::testbed_handoff_columns(grid_columns),
         RunnerKind::Testbed => table::testbed_columns(grid_columns),
         RunnerKind::Scale => table::scale_columns(grid_columns),
+        RunnerKind::Twin if mobile_ip => table::twin_handoff_columns(grid_columns),
         RunnerKind::Twin => table::twin_columns(grid_columns),
     }
 }
@@ -58,6 +59,7 @@ pub(super) fn reserved_columns(runner: RunnerKind, web: bool, mobile_ip: bool) -
     let taken_over = match runner {
         RunnerKind::Sim => table::CONFIG_COLUMNS,
         RunnerKind::Testbed => table::TESTBED_CONFIG_COLUMNS,
+        RunnerKind::Twin if mobile_ip => table::TESTBED_CONFIG_COLUMNS,
         RunnerKind::Twin => table::TWIN_CONFIG_COLUMNS,
         RunnerKind::Scale => &[],
     };
@@ -85,7 +87,7 @@ impl Columns {
         let own_text: &[&str] = match runner {
             RunnerKind::Sim => &["flow", "tcp", "workload"],
             RunnerKind::Testbed => &["agent", "cc", "cc_used"],
-            RunnerKind::Twin => &["face", "agent", "cc", "point", "sender"],
+            RunnerKind::Twin => &["face", "agent", "cc", "point", "sender", "cc_used"],
             RunnerKind::Scale => &[],
         };
         let text = grid
