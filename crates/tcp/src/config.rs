@@ -224,6 +224,12 @@ pub struct TcpConfig {
     /// restores it after sending the one segment (`if (SEQ_GT(onxt, tp->snd_nxt)) tp->snd_nxt = onxt`),
     /// and slow start goes on from the highest segment sent. Other variants ignore it.
     pub tahoe_go_back: bool,
+    /// BBR's ACK-aggregation allowance (Linux 4.19 on, `bbr_update_ack_aggregation` and
+    /// `bbr_ack_aggregation_cwnd` in `net/ipv4/tcp_bbr.c`): once the pipe is full, the window target also
+    /// holds the most data recently acknowledged beyond what the bandwidth estimate expected (the larger of
+    /// two 5-round-trip windows of it), at most 100 ms of data at that estimate and at most cwnd. Default
+    /// true, as today's kernels; false gives Linux 4.9's BBR (Cardwell 2016). BBR only.
+    pub bbr_ack_aggregation: bool,
 }
 
 /// Presets of the behaviours real stacks differ on, each from its source. Fields not listed are left as
@@ -520,6 +526,12 @@ impl TcpConfig {
                 format!("`tahoe_go_back` is Tahoe's; variant `{}` has no use for it (leave it false)", self.variant),
             ));
         }
+        if !self.bbr_ack_aggregation && self.variant != Variant::Bbr {
+            return Err((
+                "bbr_ack_aggregation",
+                format!("`bbr_ack_aggregation` is BBR's; variant `{}` has no use for it (leave it true)", self.variant),
+            ));
+        }
         let linux = self.profile == Some(Profile::Linux);
         if linux && self.timer != TimerStyle::Linux {
             return Err((
@@ -593,6 +605,7 @@ impl Default for TcpConfig {
             persist_min_ms: 5000.0,
             persist_max_ms: 60000.0,
             tahoe_go_back: false,
+            bbr_ack_aggregation: true,
         }
     }
 }
