@@ -33,7 +33,7 @@
 //! segments in the first PROBE_BW phase, departure-time pacing).
 
 use super::rate::{CaState, RateSample};
-use super::{CongestionEvent, Controller};
+use super::{mul_div, CongestionEvent, Controller};
 use crate::config::TcpConfig;
 use crate::rto::Rto;
 use lasthop_wire::Time;
@@ -267,9 +267,10 @@ impl Bbr {
     /// (`bbr_set_cwnd`'s ACK-aggregation allowance).
     fn target_cwnd_plus(&self, bw: u64, gain: u64, extra: u32) -> u32 {
         let Some(min_rtt) = self.min_rtt_ns else { return TCP_INIT_CWND };
-        let w = u128::from(bw) * u128::from(min_rtt) * u128::from(gain);
-        let per_segment = u128::from(UNIT) * NS_PER_SEC * u128::from(self.mss);
-        let bdp = w.div_ceil(per_segment).min(u128::from(u32::MAX / 4)) as u32;
+        // ⌈bw · gain · min_rtt / (UNIT · 1 s · MSS)⌉; bw · gain fits a u64 below 2.5·10¹⁶ B/s.
+        let bw_gain = bw.saturating_mul(gain);
+        let per_segment = UNIT * NS_PER_SEC as u64 * u64::from(self.mss);
+        let bdp = mul_div(bw_gain, min_rtt, per_segment, true).min(u64::from(u32::MAX / 4)) as u32;
         let cwnd = bdp + extra.min(u32::MAX / 4) + 3 * self.tso_segs_goal();
         (cwnd + 1) & !1
     }
@@ -333,8 +334,8 @@ impl Bbr {
             }
         }
         let epoch_ns = rs.delivered_time.as_nanos().saturating_sub(a.epoch_start.as_nanos());
-        let expected = u128::from(bw) * u128::from(epoch_ns) / (NS_PER_SEC * u128::from(mss));
-        let mut expected = expected.min(u128::from(u32::MAX)) as u32;
+        let expected = mul_div(bw, epoch_ns, NS_PER_SEC as u64 * u64::from(mss), false);
+        let mut expected = expected.min(u64::from(u32::MAX)) as u32;
         if a.epoch_acked <= expected || a.epoch_acked.saturating_add(acked) >= ACK_EPOCH_ACKED_RESET_THRESH {
             a.epoch_acked = 0;
             a.epoch_start = rs.delivered_time;
@@ -370,7 +371,7 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
-        let bw = (u128::from(rs.delivered) * NS_PER_SEC / u128::from(rs.interval_ns)).min(u128::from(u64::MAX)) as u64;
+        let bw = mul_div(rs.delivered, NS_PER_SEC as u64, rs.interval_ns, false);
         if !app_limited || bw >= self.max_bw() {
             self.bw.update(BW_RTTS, self.rtt_cnt, bw);
         }
