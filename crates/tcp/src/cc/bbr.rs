@@ -871,8 +871,8 @@ mod tests {
     /// `bbr_update_ack_aggregation` and `bbr_ack_aggregation_cwnd` by hand, at 100 kB/s (100 segments per
     /// second) with a 12-segment window. The first ACK starts an epoch (nothing acknowledged yet is below
     /// the 100 segments expected since time 0): 2 extra. 10 ms later 1 segment was expected and 4 came: 3;
-    /// at 20 ms 2 expected, then six more two-segment ACKs at once: 16 − 2 = 14, capped at cwnd, 12. At
-    /// 200 ms 20 were expected and 16 came: a new epoch, and the maximum stays. The allowance is that
+    /// at 20 ms 2 were expected and seven two-segment ACKs come at once: 18 − 2 = 16, capped at cwnd, 12.
+    /// At 200 ms 20 were expected and 18 came: a new epoch, and the maximum stays. The allowance is that
     /// maximum at gain 1, at most 100 ms at 100 kB/s (10 segments), once the pipe is full; the window
     /// target holds it before the TSO bursts: 2 × 10 segments of BDP + 10 + 3 one-segment bursts, even:
     /// 34 against 24. The maximum is over two windows of 5 round trips: after 5 round starts the other
@@ -913,5 +913,7 @@ mod tests {
         v49.full_bw_reached = true;
         v49.update_ack_aggregation(&delivered_at(1000, 20 * u64::from(MSS)));
         assert_eq!(v49.ack_aggregation_cwnd(), 0, "Linux 4.9 has none");
+        let reno = TcpConfig { bbr_ack_aggregation: false, ..TcpConfig::default() };
+        assert_eq!(reno.check_behaviours().map_err(|e| e.0), Err("bbr_ack_aggregation"), "BBR's knob only");
     }
 }
