@@ -194,6 +194,13 @@ pub struct TcpConfig {
     /// agrees to SACK: time-based loss marking with a reordering window of min_rtt/4, and a tail loss
     /// probe at 2·SRTT. Default false; true with the `linux` profile.
     pub rack_tlp: Option<bool>,
+    /// Slow start and congestion avoidance count the segments each ACK covers (RFC 3465's byte counting
+    /// as Linux does it, in packets: `tcp_slow_start(tp, acked)` adds one segment per segment acknowledged
+    /// up to ssthresh, `tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked)` one per window of them), instead of
+    /// 4.4BSD's one segment, or MSS²/cwnd, per ACK whatever it covers. With delayed ACKs (one per two
+    /// segments) it doubles the growth. For the classic variants (tahoe, reno, newreno, sack); today's
+    /// senders always count, as their Linux modules do. Default false; true with the `linux` profile.
+    pub count_acked_segments: Option<bool>,
     /// Whose acknowledgment rules the receiver follows ([`AckRules`]). Default `bsd`; `linux` with the
     /// `linux` profile.
     pub ack_rules: Option<AckRules>,
@@ -217,6 +224,12 @@ pub struct TcpConfig {
     /// restores it after sending the one segment (`if (SEQ_GT(onxt, tp->snd_nxt)) tp->snd_nxt = onxt`),
     /// and slow start goes on from the highest segment sent. Other variants ignore it.
     pub tahoe_go_back: bool,
+    /// BBR's ACK-aggregation allowance (Linux 4.19 on, `bbr_update_ack_aggregation` and
+    /// `bbr_ack_aggregation_cwnd` in `net/ipv4/tcp_bbr.c`): once the pipe is full, the window target also
+    /// holds the most data recently acknowledged beyond what the bandwidth estimate expected (the larger of
+    /// two 5-round-trip windows of it), at most 100 ms of data at that estimate and at most cwnd. Default
+    /// true, as today's kernels; false gives Linux 4.9's BBR (Cardwell 2016). BBR only.
+    pub bbr_ack_aggregation: bool,
 }
 
 /// Presets of the behaviours real stacks differ on, each from its source. Fields not listed are left as
@@ -241,7 +254,8 @@ pub enum Profile {
     /// `TCP_MAX_QUICKACKS` 16 and a 64 KB window); backoff reset by an RTT sample
     /// (`tcp_ack_update_rtt`); the timer re-armed when the head is retransmitted
     /// (`tcp_xmit_retransmit_queue`); Linux's receiver rules ([`AckRules::Linux`]); PRR in recovery
-    /// (`tcp_cwnd_reduction`, RFC 6937); RACK-TLP loss detection with SACK (RFC 8985). Its plain fields ([`TcpConfig::apply_profile`]): an initial window
+    /// (`tcp_cwnd_reduction`, RFC 6937); RACK-TLP loss detection with SACK (RFC 8985); window growth per
+    /// segment acknowledged (RFC 3465; `tcp_slow_start`, `tcp_cong_avoid_ai`). Its plain fields ([`TcpConfig::apply_profile`]): an initial window
     /// of 10 segments (RFC 6928, `TCP_INIT_CWND`), Linux's retransmit timer ([`TimerStyle::Linux`]) with
     /// `TCP_RTO_MIN` 200 ms, `TCP_TIMEOUT_INIT` 1 s and `TCP_RTO_MAX` 120 s.
     Linux,
@@ -340,6 +354,7 @@ pub struct Behaviours {
     pub ack_rules: AckRules,
     pub prr: bool,
     pub rack_tlp: bool,
+    pub count_acked_segments: bool,
     pub rto_backoff_reset: BackoffReset,
     pub rto_restart: RtoRestart,
 }
@@ -355,6 +370,7 @@ impl Profile {
                 ack_rules: AckRules::Bsd,
                 prr: false,
                 rack_tlp: false,
+                count_acked_segments: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -366,6 +382,7 @@ impl Profile {
                 ack_rules: AckRules::Linux,
                 prr: true,
                 rack_tlp: true,
+                count_acked_segments: true,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Retransmit,
             },
@@ -377,6 +394,7 @@ impl Profile {
                 ack_rules: AckRules::Bsd,
                 prr: false,
                 rack_tlp: false,
+                count_acked_segments: false,
                 rto_backoff_reset: BackoffReset::RttSample,
                 rto_restart: RtoRestart::Rfc6298,
             },
@@ -465,6 +483,7 @@ impl TcpConfig {
             ack_rules: self.ack_rules.or(p.map(|p| p.ack_rules)).unwrap_or(AckRules::Bsd),
             prr: self.prr.or(p.map(|p| p.prr)).unwrap_or(false),
             rack_tlp: self.rack_tlp.or(p.map(|p| p.rack_tlp)).unwrap_or(false),
+            count_acked_segments: self.count_acked_segments.or(p.map(|p| p.count_acked_segments)).unwrap_or(false),
             rto_backoff_reset: self.rto_backoff_reset.or(p.map(|p| p.rto_backoff_reset)).unwrap_or(match self.timer {
                 TimerStyle::Bsd => BackoffReset::NewAck,
                 TimerStyle::Ns | TimerStyle::Linux => BackoffReset::RttSample,
@@ -488,12 +507,29 @@ impl TcpConfig {
                 ),
             ));
         }
+        if self.count_acked_segments.is_some()
+            && !matches!(self.variant, Variant::Tahoe | Variant::Reno | Variant::NewReno | Variant::Sack)
+        {
+            return Err((
+                "count_acked_segments",
+                format!(
+                    "no `count_acked_segments` with variant `{}`, which counts acknowledged segments as its Linux module does (leave it unset)",
+                    self.variant
+                ),
+            ));
+        }
         if self.tahoe_go_back
             && !matches!(self.variant, Variant::Tahoe | Variant::Reno | Variant::NewReno | Variant::Sack)
         {
             return Err((
                 "tahoe_go_back",
                 format!("`tahoe_go_back` is Tahoe's; variant `{}` has no use for it (leave it false)", self.variant),
+            ));
+        }
+        if !self.bbr_ack_aggregation && self.variant != Variant::Bbr {
+            return Err((
+                "bbr_ack_aggregation",
+                format!("`bbr_ack_aggregation` is BBR's; variant `{}` has no use for it (leave it true)", self.variant),
             ));
         }
         let linux = self.profile == Some(Profile::Linux);
@@ -563,11 +599,13 @@ impl Default for TcpConfig {
             ack_rules: None,
             prr: None,
             rack_tlp: None,
+            count_acked_segments: None,
             rto_backoff_reset: None,
             rto_restart: None,
             persist_min_ms: 5000.0,
             persist_max_ms: 60000.0,
             tahoe_go_back: false,
+            bbr_ack_aggregation: true,
         }
     }
 }

@@ -11,7 +11,7 @@
 //! that honours the timer needs nothing else.
 
 use crate::cc::rate::{CaState, RateSample};
-use crate::cc::Controller;
+use crate::cc::{mul_div, Controller};
 use crate::sender::Sender;
 use bytes::Bytes;
 use lasthop_wire::Time;
@@ -47,8 +47,8 @@ impl Pacer {
             self.burst_bytes = len as u64;
             self.burst_room = burst.saturating_sub(1);
         }
-        let gap = (u128::from(self.burst_bytes) * 1_000_000_000).div_ceil(u128::from(rate.max(1)));
-        self.release = Time::from_nanos(now.as_nanos().saturating_add(gap.min(u128::from(u64::MAX)) as u64));
+        let gap = mul_div(self.burst_bytes, 1_000_000_000, rate, true);
+        self.release = Time::from_nanos(now.as_nanos().saturating_add(gap));
     }
 
     /// The release time, while a transmission waits for it.

@@ -201,6 +201,54 @@ fn slow_start_then_congestion_avoidance() {
     assert_eq!(s.snd_una_offset(), next - 1);
 }
 
+/// ACKs that each cover two segments (a delayed ACK's), from an initial window of 2 and ssthresh 5
+/// segments: `(cwnd after each, bytes)` of `variant`, counting acknowledged segments or not.
+fn cwnd_after_two_segment_acks(variant: Variant, count_acked_segments: Option<bool>, acks: usize) -> Vec<u32> {
+    let cfg = TcpConfig {
+        initial_cwnd: 2,
+        initial_ssthresh: 5 * MSS,
+        count_acked_segments,
+        max_window: 1 << 20,
+        ..cfg(variant)
+    };
+    let (mut s, first) = established(cfg, 10_000_000);
+    assert_eq!(first.len(), 2);
+    let mut next = first[0].off;
+    let mut now = Time::from_millis(200);
+    (0..acks)
+        .map(|_| {
+            next += 2 * u64::from(MSS);
+            now += Duration::from_millis(10);
+            s.handle_packet(now, &ack(next, &[]));
+            drain_sender(&mut s, now);
+            s.cwnd()
+        })
+        .collect()
+}
+
+/// RFC 3465's byte counting as Linux does it in packets (`tcp_slow_start(tp, acked)`,
+/// `tcp_cong_avoid_ai(tp, tp->snd_cwnd, acked)`): an ACK of two segments adds two below ssthresh; above
+/// it, one segment per window of segments acknowledged, `snd_cwnd_cnt` carrying the count. 2 → 4, then
+/// 5 (the ACK's second segment meets ssthresh: one is left over, cnt 1 of 5), cnt 3, cnt 5: 6 (cnt 0),
+/// cnt 2, 4, 6: 7 (cnt 0). 4.4BSD's counting, one segment per ACK and MSS²/cwnd above ssthresh, grows
+/// half as fast: 3, 4, 5 (4 < 5), then 5000 + 1000²/5000 = 5200, + 1000²/5200 = 5392.
+#[test]
+fn counting_acknowledged_segments_grows_per_segment_not_per_ack() {
+    let counted = cwnd_after_two_segment_acks(Variant::NewReno, Some(true), 8);
+    assert_eq!(counted, [4, 5, 5, 6, 6, 6, 7, 7].map(|n| n * MSS));
+    let bsd = cwnd_after_two_segment_acks(Variant::NewReno, None, 5);
+    assert_eq!(bsd, vec![3000, 4000, 5000, 5200, 5392]);
+    let linux = TcpConfig::with_profile(crate::Profile::Linux);
+    assert!(linux.behaviours().count_acked_segments, "on with the linux profile");
+    // Today's senders count as their Linux modules do (`tcp_reno_cong_avoid` for Westwood+; CUBIC's
+    // `bictcp_cong_avoid` slow-starts with `acked` too).
+    assert_eq!(cwnd_after_two_segment_acks(Variant::Westwood, None, 8), counted);
+    assert_eq!(cwnd_after_two_segment_acks(Variant::Cubic, None, 1), vec![4 * MSS]);
+    let mut wrong = cfg(Variant::Cubic);
+    wrong.count_acked_segments = Some(false);
+    assert_eq!(wrong.check_behaviours().map_err(|e| e.0), Err("count_acked_segments"));
+}
+
 #[test]
 fn tahoe_fast_retransmit_then_one_segment() {
     let (mut s, first) = established(cfg(Variant::Tahoe), 1_000_000);

@@ -216,6 +216,7 @@ fn read_scenario(doc: &toml::Value) -> Result<String, String> {
             ack_rules: None,
             prr: None,
             rack_tlp: None,
+            count_acked_segments: None,
             ..c
         };
         format!("{c:?} {behaviours:?}")

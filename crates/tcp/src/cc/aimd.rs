@@ -1,10 +1,13 @@
 //! Slow start and congestion avoidance (Jacobson 1988, "Congestion Avoidance and Control"; RFC 5681 §3.1),
 //! counted as 4.4BSD's `tcp_input` does (Balakrishnan 1995 measured that stack): one segment per new ACK
-//! below ssthresh, MSS²/cwnd above it, cwnd capped at the largest window the sender could use. After a
-//! loss ssthresh is half the flight (RFC 5681 eq. 4); a timeout restarts from one segment (the loss
+//! below ssthresh, MSS²/cwnd above it, cwnd capped at the largest window the sender could use. With
+//! `count_acked_segments` (the `linux` profile) they count the segments each ACK covers instead, as Linux's
+//! `tcp_reno_cong_avoid` does (RFC 3465's byte counting in packets, [`SegmentWindow::reno_cong_avoid`]).
+//! After a loss ssthresh is half the flight (RFC 5681 eq. 4); a timeout restarts from one segment (the loss
 //! window), a fast retransmit from ssthresh, which the recovery algorithm then adjusts. An ELN loss
 //! (Balakrishnan 1998) changes nothing.
 
+use super::linux::SegmentWindow;
 use super::{CongestionEvent, Controller};
 use crate::config::TcpConfig;
 use crate::rto::Rto;
@@ -12,71 +15,66 @@ use lasthop_wire::Time;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Aimd {
-    cwnd: u32,
-    ssthresh: u32,
-    mss: u32,
-    /// Initial window, segments (`TcpConfig::initial_cwnd`, at least 1).
-    initial_segments: u32,
-    /// `TcpConfig::max_window`: with the MSS, the largest cwnd worth having.
-    max_window: u32,
-    /// max(`max_window`, MSS), kept with the MSS.
-    cap: u32,
+    /// cwnd and ssthresh, bytes; in 4.4BSD's counting only its cwnd, ssthresh and MSS are used.
+    w: SegmentWindow,
+    /// `TcpConfig::count_acked_segments` in force: grow by Linux's rules on `w`.
+    count_acked_segments: bool,
 }
 
 impl Aimd {
     pub(crate) fn new(cfg: &TcpConfig, mss: u32) -> Aimd {
-        let initial_segments = cfg.initial_cwnd.max(1);
-        Aimd {
-            cwnd: initial_segments.saturating_mul(mss),
-            ssthresh: cfg.initial_ssthresh,
-            mss,
-            initial_segments,
-            max_window: cfg.max_window,
-            cap: cfg.max_window.max(mss),
-        }
+        Aimd { w: SegmentWindow::new(cfg, mss), count_acked_segments: cfg.behaviours().count_acked_segments }
     }
 }
 
 impl Controller for Aimd {
     fn window(&self) -> u32 {
-        self.cwnd
+        self.w.cwnd
     }
 
     fn ssthresh(&self) -> u32 {
-        self.ssthresh
+        self.w.ssthresh
     }
 
     fn start(&mut self, mss: u32) {
-        self.mss = mss;
-        self.cap = self.max_window.max(mss);
-        self.cwnd = self.initial_segments.saturating_mul(mss);
+        // The initial window is not capped at `max_window` here (4.4BSD's window was never that small).
+        self.w.mss = mss;
+        self.w.cwnd = self.w.initial_segments.saturating_mul(mss);
     }
 
-    fn on_ack(&mut self, _now: Time, _acked: u64, _rtt: &Rto) {
-        let incr = if self.cwnd < self.ssthresh {
-            self.mss // slow start: one segment per ACK, as BSD
+    fn on_ack(&mut self, _now: Time, acked: u64, _rtt: &Rto) {
+        if self.count_acked_segments {
+            let segments = self.w.acked_segments(acked);
+            self.w.reno_cong_avoid(segments);
+            return;
+        }
+        let (cwnd, mss) = (self.w.cwnd, self.w.mss);
+        let incr = if cwnd < self.w.ssthresh {
+            mss // slow start: one segment per ACK, as BSD
         } else {
-            (u64::from(self.mss) * u64::from(self.mss) / u64::from(self.cwnd.max(1))).max(1) as u32
+            (u64::from(mss) * u64::from(mss) / u64::from(cwnd.max(1))).max(1) as u32
         };
-        self.cwnd = self.cwnd.saturating_add(incr).min(self.cap);
+        self.w.cwnd = cwnd.saturating_add(incr).min(self.w.cap());
     }
 
     fn on_congestion_event(&mut self, _now: Time, event: CongestionEvent) {
         match event {
             CongestionEvent::FastRetransmit { halved_flight } => {
-                self.ssthresh = halved_flight;
-                self.cwnd = halved_flight;
+                self.w.ssthresh = halved_flight;
+                self.w.cwnd = halved_flight;
             }
             CongestionEvent::Timeout { halved_flight } => {
-                self.ssthresh = halved_flight;
-                self.cwnd = self.mss;
+                self.w.ssthresh = halved_flight;
+                self.w.cwnd = self.w.mss;
             }
-            CongestionEvent::Eln => {}
+            CongestionEvent::Eln => return,
         }
+        // `tcp_init_cwnd_reduction` and `tcp_enter_loss` start the additive increase's count afresh.
+        self.w.cnt = 0;
     }
 
     fn set_window(&mut self, cwnd: u32) {
-        self.cwnd = cwnd;
+        self.w.cwnd = cwnd;
     }
 }
 

@@ -3,7 +3,8 @@
 //! model of the path, the bottleneck bandwidth (the largest delivery rate of the last 10 round trips,
 //! [`super::rate`]) and the round-trip propagation time (the least RTT of the last 10 s), sets the pacing
 //! rate (gain × bandwidth) and the window (2 × bandwidth × min RTT, plus Linux's allowance of three
-//! TSO bursts, rounded up to even).
+//! TSO bursts, rounded up to even). With `bbr_ack_aggregation` (the default) the window target also
+//! holds Linux 4.19's ACK-aggregation allowance (below).
 //!
 //! - STARTUP paces and windows at 2/ln 2 ≈ 2.885 × the estimate until three round trips in a row fail to
 //!   raise the bandwidth by 25 %; DRAIN then paces at its inverse until the flight is one BDP.
@@ -19,12 +20,20 @@
 //!   sender (SACK or NewReno) chooses what is retransmitted; its window settings do not apply (BBR's
 //!   `cong_control` owns cwnd, as in Linux, where PRR does not run under it).
 //!
+//! - ACK aggregation (`bbr_update_ack_aggregation`, Linux 4.19): an epoch starts whenever the ACKs fall
+//!   behind the bandwidth estimate; the segments acknowledged since it began beyond what the estimate
+//!   expected in that time (at most cwnd) feed a max filter of two windows of 5 round trips. Once the pipe
+//!   is full that maximum, at most 100 ms of data at the estimate, is added to the window target
+//!   (`bbr_ack_aggregation_cwnd`), so the sender keeps sending through the silences of a path that
+//!   returns its ACKs in bunches (a half-duplex hop whose stations take turns, delayed ACKs).
+//!
 //! Counted in bytes where Linux counts packets (bandwidth in bytes per second, windows in segments).
-//! Not modelled: the long-term bandwidth of token-bucket policers (`lt_bw`, Linux 4.10), ACK-aggregation
-//! allowance (Linux 4.19), the restart after idle (`CA_EVENT_TX_START`), undo.
+//! Not modelled: the long-term bandwidth of token-bucket policers (`lt_bw`, Linux 4.10), the restart
+//! after idle (`CA_EVENT_TX_START`), undo, and the changes of Linux 5.x (the 1 % pacing margin, two more
+//! segments in the first PROBE_BW phase, departure-time pacing).
 
 use super::rate::{CaState, RateSample};
-use super::{CongestionEvent, Controller};
+use super::{mul_div, CongestionEvent, Controller};
 use crate::config::TcpConfig;
 use crate::rto::Rto;
 use lasthop_wire::Time;
@@ -52,6 +61,14 @@ const CWND_MIN_TARGET: u32 = 4;
 /// `bbr_full_bw_thresh`, `bbr_full_bw_cnt`: the pipe is full after three round trips without 25 % growth.
 const FULL_BW_THRESH: u64 = UNIT * 5 / 4;
 const FULL_BW_CNT: u32 = 3;
+/// `bbr_extra_acked_gain`: the ACK-aggregation allowance is added at gain 1.
+const EXTRA_ACKED_GAIN: u64 = UNIT;
+/// `bbr_extra_acked_win_rtts`: each of the two windows of the aggregation max filter, round trips.
+const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+/// `bbr_ack_epoch_acked_reset_thresh`: an epoch that acknowledged this many segments starts afresh.
+const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
+/// `bbr_extra_acked_max_us`: the allowance is at most this much data at the bandwidth estimate.
+const EXTRA_ACKED_MAX_NS: u64 = 100_000_000;
 /// `TCP_INIT_CWND`: the target before any RTT is measured.
 const TCP_INIT_CWND: u32 = 10;
 /// `bbr_min_tso_rate` (1.2 Mbit/s) in bytes per second: below it one segment per TSO burst, above two.
@@ -152,6 +169,21 @@ pub(crate) struct Bbr {
     losses: u32,
     /// The generator of the first PROBE_BW phase.
     rng: u64,
+    /// The ACK-aggregation allowance; none for Linux 4.9's BBR (`TcpConfig::bbr_ack_aggregation`).
+    aggregation: Option<AckAggregation>,
+}
+
+/// What `bbr_update_ack_aggregation` keeps: the epoch and the windowed maximum of the extra acknowledged.
+#[derive(Debug, Clone, Default)]
+struct AckAggregation {
+    /// `ack_epoch_mstamp`, `ack_epoch_acked` (segments).
+    epoch_start: Time,
+    epoch_acked: u32,
+    /// `extra_acked[2]`, segments: the current window's maximum and the previous one's.
+    extra_acked: [u32; 2],
+    /// `extra_acked_win_rtts`, `extra_acked_win_idx`.
+    win_rtts: u32,
+    win_idx: usize,
 }
 
 impl Bbr {
@@ -188,6 +220,7 @@ impl Bbr {
             prev_ca_state: CaState::Open,
             losses: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
+            aggregation: cfg.bbr_ack_aggregation.then(AckAggregation::default),
         };
         b.init_pacing_rate(None);
         b
@@ -227,10 +260,18 @@ impl Bbr {
 
     /// `bbr_target_cwnd` (`bbr_inflight`): gain × BDP in segments, plus three TSO bursts, rounded up to even.
     fn target_cwnd(&self, bw: u64, gain: u64) -> u32 {
+        self.target_cwnd_plus(bw, gain, 0)
+    }
+
+    /// [`target_cwnd`](Self::target_cwnd) with `extra` segments added to the BDP before the TSO bursts
+    /// (`bbr_set_cwnd`'s ACK-aggregation allowance).
+    fn target_cwnd_plus(&self, bw: u64, gain: u64, extra: u32) -> u32 {
         let Some(min_rtt) = self.min_rtt_ns else { return TCP_INIT_CWND };
-        let w = u128::from(bw) * u128::from(min_rtt) * u128::from(gain);
-        let per_segment = u128::from(UNIT) * NS_PER_SEC * u128::from(self.mss);
-        let cwnd = w.div_ceil(per_segment).min(u128::from(u32::MAX / 2)) as u32 + 3 * self.tso_segs_goal();
+        // ⌈bw · gain · min_rtt / (UNIT · 1 s · MSS)⌉; bw · gain fits a u64 below 2.5·10¹⁶ B/s.
+        let bw_gain = bw.saturating_mul(gain);
+        let per_segment = UNIT * NS_PER_SEC as u64 * u64::from(self.mss);
+        let bdp = mul_div(bw_gain, min_rtt, per_segment, true).min(u64::from(u32::MAX / 4)) as u32;
+        let cwnd = bdp + extra.min(u32::MAX / 4) + 3 * self.tso_segs_goal();
         (cwnd + 1) & !1
     }
 
@@ -275,6 +316,49 @@ impl Bbr {
         }
     }
 
+    /// `bbr_update_ack_aggregation`: the segments acknowledged since the epoch began beyond what the
+    /// bandwidth estimate expected in that time, into the max filter.
+    fn update_ack_aggregation(&mut self, rs: &RateSample) {
+        let (bw, mss, round_start, cwnd) = (self.max_bw(), self.mss, self.round_start, self.cwnd);
+        let acked = self.segments(rs.acked_sacked);
+        let Some(a) = self.aggregation.as_mut() else { return };
+        if rs.acked_sacked == 0 || rs.interval_ns == 0 {
+            return;
+        }
+        if round_start {
+            a.win_rtts = (a.win_rtts + 1).min(0x1f);
+            if a.win_rtts >= EXTRA_ACKED_WIN_RTTS {
+                a.win_rtts = 0;
+                a.win_idx ^= 1;
+                a.extra_acked[a.win_idx] = 0;
+            }
+        }
+        let epoch_ns = rs.delivered_time.as_nanos().saturating_sub(a.epoch_start.as_nanos());
+        let expected = mul_div(bw, epoch_ns, NS_PER_SEC as u64 * u64::from(mss), false);
+        let mut expected = expected.min(u64::from(u32::MAX)) as u32;
+        if a.epoch_acked <= expected || a.epoch_acked.saturating_add(acked) >= ACK_EPOCH_ACKED_RESET_THRESH {
+            a.epoch_acked = 0;
+            a.epoch_start = rs.delivered_time;
+            expected = 0;
+        }
+        a.epoch_acked = a.epoch_acked.saturating_add(acked).min(0xf_ffff);
+        let extra = (a.epoch_acked - expected).min(cwnd);
+        a.extra_acked[a.win_idx] = a.extra_acked[a.win_idx].max(extra);
+    }
+
+    /// `bbr_ack_aggregation_cwnd`: the allowance added to the window target once the pipe is full.
+    fn ack_aggregation_cwnd(&self) -> u32 {
+        match &self.aggregation {
+            Some(a) if self.full_bw_reached => {
+                let max_aggr =
+                    u128::from(self.max_bw()) * u128::from(EXTRA_ACKED_MAX_NS) / (NS_PER_SEC * u128::from(self.mss));
+                let extra = u64::from(a.extra_acked[0].max(a.extra_acked[1])) * EXTRA_ACKED_GAIN / UNIT;
+                extra.min(max_aggr.min(u128::from(u32::MAX)) as u64) as u32
+            }
+            _ => 0,
+        }
+    }
+
     /// `bbr_update_bw`: count round trips and feed the bandwidth filter.
     fn update_bw(&mut self, rs: &RateSample, app_limited: bool) {
         self.round_start = false;
@@ -287,7 +371,7 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
-        let bw = (u128::from(rs.delivered) * NS_PER_SEC / u128::from(rs.interval_ns)).min(u128::from(u64::MAX)) as u64;
+        let bw = mul_div(rs.delivered, NS_PER_SEC as u64, rs.interval_ns, false);
         if !app_limited || bw >= self.max_bw() {
             self.bw.update(BW_RTTS, self.rtt_cnt, bw);
         }
@@ -430,7 +514,7 @@ impl Bbr {
             let (c, conserving) = self.recover_or_restore(rs, acked);
             cwnd = c;
             if !conserving {
-                let target = self.target_cwnd(self.max_bw(), self.cwnd_gain);
+                let target = self.target_cwnd_plus(self.max_bw(), self.cwnd_gain, self.ack_aggregation_cwnd());
                 if self.full_bw_reached {
                     cwnd = (cwnd + acked).min(target);
                 } else if cwnd < target || rs.total_delivered < u64::from(TCP_INIT_CWND) * u64::from(self.mss) {
@@ -511,6 +595,7 @@ impl Controller for Bbr {
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, srtt_ns: Option<u64>) {
         let app_limited = rs.is_app_limited || rs.prior_delivered < self.app_limited_until;
         self.update_bw(rs, app_limited);
+        self.update_ack_aggregation(rs);
         self.update_cycle_phase(rs);
         self.check_full_bw_reached(app_limited);
         self.check_drain(now, rs);
@@ -571,8 +656,20 @@ mod tests {
         }
     }
 
+    /// Linux 4.9's BBR, which the tests below work through by hand; [`the_ack_aggregation_allowance`]
+    /// adds Linux 4.19's.
     fn bbr() -> Bbr {
-        let cfg = TcpConfig { initial_cwnd: 10, max_window: 1 << 30, ..TcpConfig::default() };
+        bbr_with(false)
+    }
+
+    fn bbr_with(bbr_ack_aggregation: bool) -> Bbr {
+        let cfg = TcpConfig {
+            variant: crate::Variant::Bbr,
+            initial_cwnd: 10,
+            max_window: 1 << 30,
+            bbr_ack_aggregation,
+            ..TcpConfig::default()
+        };
         let mut b = Bbr::new(&cfg, 1460);
         b.start(MSS);
         b
@@ -752,5 +849,71 @@ mod tests {
         assert_eq!(b.cwnd, 4);
         p.ack(&mut b, 400_000, RTT, 3, CaState::Open);
         assert_eq!(b.cwnd, 86);
+    }
+
+    /// An ACK of `acked` bytes whose segments were delivered at `t_ms`, for the aggregation filter.
+    fn delivered_at(t_ms: u64, acked: u64) -> RateSample {
+        RateSample {
+            delivered: acked,
+            interval_ns: RTT,
+            prior_delivered: 0,
+            is_app_limited: false,
+            acked_sacked: acked,
+            prior_in_flight: 0,
+            in_flight: 0,
+            rtt_ns: Some(RTT),
+            total_delivered: 0,
+            delivered_time: Time::from_millis(t_ms),
+            ca_state: CaState::Open,
+        }
+    }
+
+    /// `bbr_update_ack_aggregation` and `bbr_ack_aggregation_cwnd` by hand, at 100 kB/s (100 segments per
+    /// second) with a 12-segment window. The first ACK starts an epoch (nothing acknowledged yet is below
+    /// the 100 segments expected since time 0): 2 extra. 10 ms later 1 segment was expected and 4 came: 3;
+    /// at 20 ms 2 were expected and seven two-segment ACKs come at once: 18 − 2 = 16, capped at cwnd, 12.
+    /// At 200 ms 20 were expected and 18 came: a new epoch, and the maximum stays. The allowance is that
+    /// maximum at gain 1, at most 100 ms at 100 kB/s (10 segments), once the pipe is full; the window
+    /// target holds it before the TSO bursts: 2 × 10 segments of BDP + 10 + 3 one-segment bursts, even:
+    /// 34 against 24. The maximum is over two windows of 5 round trips: after 5 round starts the other
+    /// slot begins, after 10 the 12 ages out.
+    #[test]
+    fn the_ack_aggregation_allowance() {
+        let mut b = bbr_with(true);
+        b.bw.reset(0, 100_000);
+        (b.cwnd, b.pacing_rate, b.min_rtt_ns) = (12, 100_000, Some(RTT));
+        let mut extra = vec![];
+        for (t, acks) in [(1000, 1), (1010, 1), (1020, 7), (1200, 1)] {
+            for _ in 0..acks {
+                b.update_ack_aggregation(&delivered_at(t, 2 * u64::from(MSS)));
+            }
+            extra.push(b.aggregation.as_ref().map(|a| (a.epoch_acked, a.extra_acked[0])).unwrap());
+        }
+        assert_eq!(extra, [(2, 2), (4, 3), (18, 12), (2, 12)]);
+        assert_eq!(b.ack_aggregation_cwnd(), 0, "not before the pipe is full");
+        b.full_bw_reached = true;
+        assert_eq!(b.ack_aggregation_cwnd(), 10, "100 ms at 100 kB/s");
+        let (bw, allowance) = (b.max_bw(), b.ack_aggregation_cwnd());
+        assert_eq!((b.target_cwnd(bw, CWND_GAIN), b.target_cwnd_plus(bw, CWND_GAIN, allowance)), (24, 34));
+
+        b.round_start = true;
+        for (round, t) in (1..=10).zip((2000..).step_by(1000)) {
+            b.update_ack_aggregation(&delivered_at(t, u64::from(MSS)));
+            let a = b.aggregation.as_ref().unwrap();
+            let expected = match round {
+                1..=4 => ([12, 0], 10),
+                5..=9 => ([12, 1], 10),
+                _ => ([1, 1], 1),
+            };
+            assert_eq!((a.extra_acked, b.ack_aggregation_cwnd()), expected, "round {round}");
+        }
+
+        let mut v49 = bbr();
+        v49.bw.reset(0, 100_000);
+        v49.full_bw_reached = true;
+        v49.update_ack_aggregation(&delivered_at(1000, 20 * u64::from(MSS)));
+        assert_eq!(v49.ack_aggregation_cwnd(), 0, "Linux 4.9 has none");
+        let reno = TcpConfig { bbr_ack_aggregation: false, ..TcpConfig::default() };
+        assert_eq!(reno.check_behaviours().map_err(|e| e.0), Err("bbr_ack_aggregation"), "BBR's knob only");
     }
 }

@@ -48,7 +48,7 @@ pub(crate) struct SegmentWindow {
     pub(crate) cnt: u32,
     /// Acknowledged bytes short of a whole segment, carried to the next ACK.
     partial: u32,
-    initial_segments: u32,
+    pub(crate) initial_segments: u32,
     max_window: u32,
     /// A timeout without a new ACK since: a further one keeps ssthresh (`tcp_enter_loss`).
     in_loss: bool,
@@ -74,7 +74,8 @@ impl SegmentWindow {
         self.cwnd = self.initial_segments.saturating_mul(self.mss).min(self.cap());
     }
 
-    fn cap(&self) -> u32 {
+    /// The largest window worth having: `max_window`, at least one segment.
+    pub(crate) fn cap(&self) -> u32 {
         self.max_window.max(self.mss)
     }
 

@@ -36,6 +36,23 @@ use crate::sender::Sender;
 use lasthop_wire::Time;
 use rate::RateSample;
 
+/// `a · b / c`, rounded up when `ceil`, saturating at `u64::MAX`: in `u64` when the product fits (every
+/// ACK's case), else in `u128`, the same value either way. A `u128` division is a call of some hundred
+/// instructions, and BBR and the pacer divide on every ACK and every segment.
+#[inline]
+pub(crate) fn mul_div(a: u64, b: u64, c: u64, ceil: bool) -> u64 {
+    let c = c.max(1);
+    match a.checked_mul(b) {
+        Some(p) if ceil => p.div_ceil(c),
+        Some(p) => p / c,
+        None => {
+            let p = u128::from(a) * u128::from(b);
+            let q = if ceil { p.div_ceil(u128::from(c)) } else { p / u128::from(c) };
+            q.min(u128::from(u64::MAX)) as u64
+        }
+    }
+}
+
 /// What a [`Controller`] reacts to when the sender learns of a loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CongestionEvent {
@@ -414,5 +431,22 @@ impl LossRecovery {
         } else {
             sender.next_in_window()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mul_div;
+
+    /// The u64 path and the u128 one give the quotient of the exact product, rounded as asked.
+    #[test]
+    fn mul_div_is_exact_on_both_paths() {
+        let exact = |a: u64, b: u64, c: u64| (u128::from(a) * u128::from(b) / u128::from(c)) as u64;
+        assert_eq!(mul_div(250_000, 1_000_000_000, 7, false), exact(250_000, 1_000_000_000, 7));
+        assert_eq!((mul_div(10, 1, 3, false), mul_div(10, 1, 3, true), mul_div(9, 1, 3, true)), (3, 4, 3));
+        assert_eq!(mul_div(u64::MAX, 3, 6, false), u64::MAX / 2, "the product overflows a u64");
+        assert_eq!(mul_div(u64::MAX, 3, 6, true), u64::MAX / 2 + 1);
+        assert_eq!(mul_div(u64::MAX, u64::MAX, 1, false), u64::MAX, "saturates");
+        assert_eq!(mul_div(5, 5, 0, false), 25, "a zero divisor is read as 1");
     }
 }
