@@ -14,4 +14,5 @@ pub mod config;
 pub mod erroneous;
 pub(crate) mod feature;
 
+pub(crate) use config::FAMILY;
 pub use config::{CellConfig, CleanupKind, MipScheme, MobileIpConfig};
