@@ -176,6 +176,7 @@ pub(crate) const FAMILY: Family = Family {
                   `mobile_ip.buffer_cleanup = \"link-ack\"` models the link's acknowledgements): remove it or use \
                   `[mobility]`",
     }],
+    columns: None,
     build: |s, world| {
         if let Some(f) = Arq::build(s, View::new(world)) {
             world.register(f);

@@ -43,6 +43,7 @@ pub(crate) const FAMILY: Family = Family {
     present: |s| !s.flows.is_empty(),
     validate,
     together: &[],
+    columns: None,
     build: |s, world| {
         if let Some(b) = BulkFlows::build(s, &mut Setup::new(world))? {
             world.register(b);

@@ -38,6 +38,7 @@ pub(crate) const FAMILY: Family = Family {
         None => Ok(()),
     },
     together: &[],
+    columns: None,
     build: |s, world| {
         if let Some(f) = Failure::build(s, View::new(world)) {
             world.register(f);

@@ -38,10 +38,12 @@ pub mod split;
 pub mod web;
 mod world;
 
-pub use metrics::{
-    FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, MipHandoffMetrics, MobileIpMetrics, RunResult, WebMetrics,
-};
+pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+pub use mobile_ip::{MipHandoffMetrics, MobileIpMetrics};
+pub use mobility::HandoffMetrics;
+pub use registry::{result_columns, FamilyMetrics, ResultColumns};
 pub use scenario::{Scenario, ScenarioError};
+pub use web::WebMetrics;
 
 use std::path::PathBuf;
 

@@ -29,6 +29,9 @@
 //! detached both ways (no frames, beacons included), so whether cells overlap follows from the geometry.
 
 pub(crate) mod feature;
+mod metrics;
+
+pub use metrics::HandoffMetrics;
 
 use crate::context::Setup;
 use crate::registry::Family;
@@ -41,6 +44,7 @@ pub(crate) const FAMILY: Family = Family {
     present: |s| s.mobility.is_some(),
     validate,
     together: &[],
+    columns: Some(metrics::COLUMNS),
     build: |s, world| {
         if let Some(m) = feature::Mobility::build(s, &mut Setup::new(world)) {
             world.register(m);
@@ -615,7 +619,7 @@ pub(crate) struct MobState {
     pub controller: lasthop_agents::handoff::MobileHost,
     /// Index into `bss` of the cell the mobile's uplink goes to (its default gateway).
     pub current: usize,
-    pub handoffs: Vec<crate::metrics::HandoffMetrics>,
+    pub handoffs: Vec<HandoffMetrics>,
     /// When the mobile left its last cell (non-overlapping), for the next handoff's `left_s`.
     pub left_at: Option<lasthop_wire::Time>,
     /// Sum of the base stations' `resent_from_buffer` when the current handoff began.

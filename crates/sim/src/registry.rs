@@ -1,11 +1,14 @@
 //! The one place that names the simulator's protocol families and workloads. Each family declares itself
 //! once, as a [`Family`] in its own module (its scenario table, its validation, the rules it sets on other
-//! families, its build); this file lists them in the order that breaks same-instant ties and decides which
-//! feature sees a packet first (see [`crate::feature`]), and runs their validation for `Scenario::validate`.
+//! families, its build, its result columns); this file lists them in the order that breaks same-instant
+//! ties and decides which feature sees a packet first (see [`crate::feature`]), runs their validation for
+//! `Scenario::validate`, and holds their typed metrics sections ([`FamilyMetrics`]).
 
+use crate::metrics::Value;
 use crate::scenario::Invalid;
 use crate::world::World;
-use crate::{Scenario, SimError};
+use crate::{HandoffMetrics, MobileIpMetrics, RunResult, Scenario, SimError, WebMetrics};
+use serde::{Deserialize, Serialize};
 
 /// A protocol family or workload as the simulator knows it: everything of it the core and the other
 /// families reach, declared in the family's module.
@@ -21,6 +24,41 @@ pub(crate) struct Family {
     pub together: &'static [Together],
     /// Builds it, if the scenario asks for it, and registers it with the world.
     pub build: fn(&Scenario, &mut World) -> Result<(), SimError>,
+    /// The columns it adds to an experiment's `results.csv`, if any.
+    pub columns: Option<ResultColumns>,
+}
+
+/// The columns a family adds to a simulator experiment's results table, after the core's
+/// (`lasthop_experiment::table::RUN_COLUMNS`), in registration order.
+#[derive(Debug)]
+pub struct ResultColumns {
+    /// Every simulator experiment's table has them (empty cells when the family is off); else only an
+    /// experiment whose scenario has the family's table.
+    pub always: bool,
+    /// The columns, in CSV order.
+    pub names: &'static [&'static str],
+    /// A run's cells, one per name, from the family's section of the result.
+    pub cells: fn(&RunResult) -> Vec<Value>,
+}
+
+/// The families' sections of a run's metrics, each typed in its family's module; flattened into
+/// `metrics.json`'s top level, where an absent family leaves no key.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct FamilyMetrics {
+    /// Per web workload (`crate::web`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub web: Vec<WebMetrics>,
+    /// One entry per handoff, in order (`crate::mobility`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<HandoffMetrics>,
+    /// What Mobile IP did (`crate::mobile_ip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mobile_ip: Option<MobileIpMetrics>,
+}
+
+/// The result columns families add, in registration order, each with its family's scenario table.
+pub fn result_columns() -> impl Iterator<Item = (&'static str, &'static ResultColumns)> {
+    every_family().filter_map(|f| Some((f.name, f.columns.as_ref()?)))
 }
 
 /// A family's rule on another family (named by its [`Family::name`]), checked when both are on.
@@ -102,12 +140,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn families_have_distinct_names_and_their_rules_name_registered_families() {
+    fn families_have_distinct_names_a_cell_per_column_and_rules_on_registered_families() {
         let names: Vec<&str> = every_family().map(|f| f.name).collect();
         for (i, n) in names.iter().enumerate() {
             assert!(!names[..i].contains(n), "`{n}` is registered twice");
         }
         for f in every_family() {
+            if let Some(c) = &f.columns {
+                let cells = (c.cells)(&RunResult::default());
+                assert_eq!(cells.len(), c.names.len(), "`{}` gives a cell per column", f.name);
+            }
             for rule in f.together {
                 assert!(names.contains(&rule.other()), "`{}` sets a rule on `{}`, no family", f.name, rule.other());
                 assert_ne!(rule.other(), f.name, "`{}` sets a rule on itself", f.name);

@@ -148,6 +148,7 @@ pub(crate) const FAMILY: Family = Family {
     present: |s| s.nodes.values().any(|n| n.agent.0.iter().any(|k| k.is_split())),
     validate,
     together: &[Together::With { other: "mobility", check: validate_cells }],
+    columns: None,
     build: |s, world| {
         if let Some(f) = Split::build(s, View::new(world))? {
             world.register(f);

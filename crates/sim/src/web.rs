@@ -70,9 +70,11 @@
 
 mod config;
 pub(crate) mod feature;
+mod metrics;
 
 pub use config::WebConfig;
 pub(crate) use config::FAMILY;
+pub use metrics::WebMetrics;
 
 use crate::rng::{self, SimRng};
 use lasthop_wire::Time;

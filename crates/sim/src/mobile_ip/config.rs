@@ -19,6 +19,7 @@ pub(crate) const FAMILY: Family = Family {
         field: |_| "mobile_ip".into(),
         message: "a scenario has `[mobility]` or `[mobile_ip]`, not both",
     }],
+    columns: Some(super::metrics::COLUMNS),
     build: |s, world| {
         if let Some(m) = super::feature::MobileIp::build(s, &mut Setup::new(world)) {
             world.register(m);

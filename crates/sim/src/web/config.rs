@@ -10,6 +10,7 @@ pub(crate) const FAMILY: Family = Family {
     present: |s| !s.web.is_empty(),
     validate,
     together: &[],
+    columns: None,
     build: |s, world| {
         if let Some(w) = super::feature::WebWorkloads::build(s, View::new(world))? {
             world.register(w);
