@@ -78,10 +78,8 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
         links: vec![],
         agents: BTreeMap::new(),
         undeliverable_packets: 0,
-        web: Vec::new(),
         series,
-        handoffs: vec![],
-        mobile_ip: None,
+        families: Default::default(),
     })
 }
 
