@@ -286,7 +286,8 @@ fn run_json(py: Python<'_>, scenario: &PyScenario, seed: Option<u64>, trace: boo
 }
 
 /// The columns after `seed` of a results row: `"flow"` rows ([`table::FLOW_COLUMNS`]) or `"web"` rows
-/// ([`table::WEB_COLUMNS`]), then [`table::RUN_COLUMNS`].
+/// ([`table::WEB_COLUMNS`]), then [`table::RUN_COLUMNS`] and the columns of the protocol families every row
+/// has (`lasthop_sim::result_columns`: mobility's).
 #[pyfunction]
 fn metric_columns(kind: &str) -> PyResult<Vec<String>> {
     let cols = match kind {
@@ -308,8 +309,8 @@ fn run_rows<'py>(py: Python<'py>, jobs: Vec<Job>, flow: Option<String>) -> PyRes
             .map(|job| {
                 let r = run_job(job, false)?;
                 let web = match flow.as_deref() {
-                    Some(name) => !r.flows.iter().any(|f| f.name == name) && r.web.iter().any(|w| w.name == name),
-                    None => r.flows.is_empty() && !r.web.is_empty(),
+                    Some(name) => !r.flows.iter().any(|f| f.name == name) && r.families.web.iter().any(|w| w.name == name),
+                    None => r.flows.is_empty() && !r.families.web.is_empty(),
                 };
                 let (kind, cols) = if web { ("web", table::web_columns(&[])) } else { ("flow", table::columns(&[])) };
                 let mut t = Table::new(cols);

@@ -90,6 +90,16 @@ impl Cell {
     }
 }
 
+impl From<lasthop_sim::metrics::Value> for Cell {
+    fn from(v: lasthop_sim::metrics::Value) -> Cell {
+        match v {
+            lasthop_sim::metrics::Value::Empty => Cell::Empty,
+            lasthop_sim::metrics::Value::Int(i) => Cell::Int(i),
+            lasthop_sim::metrics::Value::Float(x) => Cell::Float(x),
+        }
+    }
+}
+
 impl fmt::Display for Cell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -161,40 +171,9 @@ pub const FLOW_COLUMNS: &[&str] = &[
     "spurious_fast_retransmits",
 ];
 
-/// Columns after the flow's: run-wide numbers and derived ones. `ideal_ratio` = goodput / ideal goodput.
-///
-/// Handoff columns (empty cells without `[mobility]`): `handoffs` (count), `handoff_latency_mean_ms`,
-/// `handoff_latency_max_ms` (decision to first packet from the new BS), `handoff_packets_lost`,
-/// `handoff_resent`, `handoff_duplicates`, `handoff_purged` (frames the old BS discarded from its queue,
-/// `mobility.old_bs_drains = false`) (sums over the run's handoffs), `handoff_pause_mean_s`,
-/// `handoff_pause_max_s` (Caceres 1995's pause: from leaving the old cell until the flows through the mobile
-/// move past what was sent before it, [`lasthop_sim::HandoffMetrics::pause_s`]) and
-/// `handoff_resume_mean_ms` (the same pause less the rendezvous delay: from hearing the new BS),
-/// `handoff_completion_min_ms`, `handoff_completion_median_ms`, `handoff_completion_max_ms` (decision to the
-/// first word from the new BS, data or acceptance: defined idle too, Balakrishnan 1995 Fig. 10); `handoff_latency_ms`
-/// and `pause_s`, the medians over the run's handoffs of the latency and the pause (the handoff comparison's
-/// names: the columns' contract).
-pub const RUN_COLUMNS: &[&str] = &[
-    "ideal_ratio",
-    "sim_time_s",
-    "events",
-    "hit_time_limit",
-    "handoffs",
-    "handoff_latency_mean_ms",
-    "handoff_latency_max_ms",
-    "handoff_packets_lost",
-    "handoff_resent",
-    "handoff_duplicates",
-    "handoff_purged",
-    "handoff_pause_mean_s",
-    "handoff_pause_max_s",
-    "handoff_resume_mean_ms",
-    "handoff_completion_min_ms",
-    "handoff_completion_median_ms",
-    "handoff_completion_max_ms",
-    "handoff_latency_ms",
-    "pause_s",
-];
+/// Columns after the flow's (or the workload's): run-wide numbers and derived ones. `ideal_ratio` = goodput /
+/// ideal goodput. After them come the protocol families' columns ([`lasthop_sim::result_columns`]).
+pub const RUN_COLUMNS: &[&str] = &["ideal_ratio", "sim_time_s", "events", "hit_time_limit"];
 
 /// The columns of a scale experiment (`runner = "scale"`, `lasthop::scale`) after the grid's and `seed`.
 pub const SCALE_COLUMNS: &[&str] = &[
@@ -229,25 +208,6 @@ pub fn scale_columns(grid_columns: &[String]) -> Vec<String> {
     cols
 }
 
-/// Columns after [`RUN_COLUMNS`] in experiments whose scenario has `[mobile_ip]` (Eom 2002), summed over the
-/// run's handoffs ([`lasthop_sim::MipHandoffMetrics`]): `packets_dropped` (frames lost in the air),
-/// `t_loss_ms` (mean over the handoffs that lost a segment's first copy), `erroneous_fast_retransmits`,
-/// `duplicates_delivered`, `sent_from_buffer`, `mip_handoffs` (how many; `handoffs` counts `[mobility]`'s);
-/// then Eom 2002 §2.2's Eq. (1)–(3) beside them (`predicted_packets_dropped`, `predicted_t_loss_ms`, summed and
-/// averaged alike) and the measured over the predicted (`drop_ratio`, `t_loss_ratio`).
-pub const MIP_COLUMNS: &[&str] = &[
-    "packets_dropped",
-    "t_loss_ms",
-    "erroneous_fast_retransmits",
-    "duplicates_delivered",
-    "sent_from_buffer",
-    "mip_handoffs",
-    "predicted_packets_dropped",
-    "predicted_t_loss_ms",
-    "drop_ratio",
-    "t_loss_ratio",
-];
-
 /// Flow and web columns a grid axis may take the name of, because they report what the axis sets (`tcp`: the
 /// TCP variant, `tcp.variant`): the row then carries the grid value once, in the grid's place, and the run's
 /// own value must equal it (Eom 2002's column contract names the variant `tcp`, as the flow does).
@@ -258,20 +218,24 @@ fn not_in_grid<'a>(names: &'a [&'a str], grid_columns: &'a [String]) -> impl Ite
     names.iter().filter(|c| !grid_columns.iter().any(|g| g == *c)).map(|s| s.to_string())
 }
 
-/// [`columns`] followed by [`MIP_COLUMNS`].
-pub fn mobile_ip_columns(grid_columns: &[String]) -> Vec<String> {
-    let mut cols = columns(grid_columns);
-    cols.extend(MIP_COLUMNS.iter().map(|s| s.to_string()));
+/// Every column of a simulator experiment's table, in CSV order: grid columns, `seed`, the row's own
+/// ([`WEB_COLUMNS`] when `web`, else [`FLOW_COLUMNS`]) less grid columns, [`RUN_COLUMNS`], then each
+/// family's columns ([`lasthop_sim::result_columns`]) that every row has or whose table the scenario has
+/// (`has_table("mobile_ip")`).
+pub fn sim_columns(grid_columns: &[String], web: bool, has_table: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut cols: Vec<String> = grid_columns.to_vec();
+    cols.push("seed".into());
+    cols.extend(not_in_grid(if web { WEB_COLUMNS } else { FLOW_COLUMNS }, grid_columns));
+    cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
+    let families = lasthop_sim::result_columns().filter(|(table, c)| c.always || has_table(table));
+    cols.extend(families.flat_map(|(_, c)| c.names.iter().map(|s| s.to_string())));
     cols
 }
 
-/// Every column a results table of an experiment with these grid columns has, in CSV order.
+/// The columns of a flow's row when the scenario has no family with columns of its own to add
+/// ([`sim_columns`]).
 pub fn columns(grid_columns: &[String]) -> Vec<String> {
-    let mut cols: Vec<String> = grid_columns.to_vec();
-    cols.push("seed".into());
-    cols.extend(not_in_grid(FLOW_COLUMNS, grid_columns));
-    cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
-    cols
+    sim_columns(grid_columns, false, &|_| false)
 }
 
 /// The columns of a web workload's row (Balakrishnan 1998 §5), as `results.csv` names them; `downloads` is the
@@ -292,14 +256,10 @@ pub const WEB_COLUMNS: &[&str] = &[
     "local_retransmissions",
 ];
 
-/// Every column of an experiment whose rows come from a web workload: grid columns, `seed`,
-/// [`WEB_COLUMNS`], then [`RUN_COLUMNS`] (`ideal_ratio` stays empty: no ideal goodput for a workload).
+/// The columns of a web workload's row when the scenario has no family with columns of its own to add
+/// ([`sim_columns`]; `ideal_ratio` stays empty: no ideal goodput for a workload).
 pub fn web_columns(grid_columns: &[String]) -> Vec<String> {
-    let mut cols: Vec<String> = grid_columns.to_vec();
-    cols.push("seed".into());
-    cols.extend(not_in_grid(WEB_COLUMNS, grid_columns));
-    cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
-    cols
+    sim_columns(grid_columns, true, &|_| false)
 }
 
 /// Columns of a testbed experiment that describe the run, added after `seed` unless they are grid columns.
@@ -440,10 +400,7 @@ impl Table {
             Some(ideal) if ideal > 0.0 => Cell::Float(fm.goodput_mbps / ideal),
             _ => Cell::Empty,
         };
-        push_run_cells(&mut row, ideal_ratio, result);
-        if self.col(MIP_COLUMNS[0]).is_some() {
-            push_mip_cells(&mut row, result);
-        }
+        self.push_run_cells(&mut row, ideal_ratio, result);
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
         }
@@ -484,7 +441,7 @@ impl Table {
             int(w.segments_retransmitted),
             int(w.local_retransmissions),
         ]);
-        push_run_cells(&mut row, Cell::Empty, result);
+        self.push_run_cells(&mut row, Cell::Empty, result);
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
         }
@@ -599,6 +556,20 @@ impl Table {
         Ok(())
     }
 
+    /// Appends the run-wide cells of `result` to a row: [`RUN_COLUMNS`] (`ideal_ratio` given), then the
+    /// cells of each family whose columns the table has ([`sim_columns`]).
+    fn push_run_cells(&self, row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
+        row.extend([
+            ideal_ratio,
+            Cell::Float(result.sim_time_s),
+            Cell::Int(result.events as i64),
+            Cell::Bool(result.hit_time_limit),
+        ]);
+        for (_, family) in lasthop_sim::result_columns().filter(|(_, c)| self.col(c.names[0]).is_some()) {
+            row.extend((family.cells)(result).into_iter().map(Cell::from));
+        }
+    }
+
     /// The value of grid column `name` among a row's `grid` values (the table's first columns).
     fn grid_cell<'a>(&self, grid: &'a [Cell], name: &str) -> Option<&'a Cell> {
         self.columns[..grid.len().min(self.columns.len())].iter().position(|c| c == name).map(|i| &grid[i])
@@ -681,7 +652,7 @@ fn sim_handoff_cell(
 ) -> Result<Cell, String> {
     let (run, f) = sim;
     let int = |x: u64| Cell::Int(x as i64);
-    let handoffs = |g: fn(&lasthop_sim::HandoffMetrics) -> u64| int(run.handoffs.iter().map(g).sum());
+    let handoffs = |g: fn(&lasthop_sim::HandoffMetrics) -> u64| int(run.families.handoffs.iter().map(g).sum());
     if let Some(cell) = config_cell(name, seed, cfg) {
         return Ok(cell);
     }
@@ -698,11 +669,11 @@ fn sim_handoff_cell(
         "sender_retrans_segs" => int(f.segments_retransmitted),
         "sender_fast_retrans" => int(f.fast_retransmits),
         "sender_timeouts" => int(f.sender_timeouts),
-        "handoffs" => int(run.handoffs.len() as u64),
+        "handoffs" => int(run.families.handoffs.len() as u64),
         // the testbed's: the request to the first packet through the new base station, data or its acceptance
         // (the simulator's completion; its `latency_s` waits for data)
         "handoff_latency_ms" => {
-            let l: Vec<f64> = run.handoffs.iter().filter_map(|h| h.completion_s).collect();
+            let l: Vec<f64> = run.families.handoffs.iter().filter_map(|h| h.completion_s).collect();
             if l.is_empty() {
                 Cell::Empty
             } else {
@@ -744,89 +715,8 @@ where
     String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
 }
 
-/// Appends the run-wide cells ([`RUN_COLUMNS`]) of `result` to a row: `ideal_ratio`, then the run's numbers
-/// and its handoff summary.
-fn push_run_cells(row: &mut Vec<Cell>, ideal_ratio: Cell, result: &RunResult) {
-    row.push(ideal_ratio);
-    row.push(Cell::Float(result.sim_time_s));
-    row.push(Cell::Int(result.events as i64));
-    row.push(Cell::Bool(result.hit_time_limit));
-    let h = &result.handoffs;
-    let lat: Vec<f64> = h.iter().filter_map(|x| x.latency_s).map(|s| s * 1e3).collect();
-    let sum = |f: fn(&lasthop_sim::HandoffMetrics) -> u64| {
-        if h.is_empty() {
-            Cell::Empty
-        } else {
-            Cell::Int(h.iter().map(f).sum::<u64>() as i64)
-        }
-    };
-    row.push(Cell::Int(h.len() as i64));
-    row.push(if lat.is_empty() { Cell::Empty } else { Cell::Float(lat.iter().sum::<f64>() / lat.len() as f64) });
-    row.push(lat.iter().copied().reduce(f64::max).map_or(Cell::Empty, Cell::Float));
-    row.push(sum(|x| x.packets_lost));
-    row.push(sum(|x| x.resent_from_buffer));
-    row.push(sum(|x| x.duplicates));
-    row.push(sum(|x| x.purged_at_old_bs));
-    let pauses: Vec<f64> = h.iter().filter_map(|x| x.pause_s).collect();
-    let resume: Vec<f64> = h.iter().filter_map(|x| Some((x.pause_s? - (x.decided_s - x.left_s)) * 1e3)).collect();
-    let mean = |v: &[f64]| if v.is_empty() { Cell::Empty } else { Cell::Float(v.iter().sum::<f64>() / v.len() as f64) };
-    row.push(mean(&pauses));
-    row.push(pauses.iter().copied().reduce(f64::max).map_or(Cell::Empty, Cell::Float));
-    row.push(mean(&resume));
-    let mut done: Vec<f64> = h.iter().filter_map(|x| x.completion_s).map(|s| s * 1e3).collect();
-    done.sort_by(f64::total_cmp);
-    let float = |x: Option<f64>| x.map_or(Cell::Empty, Cell::Float);
-    row.push(float(done.first().copied()));
-    row.push(float(median(&done)));
-    row.push(float(done.last().copied()));
-    let sorted = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    row.push(float(median(&sorted(lat))));
-    row.push(float(median(&sorted(pauses))));
-}
-
-/// Appends the [`MIP_COLUMNS`] cells of `result` (empty without Mobile IP).
-fn push_mip_cells(row: &mut Vec<Cell>, result: &RunResult) {
-    let Some(m) = &result.mobile_ip else {
-        row.extend(MIP_COLUMNS.iter().map(|_| Cell::Empty));
-        return;
-    };
-    let sum = |f: fn(&lasthop_sim::MipHandoffMetrics) -> u64| Cell::Int(m.handoffs.iter().map(f).sum::<u64>() as i64);
-    row.push(sum(|h| h.packets_lost));
-    let t: Vec<f64> = m.handoffs.iter().filter_map(|h| h.t_loss_ms).collect();
-    row.push(if t.is_empty() { Cell::Empty } else { Cell::Float(t.iter().sum::<f64>() / t.len() as f64) });
-    row.push(Cell::Int(m.erroneous_fast_retransmits as i64));
-    row.push(Cell::Int(m.duplicates_delivered as i64));
-    row.push(sum(|h| h.sent_from_buffer));
-    row.push(Cell::Int(m.handoffs.len() as i64));
-    let predicted_drops: Option<f64> = m.handoffs.iter().map(|h| h.predicted_packets_dropped).sum();
-    let pt: Vec<f64> =
-        m.handoffs.iter().filter(|h| h.t_loss_ms.is_some()).filter_map(|h| h.predicted_t_loss_ms).collect();
-    let mean_pt = (!pt.is_empty()).then(|| pt.iter().sum::<f64>() / pt.len() as f64);
-    let measured_t = (!t.is_empty()).then(|| t.iter().sum::<f64>() / t.len() as f64);
-    let dropped = m.handoffs.iter().map(|h| h.packets_lost).sum::<u64>() as f64;
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Cell::Float(a / b),
-        _ => Cell::Empty,
-    };
-    let float = |x: Option<f64>| x.map_or(Cell::Empty, Cell::Float);
-    row.push(float(predicted_drops));
-    row.push(float(mean_pt));
-    row.push(ratio(Some(dropped), predicted_drops));
-    row.push(ratio(measured_t, mean_pt));
-}
-
 /// The median of sorted values (the mean of the middle two for an even count).
-pub fn median(sorted: &[f64]) -> Option<f64> {
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2]),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
-    }
-}
+pub use lasthop_sim::metrics::median;
 
 /// The metrics of flow `name` (or the first flow).
 pub fn pick_flow<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a FlowMetrics, String> {
@@ -842,11 +732,11 @@ pub fn pick_flow<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a Fl
 /// The metrics of web workload `name` (or the first).
 pub fn pick_web<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a WebMetrics, String> {
     match name {
-        Some(n) => result.web.iter().find(|w| w.name == n).ok_or_else(|| {
-            let have: Vec<&str> = result.web.iter().map(|w| w.name.as_str()).collect();
+        Some(n) => result.families.web.iter().find(|w| w.name == n).ok_or_else(|| {
+            let have: Vec<&str> = result.families.web.iter().map(|w| w.name.as_str()).collect();
             format!("the run has no web workload `{n}` (it has {have:?})")
         }),
-        None => result.web.first().ok_or_else(|| "the run has no web workloads".to_string()),
+        None => result.families.web.first().ok_or_else(|| "the run has no web workloads".to_string()),
     }
 }
 

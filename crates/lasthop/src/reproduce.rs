@@ -514,7 +514,7 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
                         Some(Ok(RunOutput::Sim(r))) => Some(r),
                         _ => None,
                     })
-                    .flat_map(|r| r.handoffs.iter().filter_map(|h| handoff_time(h, x)));
+                    .flat_map(|r| r.families.handoffs.iter().filter_map(|h| handoff_time(h, x)));
                 match curves.iter_mut().find(|c| c.0 == label) {
                     Some(c) => c.1.extend(values),
                     None => curves.push((label, values.collect())),
@@ -549,7 +549,7 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
 fn handoffs_csv(exp: &Experiment, points: &[Point], seeds: &[u64], results: &[Result<RunOutput, String>]) -> String {
     let runs = points.iter().enumerate().flat_map(|(p, point)| {
         seeds.iter().enumerate().filter_map(move |(j, &seed)| match results.get(p * seeds.len() + j) {
-            Some(Ok(RunOutput::Sim(r))) => Some((point.values.as_slice(), seed, r.handoffs.as_slice())),
+            Some(Ok(RunOutput::Sim(r))) => Some((point.values.as_slice(), seed, r.families.handoffs.as_slice())),
             _ => None,
         })
     });

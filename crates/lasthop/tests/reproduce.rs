@@ -78,10 +78,8 @@ fn fake(req: &RunRequest<'_>) -> Result<RunResult> {
         links: vec![],
         agents: BTreeMap::new(),
         undeliverable_packets: 0,
-        web: Vec::new(),
         series,
-        handoffs: vec![],
-        mobile_ip: None,
+        families: Default::default(),
     })
 }
 
@@ -385,16 +383,19 @@ fn fake_web(req: &RunRequest<'_>) -> Result<RunResult> {
     Ok(RunResult {
         seed: req.seed.unwrap_or(1),
         sim_time_s: 1000.0,
-        web: vec![lasthop_sim::WebMetrics {
-            name: "browse".into(),
-            tcp: variant.into(),
-            connections: conns as u32,
-            persistent,
-            think_time: think,
-            downloads_completed: downloads,
-            objects_requested: downloads + 1,
+        families: lasthop_sim::FamilyMetrics {
+            web: vec![lasthop_sim::WebMetrics {
+                name: "browse".into(),
+                tcp: variant.into(),
+                connections: conns as u32,
+                persistent,
+                think_time: think,
+                downloads_completed: downloads,
+                objects_requested: downloads + 1,
+                ..Default::default()
+            }],
             ..Default::default()
-        }],
+        },
         ..Default::default()
     })
 }

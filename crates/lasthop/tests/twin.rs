@@ -182,7 +182,7 @@ fn a_handoff_testbed_point_runs_on_the_simulators_face() {
     let f = &sim.flows[0];
     assert!(f.completed && f.bytes_delivered == 400_000, "{f:?}");
     // a 2 Mb/s hop delivers 400 KB in about 1.7 s: a handoff at 1 s, breaking before making, from cell 1 to 2
-    let h = &sim.handoffs;
+    let h = &sim.families.handoffs;
     assert!(!h.is_empty() && (h[0].decided_s - 1.0).abs() < 1e-9, "{h:?}");
     assert_eq!((h[0].from.as_str(), h[0].to.as_str()), ("bs1", "bs2"));
     assert!(h[0].packets_lost > 0, "frames queued for the cell the mobile left are lost: {:?}", h[0]);

@@ -43,7 +43,8 @@
 use crate::context::{Cx, Request, View};
 use crate::feature::{Feature, HookSet};
 use crate::metrics::RunResult;
-use crate::scenario::Scenario;
+use crate::registry::{Family, Together};
+use crate::scenario::{Invalid, LinkKind, Scenario};
 use bytes::{BufMut, Bytes, BytesMut};
 use lasthop_arq::tcp_aware::{DupAckFilter, Verdict};
 use lasthop_arq::{ArqConfig, ArqReceiver, ArqSender, Delivery};
@@ -156,6 +157,51 @@ struct ArqLink {
     /// Packets refused by the link's full queue; malformed frames or packets dropped.
     refused: u64,
     malformed_tcp: u64,
+}
+
+/// The family's registration: every link's `arq` table, checked and built. Mobile IP's base stations and
+/// mobile send on their cells themselves, past any link layer (`crate::mobile_ip`); its
+/// `buffer_cleanup = "link-ack"` models the link's acknowledgements instead.
+pub(crate) const FAMILY: Family = Family {
+    name: "arq",
+    present: |s| s.links.values().any(|l| l.arq.is_some()),
+    validate,
+    together: &[Together::Not {
+        other: "mobile_ip",
+        field: |s| {
+            let name = s.links.iter().find(|(_, l)| l.arq.is_some()).map(|(n, _)| n.as_str()).unwrap_or_default();
+            format!("links.{name}.arq")
+        },
+        message: "link-level ARQ does not run with `[mobile_ip]` (its base stations send to the mobile themselves; \
+                  `mobile_ip.buffer_cleanup = \"link-ack\"` models the link's acknowledgements): remove it or use \
+                  `[mobility]`",
+    }],
+    columns: None,
+    build: |s, world| {
+        if let Some(f) = Arq::build(s, View::new(world)) {
+            world.register(f);
+        }
+        Ok(())
+    },
+};
+
+fn validate(s: &Scenario) -> Result<(), Invalid> {
+    for (name, l) in &s.links {
+        let Some(a) = &l.arq else { continue };
+        let p = |f: &str| format!("links.{name}.{f}");
+        if l.kind != LinkKind::Wireless {
+            return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
+        }
+        a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
+        let senders = if a.both_directions { &l.ends[..] } else { &l.ends[..1] };
+        if let Some(end) = senders.iter().find(|e| !s.nodes[*e].agent.is_none()) {
+            return Err((
+                format!("nodes.{end}.agent"),
+                format!("`{end}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) struct Arq {

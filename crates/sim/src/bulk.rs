@@ -7,7 +7,8 @@
 use crate::context::{Cx, FlowProgress, Request, Role, Setup, View};
 use crate::feature::Feature;
 use crate::metrics::{FlowMetrics, FlowSeries, RunResult};
-use crate::scenario::{LinkKind, Scenario};
+use crate::registry::Family;
+use crate::scenario::{non_negative_s, Invalid, LinkKind, Scenario, MAX_TIME_S};
 use crate::{rng, SimError};
 use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
@@ -18,6 +19,58 @@ use lasthop_wire::{SeqNum, Time};
 use rand::RngCore;
 use std::collections::BTreeSet;
 use std::net::SocketAddrV4;
+
+/// A bulk flow, `[flows.NAME]`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// Node that sends (the TCP sender: active opener).
+    pub from: String,
+    /// Node that receives.
+    pub to: String,
+    /// Application bytes to transfer.
+    pub bytes: u64,
+    /// When the sender connects, seconds (default 0).
+    #[serde(default)]
+    pub start_s: f64,
+    /// Overrides of the scenario's `[tcp]` table for this flow.
+    #[serde(default)]
+    pub tcp: toml::Table,
+}
+
+pub(crate) const FAMILY: Family = Family {
+    name: "flows",
+    present: |s| !s.flows.is_empty(),
+    validate,
+    together: &[],
+    columns: None,
+    build: |s, world| {
+        if let Some(b) = BulkFlows::build(s, &mut Setup::new(world))? {
+            world.register(b);
+        }
+        Ok(())
+    },
+};
+
+fn validate(s: &Scenario) -> Result<(), Invalid> {
+    for (name, f) in &s.flows {
+        let p = |x: &str| format!("flows.{name}.{x}");
+        for (field, node) in [("from", &f.from), ("to", &f.to)] {
+            s.check_node(node).map_err(|m| (p(field), m))?;
+        }
+        if f.from == f.to {
+            return Err((p("to"), "expected a node other than `from`".into()));
+        }
+        if f.bytes == 0 {
+            return Err((p("bytes"), "expected at least 1 byte".into()));
+        }
+        if !non_negative_s(f.start_s) {
+            return Err((p("start_s"), format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", f.start_s)));
+        }
+        s.validate_own_tcp(&p("tcp"), &f.tcp)?;
+    }
+    Ok(())
+}
 
 /// The bulk flows' events.
 pub(crate) enum BulkEvent {

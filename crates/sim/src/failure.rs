@@ -10,6 +10,7 @@ use crate::agents::build_agent;
 use crate::context::{Cx, Request, View};
 use crate::feature::{Feature, HookSet};
 use crate::metrics::RunResult;
+use crate::registry::Family;
 use crate::scenario::Scenario;
 use bytes::Bytes;
 use lasthop_wire::Time;
@@ -27,6 +28,24 @@ pub struct FailureConfig {
     #[serde(default)]
     pub restart_after_s: Option<f64>,
 }
+
+/// The family's registration: `[failure]`, checked and built.
+pub(crate) const FAMILY: Family = Family {
+    name: "failure",
+    present: |s| s.failure.is_some(),
+    validate: |s| match &s.failure {
+        Some(f) => f.validate(&|n| s.nodes.contains_key(n)).map_err(|(f, m)| (format!("failure.{f}"), m)),
+        None => Ok(()),
+    },
+    together: &[],
+    columns: None,
+    build: |s, world| {
+        if let Some(f) = Failure::build(s, View::new(world)) {
+            world.register(f);
+        }
+        Ok(())
+    },
+};
 
 impl FailureConfig {
     pub fn validate(&self, node_exists: &dyn Fn(&str) -> bool) -> Result<(), (String, String)> {

@@ -1,5 +1,5 @@
 //! The seam between the simulator's core ([`crate::world`]) and its features: the protocol families and
-//! workloads that a scenario switches on, seven of them, registered in [`build_all`]: a node that fails
+//! workloads that a scenario switches on, seven of them, listed in `registry.rs`: a node that fails
 //! ([`crate::failure`]), I-TCP's split connection ([`crate::split`]), mobility and handoff
 //! ([`crate::mobility`]), the Web workload ([`crate::web`]), Mobile IP ([`crate::mobile_ip`]), link-level
 //! ARQ ([`crate::arq`]) and, last, the bulk flows (`crate::bulk`). A feature owns its state, its events and
@@ -16,15 +16,17 @@
 //!
 //! # Adding a protocol family
 //!
-//! A family is a module of its own (as `crate::mobile_ip` is) plus its registration in [`build_all`]
-//! (`registry.rs`, the one file that names the families); the core is not edited. The guide's page "Adding
-//! a protocol family" walks through one.
+//! A family is a module of its own (as `crate::mobile_ip` is) that declares itself once, as a
+//! `crate::registry::Family` (its table, its validation and its rules on other families, its build, its
+//! result columns), plus one line in the list of `registry.rs`, the one file that names the families; the
+//! core is not edited. The guide's page "Adding a protocol family" walks through one.
 //!
 //! 1. **Scenario section.** Its table in the scenario file (`[mobile_ip]`) is a field of
-//!    [`crate::Scenario`] with a `Deserialize` config type that lives in the family's module.
+//!    [`crate::Scenario`] with a `Deserialize` config type that lives in the family's module; its
+//!    `Family::validate` checks it, and a rule involving another family is declared in `Family::together`.
 //! 2. **State and set-up.** A type that implements [`Feature`], built from the scenario by a
 //!    `build(scenario, setup) -> Option<..>` in the family's module and registered with
-//!    `world.register(f)` in `build_all`. `build` runs after the topology is in place and after the
+//!    `world.register(f)` in its `Family::build`. `build` runs after the topology is in place and after the
 //!    families registered before it; through [`Setup`](crate::context::Setup) it may install agents, recompute routes, join media,
 //!    set a node's default gateway or a link's range, and mark its control protocol; a family that only
 //!    reads takes a [`View`]. [`Feature::set_up`] then schedules its first events.
@@ -51,8 +53,9 @@
 //!      endpoints: a feature's own ([`Request::OpenEndpoint`]) come to [`Feature::on_endpoint_packet`], and
 //!      the feature runs them, or has the core send what they send ([`Feature::endpoint_transmit`], a direct
 //!      call per segment); [`Feature::after_flow_endpoint`] follows every bulk-flow endpoint that ran.
-//! 5. **Metrics.** [`Feature::finish`] writes the family's own entries into the [`RunResult`] (a field of
-//!    its own there, serialised only when present).
+//! 5. **Metrics.** [`Feature::finish`] writes the family's own entries into the [`RunResult`] (a section
+//!    of its own in `RunResult::families`, serialised only when present), and `Family::columns` turns them
+//!    into its result columns.
 //!
 //! # Same-instant order
 //!
@@ -71,7 +74,6 @@
 //! come back to it, and what an endpoint sends meanwhile is offered to [`Feature::on_host_send`] once no
 //! feature runs, so every feature sees every such packet.
 //!
-//! [`build_all`]: crate::registry::build_all
 //! [`Registered`]: crate::registered::Registered
 //! [`Request`]: crate::context::Request
 //! [`Request::HandToAgent`]: crate::context::Request::HandToAgent

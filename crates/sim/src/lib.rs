@@ -8,8 +8,9 @@
 //! features' start, each in registration order), and every random stream is seeded from (scenario seed, component, stream name).
 //!
 //! Layout: the core (`world/`: event queue, links and media, routing, delivery, the core's metrics) and
-//! its features behind one seam: `feature.rs` (the `Feature` trait, the one registration per family, and
-//! how the core holds a feature) and `context.rs` (what a feature's hooks are handed: the time, a read-only
+//! its features behind one seam: `feature.rs` (the `Feature` trait), `registry.rs` (the one registration
+//! per family: its validation, build, metrics section and result columns), `registered.rs` (how the core
+//! holds a feature) and `context.rs` (what a feature's hooks are handed: the time, a read-only
 //! view, its own events and an outbox of requests the core carries out after the hook; no feature gets the
 //! world). The features: the Web workload ([`web`], its run in `web/feature.rs`), mobility and handoff
 //! ([`mobility`], `mobility/feature.rs`), Mobile IP ([`mobile_ip`], `mobile_ip/feature.rs`), a node that fails
@@ -38,10 +39,12 @@ pub mod split;
 pub mod web;
 mod world;
 
-pub use metrics::{
-    FlowMetrics, FlowSeries, HandoffMetrics, LinkMetrics, MipHandoffMetrics, MobileIpMetrics, RunResult, WebMetrics,
-};
+pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
+pub use mobile_ip::{MipHandoffMetrics, MobileIpMetrics};
+pub use mobility::HandoffMetrics;
+pub use registry::{result_columns, FamilyMetrics, ResultColumns};
 pub use scenario::{Scenario, ScenarioError};
+pub use web::WebMetrics;
 
 use std::path::PathBuf;
 

@@ -1,4 +1,5 @@
-//! What a run measures: per flow, per link, per agent; and optional time series. Serialised as `metrics.json`.
+//! What a run measures: per flow, per link, per agent; and optional time series; then each protocol
+//! family's section ([`crate::registry::FamilyMetrics`]). Serialised as `metrics.json`.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -18,113 +19,13 @@ pub struct RunResult {
     pub agents: BTreeMap<String, BTreeMap<String, u64>>,
     /// Packets dropped because no node could route or deliver them (no route, no matching endpoint).
     pub undeliverable_packets: u64,
-    /// Per web workload (absent from metrics.json when the scenario has none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub web: Vec<WebMetrics>,
     /// Present when `RunOptions::trace` was set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<FlowSeries>>,
-    /// One entry per handoff, in order (empty without `[mobility]`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub handoffs: Vec<HandoffMetrics>,
-    /// Present with `[mobile_ip]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mobile_ip: Option<MobileIpMetrics>,
-}
-
-/// What Mobile IP did in a run (Eom 2002).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct MobileIpMetrics {
-    /// One entry per handoff, in order.
-    pub handoffs: Vec<MipHandoffMetrics>,
-    /// Data segments the mobile received more than once (same connection and sequence number).
-    pub duplicates_delivered: u64,
-    /// Fast retransmits, by the correspondent, of a segment the mobile already had (Eom 2002 §3.2).
-    pub erroneous_fast_retransmits: u64,
-    /// Per node: the counters of the Mobile IP entity it runs.
-    pub agents: BTreeMap<String, BTreeMap<String, u64>>,
-}
-
-/// One Mobile IP handoff: when the mobile left its cell, the local protocol's and the registration's
-/// progress after it (seconds from leaving; `None` when it did not happen before the next handoff or the
-/// end), and what it cost.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct MipHandoffMetrics {
-    pub index: u32,
-    /// Base stations (node names).
-    pub from: String,
-    pub to: String,
-    pub left_s: f64,
-    /// The mobile heard the new BS's beacon and sent its handoff request.
-    pub handoff_request_s: Option<f64>,
-    /// The new FA's agent advertisement arrived and the registration request went out.
-    pub registration_sent_s: Option<f64>,
-    /// The HA's reply reached the mobile.
-    pub registered_s: Option<f64>,
-    /// Frames lost in the air (out of range) from leaving the cell to the next handoff: the data the old BS
-    /// sent after the mobile left, and at most a delayed ACK of the mobile's own.
-    pub packets_lost: u64,
-    /// Packets the old BS sent up from its buffer on *forward*.
-    pub sent_from_buffer: u64,
-    /// Data segments the mobile received twice, from this handoff to the next.
-    pub duplicates_delivered: u64,
-    /// Erroneous fast retransmits from this handoff to the next.
-    pub erroneous_fast_retransmits: u64,
-    /// The loss period t_loss (Eom 2002 §2.2, Fig. 3), ms: from T1, the mobile leaving less the delay from
-    /// the forwarding point (HA under base Mobile IP, old FA under route optimisation) to the old FA, to T2,
-    /// when the forwarding point learns the new care-of address; `None` when it never did.
-    pub t_loss_ms: Option<f64>,
-    /// Eq. (2) (base Mobile IP) or Eq. (3) (route optimisation) of Eom 2002 §2.2, ms, from this handoff's own
-    /// timeline: t_beacon (entering the cell to the handoff request), t_new_fa (to the registration request
-    /// leaving the mobile, plus the BS–FA hop to the new FA), and the delay stations' one-way delays for
-    /// t_delay and t_ha (HA–FA) or t_old_fa (FA–FA); `None` when the registration never went out.
-    #[serde(default)]
-    pub predicted_t_loss_ms: Option<f64>,
-    /// Eq. (1) with that t_loss: min(mws / rtt × t_loss, mws), mws the maximum window in segments and rtt
-    /// Table 1's round trip (twice the one-way delay from the correspondent to the first FA, plus α, the
-    /// FA–mobile round trip of a full segment and an ACK).
-    #[serde(default)]
-    pub predicted_packets_dropped: Option<f64>,
-}
-
-/// One handoff: when the mobile decided, the event timeline after it (Balakrishnan 1995 Fig. 10), and its cost.
-/// Times after `decided_s` are offsets from it, in seconds; `None` when the event did not happen.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct HandoffMetrics {
-    pub index: u32,
-    /// Base stations (node names).
-    pub from: String,
-    pub to: String,
-    /// Non-overlapping cells: when the mobile left the old cell (seconds); else equal to `decided_s`.
-    pub left_s: f64,
-    /// When the mobile decided to hand off (heard the new BS), seconds.
-    pub decided_s: f64,
-    /// The request (Forward / Greeting) reached the new BS.
-    pub request_at_new_bs_s: Option<f64>,
-    /// The old BS learned of the handoff (Buffer / Notify).
-    pub old_bs_told_s: Option<f64>,
-    /// The new BS's Ack / GreetingAck reached the mobile (fast retransmit fires here).
-    pub accepted_s: Option<f64>,
-    /// Handoff latency: the first data packet from the new BS reached the mobile.
-    pub latency_s: Option<f64>,
-    /// The mobile first heard from the new BS after deciding: its first data packet or its acceptance
-    /// (Ack / GreetingAck), whichever came first. Defined idle and during a transfer (Balakrishnan 1995 Fig. 10).
-    pub completion_s: Option<f64>,
-    /// Frames lost on detached links (either way) from this handoff to the next.
-    pub packets_lost: u64,
-    /// Packets the new primary sent from its buffer (multicast scheme).
-    pub resent_from_buffer: u64,
-    /// Packets the mobile received twice (same source and IP ID) from this handoff to the next.
-    pub duplicates: u64,
-    /// Frames for the mobile the old BS discarded from its wireless queue when told to stop forwarding
-    /// (`mobility.old_bs_drains = false`; else 0).
-    pub purged_at_old_bs: u64,
-    /// Caceres 1995's pause: seconds from leaving the old cell (from the decision, in overlapping cells) until
-    /// every flow to or from the mobile has delivered to its receiving application a byte its sender had not
-    /// yet sent at that moment (or its last byte): until what the crossing lost, data or ACKs, is repaired
-    /// and the transfer moves on. `None` when the run, or the next crossing, came first, or no flow runs
-    /// through the mobile.
-    pub pause_s: Option<f64>,
+    /// The protocol families' sections, each typed in its family's module (at the top level of
+    /// metrics.json: `web`, `handoffs`, `mobile_ip`).
+    #[serde(flatten)]
+    pub families: crate::registry::FamilyMetrics,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -206,43 +107,22 @@ pub struct FlowSeries {
     pub handoffs: Vec<f64>,
 }
 
-/// What one web workload achieved (Balakrishnan 1998 §5: "successfully completed individual downloads in 1000 s").
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct WebMetrics {
-    pub name: String,
-    pub tcp: String,
-    pub connections: u32,
-    pub persistent: bool,
-    pub think_time: bool,
-    /// Objects (replies) read completely by the client within the browsing time, every byte verified:
-    /// Balakrishnan 1998's "downloads".
-    pub downloads_completed: u64,
-    /// Pages whose primary and every embedded object were read within the browsing time.
-    pub pages_completed: u64,
-    pub pages_started: u64,
-    /// Objects requested (a request may still be in progress at the end).
-    pub objects_requested: u64,
-    /// Requests sent again by the client because the first copy was lost on the way to the server.
-    pub request_retransmissions: u64,
-    /// TCP connections the server opened (one per object, or one per persistent connection).
-    pub connections_opened: u64,
-    /// Reply bytes read by the client, in order, verified against what was sent.
-    pub bytes_delivered: u64,
-    /// Delivered bytes that did not match what was sent (must be 0).
-    pub corrupt_bytes: u64,
-    /// Mean time from an object's request to its last byte read, over completed downloads.
-    pub mean_download_time_s: Option<f64>,
-    /// Summed over every connection of the workload.
-    pub sender_timeouts: u64,
-    pub fast_retransmits: u64,
-    pub segments_sent: u64,
-    pub segments_retransmitted: u64,
-    /// Counters of the agents on the client–server path, over this workload's connections only.
-    pub local_retransmissions: u64,
-    pub dupacks_suppressed: u64,
-    /// Segments the client received whose data it already had (needless retransmissions, by the server or
-    /// by an agent), over every connection.
-    pub duplicate_segments_received: u64,
+/// One cell of a results row that a family gives for its columns (`crate::registry::ResultColumns`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    Empty,
+    Int(i64),
+    Float(f64),
+}
+
+/// The median of sorted values (the mean of the middle two for an even count).
+pub fn median(sorted: &[f64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
 }
 
 #[cfg(test)]
@@ -257,7 +137,7 @@ mod tests {
         let mut s = Scenario::load(std::path::Path::new(path)).unwrap();
         s.set_seed(3);
         let r = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
-        assert!(r.series.is_some() && !r.handoffs.is_empty());
+        assert!(r.series.is_some() && !r.families.handoffs.is_empty());
         let back: super::RunResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
     }

@@ -13,5 +13,8 @@ pub mod analysis;
 pub mod config;
 pub mod erroneous;
 pub(crate) mod feature;
+mod metrics;
 
+pub(crate) use config::FAMILY;
 pub use config::{CellConfig, CleanupKind, MipScheme, MobileIpConfig};
+pub use metrics::{MipHandoffMetrics, MobileIpMetrics};

@@ -29,8 +29,63 @@
 //! detached both ways (no frames, beacons included), so whether cells overlap follows from the geometry.
 
 pub(crate) mod feature;
+mod metrics;
 
+pub use metrics::HandoffMetrics;
+
+use crate::context::Setup;
+use crate::registry::Family;
+use crate::scenario::{AgentKind, Invalid, LinkKind, Scenario};
 use serde::Deserialize;
+
+/// The family's registration: `[mobility]`, checked and built.
+pub(crate) const FAMILY: Family = Family {
+    name: "mobility",
+    present: |s| s.mobility.is_some(),
+    validate,
+    together: &[],
+    columns: Some(metrics::COLUMNS),
+    build: |s, world| {
+        if let Some(m) = feature::Mobility::build(s, &mut Setup::new(world)) {
+            world.register(m);
+        }
+        Ok(())
+    },
+};
+
+fn validate(s: &Scenario) -> Result<(), Invalid> {
+    let Some(m) = &s.mobility else { return Ok(()) };
+    m.validate(&|n| s.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
+    for b in m.base_stations.iter().filter(|_| m.scheme != SchemeKind::None) {
+        // The handoff agent runs Snoop or E2E-ELN's notifier itself; split (and M-TCP) relays move between
+        // base stations (`crate::split`); the others have no handoff-aware version.
+        let kinds = &s.nodes[b].agent.0;
+        let handoff_aware = |k: &AgentKind| matches!(k, AgentKind::Snoop | AgentKind::ElnFixed) || k.is_split();
+        let alone = [(AgentKind::ElnFixed, "E2E-ELN's notifier", "eln-fixed")];
+        if let Some((_, what, name)) = alone.iter().find(|(k, ..)| kinds.len() > 1 && kinds.contains(k)) {
+            return Err((
+                format!("nodes.{b}.agent"),
+                format!("a mobility base station runs {what} alone: expected \"{name}\" without other agents"),
+            ));
+        }
+        if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {
+            return Err((
+                format!("nodes.{b}.agent"),
+                format!(
+                    "a mobility base station runs \"none\", \"snoop\" or \"eln-fixed\" inside its handoff agent, or \"split\" / \"split-sack\" / \"mtcp\"; `{}` is not supported there",
+                    k.name()
+                ),
+            ));
+        }
+    }
+    if let Some(b) = m.base_stations.iter().find(|b| !s.joined(b, &m.mobile, LinkKind::Wireless)) {
+        return Err((
+            "mobility.base_stations".into(),
+            format!("no wireless link joins `{b}` and the mobile `{}`", m.mobile),
+        ));
+    }
+    Ok(())
+}
 
 /// The scenario's `[mobility]` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -564,7 +619,7 @@ pub(crate) struct MobState {
     pub controller: lasthop_agents::handoff::MobileHost,
     /// Index into `bss` of the cell the mobile's uplink goes to (its default gateway).
     pub current: usize,
-    pub handoffs: Vec<crate::metrics::HandoffMetrics>,
+    pub handoffs: Vec<HandoffMetrics>,
     /// When the mobile left its last cell (non-overlapping), for the next handoff's `left_s`.
     pub left_at: Option<lasthop_wire::Time>,
     /// Sum of the base stations' `resent_from_buffer` when the current handoff began.

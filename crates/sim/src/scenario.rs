@@ -2,7 +2,9 @@
 //! Every field has a default documented here and in the user guide (docs/src/reference/scenario/); a mistake
 //! is reported with the file, the field, the line and what was expected.
 
+pub use crate::bulk::FlowConfig;
 use crate::error_model::ErrorModelConfig;
+pub use crate::web::WebConfig;
 use lasthop_tcp::TcpConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -193,75 +195,6 @@ impl LinkConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlowConfig {
-    /// Node that sends (the TCP sender: active opener).
-    pub from: String,
-    /// Node that receives.
-    pub to: String,
-    /// Application bytes to transfer.
-    pub bytes: u64,
-    /// When the sender connects, seconds (default 0).
-    #[serde(default)]
-    pub start_s: f64,
-    /// Overrides of the scenario's `[tcp]` table for this flow.
-    #[serde(default)]
-    pub tcp: toml::Table,
-}
-
-/// A browsing client (Balakrishnan 1998 §5's Web workload after Mah 1997; the model is documented in [`crate::web`]).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebConfig {
-    /// The browsing node (the mobile host): it reads the replies.
-    pub client: String,
-    /// The node serving every page (the fixed host): it opens each reply connection and sends the reply.
-    pub server: String,
-    /// Parallel connections per client, 1–4 (default 1).
-    #[serde(default = "default_connections")]
-    pub connections: u32,
-    /// Persistent HTTP: connections stay open across objects (default false: one connection per object).
-    #[serde(default)]
-    pub persistent: bool,
-    /// User think time between pages (default true; Balakrishnan 1998's P-HTTP runs have none).
-    #[serde(default = "default_true")]
-    pub think_time: bool,
-    /// Open each connection with a handshake over the air (default true: the server's SYN, the client's
-    /// SYN-ACK). false: ns's one-way agents, which Balakrishnan 1998's Web runs used (§4: "We use ns as our
-    /// simulator"; ns's `Agent/TCP` had no SYN until 2001): the connection exists at once, the request goes
-    /// out immediately and the reply's first packet is data (`examples/web-ns.toml`, [`crate::web`]).
-    #[serde(default = "default_true")]
-    pub handshake: bool,
-    /// Send each request as a frame over every hop, the lossy hop included, resent on the client's timer
-    /// until it arrives (default true). false: the request reaches the server after its modelled one-way
-    /// latency (transmission and propagation on every hop) and is never lost, as in a simulation that
-    /// models only the replies (Balakrishnan 1998 does not say how its ns runs carried requests; see
-    /// `experiments/web.toml`).
-    #[serde(default = "default_true")]
-    pub request_over_air: bool,
-    /// When browsing starts, seconds (default 0).
-    #[serde(default)]
-    pub start_s: f64,
-    /// How long the user browses, seconds (default 1000, Balakrishnan 1998's run length); no page starts after it and
-    /// downloads are counted up to it. Must end within `time_limit_s`.
-    #[serde(default = "default_web_duration")]
-    pub duration_s: f64,
-    /// Overrides of the scenario's `[tcp]` table for this workload's connections.
-    #[serde(default)]
-    pub tcp: toml::Table,
-}
-
-fn default_connections() -> u32 {
-    1
-}
-fn default_true() -> bool {
-    true
-}
-fn default_web_duration() -> f64 {
-    1000.0
-}
-
 fn default_seed() -> u64 {
     1
 }
@@ -280,6 +213,19 @@ pub const MAX_TIME_S: f64 = 1e9;
 pub const RATE_MBPS: std::ops::RangeInclusive<f64> = 1e-6..=1e9;
 /// Most packets a transmit queue may hold: far above any buffer the papers or real routers use.
 pub const MAX_QUEUE_PACKETS: usize = 1_000_000;
+
+/// A time in seconds that is positive and bounded (so that it stays exact as integer nanoseconds).
+pub(crate) fn positive_s(v: f64) -> bool {
+    v.is_finite() && v > 0.0 && v <= MAX_TIME_S
+}
+
+/// A time in seconds from 0, bounded as [`positive_s`].
+pub(crate) fn non_negative_s(v: f64) -> bool {
+    v.is_finite() && (0.0..=MAX_TIME_S).contains(&v)
+}
+
+/// A rule broken by a scenario: the field at fault, dotted from the scenario's top, and what was expected.
+pub(crate) type Invalid = (String, String);
 
 /// A scenario that could not be read or does not make sense, with where and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -415,12 +361,11 @@ impl Scenario {
         Ok(tcp)
     }
 
-    /// Checks what serde cannot: references between tables, ranges. Errors are (field path, message).
-    fn validate(&self) -> Result<(), (String, String)> {
-        // Times in seconds, bounded so that they stay exact as integer nanoseconds.
-        let positive = |v: f64| v.is_finite() && v > 0.0 && v <= MAX_TIME_S;
-        let non_negative = |v: f64| v.is_finite() && (0.0..=MAX_TIME_S).contains(&v);
-        if !positive(self.time_limit_s) {
+    /// Checks what serde cannot: references between tables, ranges. Errors are (field path, message):
+    /// the core's own tables (the time limit, nodes, links, the agents' and TCP's settings), then every
+    /// family's rules ([`crate::registry::validate`]).
+    fn validate(&self) -> Result<(), Invalid> {
+        if !positive_s(self.time_limit_s) {
             return Err((
                 "time_limit_s".into(),
                 format!("expected a positive number of seconds up to {MAX_TIME_S:e}, got {}", self.time_limit_s),
@@ -456,7 +401,7 @@ impl Scenario {
                     ),
                 ));
             }
-            if !non_negative(l.delay_ms / 1e3) {
+            if !non_negative_s(l.delay_ms / 1e3) {
                 return Err((
                     p("delay_ms"),
                     format!("expected a delay from 0 to {:e} ms, got {}", MAX_TIME_S * 1e3, l.delay_ms),
@@ -488,30 +433,6 @@ impl Scenario {
                     "only a half-duplex link's stations share access (set duplex = \"half\")".into(),
                 ));
             }
-            if let Some(a) = &l.arq {
-                if l.kind != LinkKind::Wireless {
-                    return Err((p("arq"), "link-level ARQ runs on wireless links only".into()));
-                }
-                a.validate().map_err(|(f, m)| (p(&format!("arq.{f}")), m))?;
-                if self.mobile_ip.is_some() {
-                    // Mobile IP's base stations and mobile send on their cells themselves (`crate::mobile_ip`),
-                    // past any link layer; its `buffer_cleanup = "link-ack"` models the link's acknowledgements.
-                    return Err((
-                        p("arq"),
-                        "link-level ARQ does not run with `[mobile_ip]` (its base stations send to the mobile \
-                         themselves; `mobile_ip.buffer_cleanup = \"link-ack\"` models the link's acknowledgements): \
-                         remove it or use `[mobility]`"
-                            .into(),
-                    ));
-                }
-                let senders = if a.both_directions { &l.ends[..] } else { &l.ends[..1] };
-                if let Some(end) = senders.iter().find(|e| !self.nodes[*e].agent.is_none()) {
-                    return Err((
-                        format!("nodes.{end}.agent"),
-                        format!("`{end}` sends on link `{name}` with link-level ARQ; its agent must be \"none\" (ARQ's TCP awareness is `arq.tcp_aware`)"),
-                    ));
-                }
-            }
             l.error.validate().map_err(|m| (p("error"), m))?;
             if let Some(e) = &l.error_reverse {
                 e.validate().map_err(|m| (p("error_reverse"), m))?;
@@ -519,260 +440,36 @@ impl Scenario {
         }
         let base_tcp = self.merged_tcp(None).map_err(|(f, m)| (f.map_or("tcp".into(), |f| format!("tcp.{f}")), m))?;
         base_tcp.check_behaviours().map_err(|(f, m)| (format!("tcp.{f}"), m))?;
-        for (name, f) in &self.flows {
-            let p = |x: &str| format!("flows.{name}.{x}");
-            for (field, node) in [("from", &f.from), ("to", &f.to)] {
-                if !self.nodes.contains_key(node) {
-                    return Err((p(field), format!("no node named `{node}` (nodes: {})", self.node_names())));
-                }
-            }
-            if f.from == f.to {
-                return Err((p("to"), "expected a node other than `from`".into()));
-            }
-            if f.bytes == 0 {
-                return Err((p("bytes"), "expected at least 1 byte".into()));
-            }
-            if !non_negative(f.start_s) {
-                return Err((
-                    p("start_s"),
-                    format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", f.start_s),
-                ));
-            }
-            let tcp = self.merged_tcp(Some(&f.tcp)).map_err(|(k, m)| match k {
-                Some(k) => (tcp_path(&p("tcp"), &f.tcp, k), m),
-                None => (p("tcp"), m),
-            })?;
-            check_tcp(&tcp).map_err(|(k, m)| (tcp_path(&p("tcp"), &f.tcp, &k), m))?;
-        }
-        for (name, w) in &self.web {
-            let p = |x: &str| format!("web.{name}.{x}");
-            for (field, node) in [("client", &w.client), ("server", &w.server)] {
-                if !self.nodes.contains_key(node) {
-                    return Err((p(field), format!("no node named `{node}` (nodes: {})", self.node_names())));
-                }
-            }
-            if w.client == w.server {
-                return Err((p("server"), "expected a node other than `client`".into()));
-            }
-            if !(1..=4).contains(&w.connections) {
-                return Err((p("connections"), "expected 1 to 4 parallel connections (Balakrishnan 1998)".into()));
-            }
-            if !non_negative(w.start_s) {
-                return Err((
-                    p("start_s"),
-                    format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", w.start_s),
-                ));
-            }
-            if !positive(w.duration_s) {
-                return Err((
-                    p("duration_s"),
-                    format!("expected a positive duration up to {MAX_TIME_S:e} s, got {}", w.duration_s),
-                ));
-            }
-            if w.start_s + w.duration_s > self.time_limit_s {
-                return Err((
-                    p("duration_s"),
-                    format!(
-                        "browsing ends at {} s, after `time_limit_s` = {} s; raise the limit or shorten the run",
-                        w.start_s + w.duration_s,
-                        self.time_limit_s
-                    ),
-                ));
-            }
-            let tcp = self.merged_tcp(Some(&w.tcp)).map_err(|(k, m)| match k {
-                Some(k) => (tcp_path(&p("tcp"), &w.tcp, k), m),
-                None => (p("tcp"), m),
-            })?;
-            check_tcp(&tcp).map_err(|(k, m)| (tcp_path(&p("tcp"), &w.tcp, &k), m))?;
-        }
-        for (name, n) in &self.nodes {
-            if n.agent.0.len() > 1 && n.agent.0.iter().any(|k| k.is_split()) {
-                return Err((
-                    format!("nodes.{name}.agent"),
-                    "\"split\", \"split-sack\" and \"mtcp\" terminate TCP at the node and cannot be chained with other agents"
-                        .into(),
-                ));
-            }
-        }
-        self.split.validate().map_err(|(f, m)| (format!("split.{f}"), m))?;
-        if let Some(f) = &self.failure {
-            f.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, m)| (format!("failure.{f}"), m))?;
-        }
         self.snoop.validate().map_err(|(f, m)| (format!("snoop.{f}"), m))?;
-        if let Some(m) = &self.mobility {
-            m.validate(&|n| self.nodes.contains_key(n)).map_err(|(f, msg)| (format!("mobility.{f}"), msg))?;
-            self.validate_split_cells(m)?;
-            for b in m.base_stations.iter().filter(|_| m.scheme != crate::mobility::SchemeKind::None) {
-                // The handoff agent runs Snoop or E2E-ELN's notifier itself; split (and M-TCP) relays move
-                // between base stations (`crate::split`); the others have no handoff-aware version.
-                let kinds = &self.nodes[b].agent.0;
-                let handoff_aware = |k: &AgentKind| matches!(k, AgentKind::Snoop | AgentKind::ElnFixed) || k.is_split();
-                let alone = [(AgentKind::ElnFixed, "E2E-ELN's notifier", "eln-fixed")];
-                if let Some((_, what, name)) = alone.iter().find(|(k, ..)| kinds.len() > 1 && kinds.contains(k)) {
-                    return Err((
-                        format!("nodes.{b}.agent"),
-                        format!("a mobility base station runs {what} alone: expected \"{name}\" without other agents"),
-                    ));
-                }
-                if let Some(k) = kinds.iter().find(|k| !handoff_aware(k)) {
-                    return Err((
-                        format!("nodes.{b}.agent"),
-                        format!(
-                            "a mobility base station runs \"none\", \"snoop\" or \"eln-fixed\" inside its handoff agent, or \"split\" / \"split-sack\" / \"mtcp\"; `{}` is not supported there",
-                            k.name()
-                        ),
-                    ));
-                }
-            }
-            for b in &m.base_stations {
-                let joined = self
-                    .links
-                    .values()
-                    .any(|l| l.kind == LinkKind::Wireless && l.ends.contains(b) && l.ends.contains(&m.mobile));
-                if !joined {
-                    return Err((
-                        "mobility.base_stations".into(),
-                        format!("no wireless link joins `{b}` and the mobile `{}`", m.mobile),
-                    ));
-                }
-            }
-        }
-        if let Some(m) = &self.mobile_ip {
-            if self.mobility.is_some() {
-                return Err(("mobile_ip".into(), "a scenario has `[mobility]` or `[mobile_ip]`, not both".into()));
-            }
-            let joined = |a: &str, b: &str, wireless: bool| {
-                self.links.values().any(|l| {
-                    (l.kind == LinkKind::Wireless) == wireless
-                        && l.ends.contains(&a.to_string())
-                        && l.ends.contains(&b.to_string())
-                })
-            };
-            let neighbours = |n: &str| {
-                self.links
-                    .values()
-                    .filter_map(|l| match (&l.ends[0], &l.ends[1]) {
-                        (a, b) if a == n => Some(b.clone()),
-                        (a, b) if b == n => Some(a.clone()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-            };
-            m.validate(&|n| self.nodes.contains_key(n), &joined, &neighbours)
-                .map_err(|(f, msg)| (format!("mobile_ip.{f}"), msg))?;
-            // The Mobile IP entities take these nodes' packets; only a base station hands what it passes on to
-            // the node's own agent, so an agent anywhere else would never see a packet.
-            let entities = [&m.correspondent, &m.home_agent, &m.mobile]
-                .into_iter()
-                .chain(m.cells.iter().map(|c| &c.foreign_agent));
-            for n in entities {
-                if !self.nodes[n].agent.is_none() {
-                    return Err((
-                        format!("nodes.{n}.agent"),
-                        "under `[mobile_ip]` only a cell's base station runs an agent (the correspondent, home \
-                         agent, foreign agents and mobile are Mobile IP's entities): expected \"none\""
-                            .into(),
-                    ));
-                }
-            }
-        }
         self.eln.validate().map_err(|(f, m)| (format!("eln.{f}"), m))?;
         self.nack.validate().map_err(|(f, m)| (format!("nack.{f}"), m))?;
-        Ok(())
+        crate::registry::validate(self)
     }
 
-    /// Split connections at mobility base stations hand off by moving their relays (`crate::split`): every
-    /// base station must split the same way, and the routing must be the plain scheme's (the multicast
-    /// scheme's buffering base stations would send the fixed host's segments into the relay's connection).
-    fn validate_split_cells(&self, m: &crate::mobility::MobilityConfig) -> Result<(), (String, String)> {
-        if m.scheme == crate::mobility::SchemeKind::None {
-            return Ok(());
-        }
-        let supervisors = self.supervisor_cells(m);
-        if !supervisors.is_empty() {
-            return self.validate_supervisors(m, &supervisors);
-        }
-        let split = |b: &String| self.nodes[b].agent.0.iter().find(|k| k.is_split()).copied();
-        let first = split(&m.base_stations[0]);
-        if let Some(b) = m.base_stations.iter().find(|b| split(b) != first) {
-            return Err((
-                format!("nodes.{b}.agent"),
-                "split connections hand off between base stations that all split: expected every mobility base station to run the same \"split\" / \"split-sack\" / \"mtcp\" or none".into(),
-            ));
-        }
-        if first.is_some() && m.scheme != crate::mobility::SchemeKind::Plain {
-            return Err((
-                "mobility.scheme".into(),
-                "I-TCP and M-TCP hand off by moving their relays' state (`[split.handoff]`): expected scheme = \"plain\" with split base stations".into(),
-            ));
-        }
-        Ok(())
+    /// The TCP configuration of a flow or workload whose own `[tcp]` overrides are `own`, written at `path`
+    /// (`flows.bulk.tcp`), checked: errors name the key where it is set, in `own` or the scenario's `[tcp]`.
+    pub(crate) fn validate_own_tcp(&self, path: &str, own: &toml::Table) -> Result<(), Invalid> {
+        let tcp = self.merged_tcp(Some(own)).map_err(|(k, m)| match k {
+            Some(k) => (tcp_path(path, own, k), m),
+            None => (path.to_string(), m),
+        })?;
+        check_tcp(&tcp).map_err(|(k, m)| (tcp_path(path, own, &k), m))
     }
 
-    /// M-TCP's supervisor hosts above mobility cells (Brown 1997): every `"mtcp"` node that is not itself a
-    /// mobility base station, with the base stations a wired link joins it to (its cells), in the order of
-    /// `mobility.base_stations`. Nodes with no such base station are left out.
-    pub(crate) fn supervisor_cells<'a>(
-        &'a self,
-        m: &'a crate::mobility::MobilityConfig,
-    ) -> BTreeMap<&'a str, Vec<&'a str>> {
-        let wired = |a: &str, b: &str| {
-            self.links
-                .values()
-                .any(|l| l.kind == LinkKind::Wired && l.ends.iter().any(|e| e == a) && l.ends.iter().any(|e| e == b))
-        };
-        self.nodes
-            .iter()
-            .filter(|(name, n)| n.agent.0.contains(&AgentKind::Mtcp) && !m.base_stations.contains(name))
-            .map(|(name, _)| {
-                (
-                    name.as_str(),
-                    m.base_stations.iter().filter(|b| wired(name, b)).map(String::as_str).collect::<Vec<_>>(),
-                )
-            })
-            .filter(|(_, cells)| !cells.is_empty())
-            .collect()
+    /// Whether a link of `kind` joins nodes `a` and `b`.
+    pub(crate) fn joined(&self, a: &str, b: &str, kind: LinkKind) -> bool {
+        self.links.values().any(|l| l.kind == kind && l.ends.iter().any(|e| e == a) && l.ends.iter().any(|e| e == b))
     }
 
-    /// Supervisor hosts above the cells route the mobile's packets through the base station of its cell
-    /// (`crate::split`): every base station is under exactly one of them and runs no split agent itself, and
-    /// routing is the plain scheme's.
-    fn validate_supervisors(
-        &self,
-        m: &crate::mobility::MobilityConfig,
-        supervisors: &BTreeMap<&str, Vec<&str>>,
-    ) -> Result<(), (String, String)> {
-        if m.scheme != crate::mobility::SchemeKind::Plain {
-            return Err((
-                "mobility.scheme".into(),
-                "M-TCP's supervisor hosts above the cells need the plain scheme's routing: expected scheme = \"plain\""
-                    .into(),
-            ));
+    /// "no node named `x` (nodes: a, b, c)" when `node` is not a node of the scenario.
+    pub(crate) fn check_node(&self, node: &str) -> Result<(), String> {
+        match self.nodes.contains_key(node) {
+            true => Ok(()),
+            false => Err(format!("no node named `{node}` (nodes: {})", self.node_names())),
         }
-        for b in &m.base_stations {
-            if self.nodes[b].agent.0.iter().any(|k| k.is_split()) {
-                return Err((
-                    format!("nodes.{b}.agent"),
-                    "a base station under an M-TCP supervisor host runs no split agent itself: expected \"none\""
-                        .into(),
-                ));
-            }
-            let above: Vec<&str> =
-                supervisors.iter().filter(|(_, c)| c.contains(&b.as_str())).map(|(s, _)| *s).collect();
-            if above.len() != 1 {
-                return Err((
-                    "mobility.base_stations".into(),
-                    format!(
-                        "expected every base station joined by a wired link to exactly one \"mtcp\" supervisor host; `{b}` has {}",
-                        if above.is_empty() { "none".to_string() } else { above.join(", ") }
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 
-    fn node_names(&self) -> String {
+    pub(crate) fn node_names(&self) -> String {
         self.nodes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
     }
 }

@@ -80,7 +80,7 @@
 //!
 //! In Brown 1997's architecture one supervisor host serves several cells. An `"mtcp"` node that is not a
 //! mobility base station but is joined by wired links to some of them is the supervisor host of those cells
-//! (`Scenario::supervisor_cells`; it must lie on the home agent's route to them, and every cell must have
+//! (`supervisor_cells`; it must lie on the home agent's route to them, and every cell must have
 //! one). The home agent's tunnels to its cells pass through it: it takes them as they pass (the relay for
 //! a connection from the wired side, opened at its SYN) and sends what it has for the mobile to the base
 //! station of the mobile's cell, which forwards it as any packet for the mobile. It learns that cell from
@@ -99,8 +99,9 @@
 use crate::context::{Cx, View};
 use crate::feature::{Feature, HookSet};
 use crate::metrics::RunResult;
-use crate::scenario::AgentKind;
-use crate::scenario::{LinkKind, Scenario};
+use crate::mobility::{MobilityConfig, SchemeKind};
+use crate::registry::{Family, Together};
+use crate::scenario::{AgentKind, Invalid, LinkKind, Scenario};
 use crate::{rng, SimError};
 use bytes::Bytes;
 use lasthop_agents::handoff::{Control, Kind, PROTO_HANDOFF};
@@ -139,6 +140,111 @@ impl SplitSettings {
         }
         self.handoff.validate().map_err(|(field, m)| (format!("handoff.{field}"), m))
     }
+}
+
+/// The family's registration: nodes with agent "split", "split-sack" or "mtcp", and `[split]`.
+pub(crate) const FAMILY: Family = Family {
+    name: "split",
+    present: |s| s.nodes.values().any(|n| n.agent.0.iter().any(|k| k.is_split())),
+    validate,
+    together: &[Together::With { other: "mobility", check: validate_cells }],
+    columns: None,
+    build: |s, world| {
+        if let Some(f) = Split::build(s, View::new(world))? {
+            world.register(f);
+        }
+        Ok(())
+    },
+};
+
+fn validate(s: &Scenario) -> Result<(), Invalid> {
+    for (name, n) in &s.nodes {
+        if n.agent.0.len() > 1 && n.agent.0.iter().any(|k| k.is_split()) {
+            return Err((
+                format!("nodes.{name}.agent"),
+                "\"split\", \"split-sack\" and \"mtcp\" terminate TCP at the node and cannot be chained with other agents"
+                    .into(),
+            ));
+        }
+    }
+    s.split.validate().map_err(|(f, m)| (format!("split.{f}"), m))
+}
+
+/// Split connections at mobility base stations hand off by moving their relays: every base station must
+/// split the same way, and the routing must be the plain scheme's (the multicast scheme's buffering base
+/// stations would send the fixed host's segments into the relay's connection).
+fn validate_cells(s: &Scenario) -> Result<(), Invalid> {
+    let Some(m) = s.mobility.as_ref().filter(|m| m.scheme != SchemeKind::None) else { return Ok(()) };
+    let supervisors = supervisor_cells(s, m);
+    if !supervisors.is_empty() {
+        return validate_supervisors(s, m, &supervisors);
+    }
+    let split = |b: &String| s.nodes[b].agent.0.iter().find(|k| k.is_split()).copied();
+    let first = split(&m.base_stations[0]);
+    if let Some(b) = m.base_stations.iter().find(|b| split(b) != first) {
+        return Err((
+            format!("nodes.{b}.agent"),
+            "split connections hand off between base stations that all split: expected every mobility base station to run the same \"split\" / \"split-sack\" / \"mtcp\" or none".into(),
+        ));
+    }
+    if first.is_some() && m.scheme != SchemeKind::Plain {
+        return Err((
+            "mobility.scheme".into(),
+            "I-TCP and M-TCP hand off by moving their relays' state (`[split.handoff]`): expected scheme = \"plain\" with split base stations".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// M-TCP's supervisor hosts above mobility cells (Brown 1997): every `"mtcp"` node that is not itself a
+/// mobility base station, with the base stations a wired link joins it to (its cells), in the order of
+/// `mobility.base_stations`. Nodes with no such base station are left out.
+fn supervisor_cells<'a>(s: &'a Scenario, m: &'a MobilityConfig) -> BTreeMap<&'a str, Vec<&'a str>> {
+    s.nodes
+        .iter()
+        .filter(|(name, n)| n.agent.0.contains(&AgentKind::Mtcp) && !m.base_stations.contains(name))
+        .map(|(name, _)| {
+            let wired = |b: &&String| s.joined(name, b, LinkKind::Wired);
+            (name.as_str(), m.base_stations.iter().filter(wired).map(String::as_str).collect::<Vec<_>>())
+        })
+        .filter(|(_, cells)| !cells.is_empty())
+        .collect()
+}
+
+/// Supervisor hosts above the cells route the mobile's packets through the base station of its cell: every
+/// base station is under exactly one of them and runs no split agent itself, and routing is the plain
+/// scheme's.
+fn validate_supervisors(
+    s: &Scenario,
+    m: &MobilityConfig,
+    supervisors: &BTreeMap<&str, Vec<&str>>,
+) -> Result<(), Invalid> {
+    if m.scheme != SchemeKind::Plain {
+        return Err((
+            "mobility.scheme".into(),
+            "M-TCP's supervisor hosts above the cells need the plain scheme's routing: expected scheme = \"plain\""
+                .into(),
+        ));
+    }
+    for b in &m.base_stations {
+        if s.nodes[b].agent.0.iter().any(|k| k.is_split()) {
+            return Err((
+                format!("nodes.{b}.agent"),
+                "a base station under an M-TCP supervisor host runs no split agent itself: expected \"none\"".into(),
+            ));
+        }
+        let above: Vec<&str> = supervisors.iter().filter(|(_, c)| c.contains(&b.as_str())).map(|(s, _)| *s).collect();
+        if above.len() != 1 {
+            return Err((
+                "mobility.base_stations".into(),
+                format!(
+                    "expected every base station joined by a wired link to exactly one \"mtcp\" supervisor host; `{b}` has {}",
+                    if above.is_empty() { "none".to_string() } else { above.join(", ") }
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Split's events.
@@ -284,7 +390,7 @@ impl Split {
                 let bss: BTreeSet<usize> = m.base_stations.iter().map(|b| view.node_index(b)).collect();
                 let ha = view.node_index(&m.home_agent);
                 let mut supervisors = BTreeMap::new();
-                for (sh, cells) in s.supervisor_cells(m) {
+                for (sh, cells) in supervisor_cells(s, m) {
                     let sh_node = view.node_index(sh);
                     let cells: Vec<usize> = cells.iter().map(|b| view.node_index(b)).collect();
                     if let Some(&b) = cells.iter().find(|&&b| view.path(ha, b).is_none_or(|p| !p.contains(&sh_node))) {

@@ -68,7 +68,13 @@
 //! Every draw comes from a named [`crate::rng`] stream, one per quantity, so the workload is deterministic
 //! and changing one distribution does not shift the others' draws.
 
+mod config;
 pub(crate) mod feature;
+mod metrics;
+
+pub use config::WebConfig;
+pub(crate) use config::FAMILY;
+pub use metrics::WebMetrics;
 
 use crate::rng::{self, SimRng};
 use lasthop_wire::Time;

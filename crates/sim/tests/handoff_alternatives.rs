@@ -51,8 +51,8 @@ fn split_relays_move_with_the_mobile_and_deliver_every_byte_once_in_order() {
                 })
                 .unwrap();
                 let r = run_intact(&s);
-                let handoffs = r.handoffs.len() as u64;
-                assert!(handoffs >= 2, "{agent} {cells} {rendezvous}: {:?}", r.handoffs);
+                let handoffs = r.families.handoffs.len() as u64;
+                assert!(handoffs >= 2, "{agent} {cells} {rendezvous}: {:?}", r.families.handoffs);
                 if interval < 2.7 {
                     // Handoffs come faster than a 64 KB relay moves (2.6 s): it chases the mobile, and when the
                     // mobile returns to where the relay is going, the relay stays there. Still every byte arrives.
@@ -66,7 +66,7 @@ fn split_relays_move_with_the_mobile_and_deliver_every_byte_once_in_order() {
                 let strays = counter(&r, "bs1", "split_stray_packets") + counter(&r, "bs2", "split_stray_packets");
                 assert!(strays < 10 * handoffs, "{agent} {cells} {rendezvous}: {strays} strays {:?}", r.agents);
                 // Every handoff's first data packet from the new BS comes from the moved relay: after its transfer.
-                for h in r.handoffs.iter().filter(|h| h.latency_s.is_some()) {
+                for h in r.families.handoffs.iter().filter(|h| h.latency_s.is_some()) {
                     assert!(h.latency_s.unwrap() >= 0.265, "{agent} {cells}: {h:?}");
                 }
             }
@@ -79,7 +79,7 @@ fn the_handoff_takes_longer_the_more_the_relay_holds() {
     let latency = |buffer: i64| {
         let s = scenario("split", |v| set(v, "split.buffer_bytes", buffer)).unwrap();
         let r = run_intact(&s);
-        let lat: Vec<f64> = r.handoffs.iter().filter_map(|h| h.latency_s).collect();
+        let lat: Vec<f64> = r.families.handoffs.iter().filter_map(|h| h.latency_s).collect();
         assert!(!lat.is_empty());
         let held = counter(&r, "bs1", "split_handoff_state_bytes") + counter(&r, "bs2", "split_handoff_state_bytes");
         (lat.iter().sum::<f64>() / lat.len() as f64, held / moves(&r))
@@ -102,7 +102,7 @@ fn the_state_transfer_cost_is_a_parameter() {
         })
         .unwrap();
         let r = run_intact(&s);
-        let lat: Vec<f64> = r.handoffs.iter().filter_map(|h| h.latency_s).collect();
+        let lat: Vec<f64> = r.families.handoffs.iter().filter_map(|h| h.latency_s).collect();
         lat.iter().sum::<f64>() / lat.len() as f64
     };
     let (cheap, dear) = (mean(10.0), mean(510.0));
@@ -119,9 +119,9 @@ fn mtcp_freezes_the_sender_through_every_gap_and_delivers_every_byte_once_in_ord
         .unwrap();
         let r = run_intact(&s);
         let f = &r.flows[0];
-        let handoffs = r.handoffs.len() as u64;
+        let handoffs = r.families.handoffs.len() as u64;
         let sum = |name| counter(&r, "bs1", name) + counter(&r, "bs2", name);
-        assert!(handoffs >= 2, "{cells} {rendezvous}: {:?}", r.handoffs);
+        assert!(handoffs >= 2, "{cells} {rendezvous}: {:?}", r.families.handoffs);
         // Every base station is its own supervisor host: the relay moves (once per handoff, or fewer when the
         // mobile moves on again before the state arrives); a departure freezes the sender from the old base
         // station (unless it is frozen already), and the moved relay resumes it.
@@ -200,8 +200,8 @@ fn a_handoff_between_the_cells_of_one_supervisor_host_moves_nothing() {
         .unwrap();
         let r = run_intact(&s);
         let f = &r.flows[0];
-        assert!(r.handoffs.len() >= 3, "{cells} {rendezvous}: {:?}", r.handoffs);
-        assert!(r.handoffs.iter().all(|h| h.completion_s.is_some()), "{:?}", r.handoffs);
+        assert!(r.families.handoffs.len() >= 3, "{cells} {rendezvous}: {:?}", r.families.handoffs);
+        assert!(r.families.handoffs.iter().all(|h| h.completion_s.is_some()), "{:?}", r.families.handoffs);
         // One relay, opened at the supervisor host and never moved; the base stations split nothing.
         assert_eq!(counter(&r, "sh", "split_relays_opened"), 1, "{:?}", r.agents);
         assert_eq!(counter(&r, "sh", "split_handoffs"), 0, "{cells} {rendezvous}: {:?}", r.agents);
@@ -227,19 +227,19 @@ fn the_relay_moves_only_when_the_mobile_changes_supervisor_host() {
     let f = &r.flows[0];
     // The mobile goes bs1 → bs2 → bs3 → bs1 …: only bs2 → bs3 and bs3 → bs1 change supervisor host.
     let under = |bs: &str| if bs == "bs3" { "sh2" } else { "sh" };
-    let crossings = r.handoffs.iter().filter(|h| under(&h.from) != under(&h.to)).count() as u64;
-    let within = r.handoffs.len() as u64 - crossings;
-    assert!(crossings >= 2 && within >= 1, "{:?}", r.handoffs);
+    let crossings = r.families.handoffs.iter().filter(|h| under(&h.from) != under(&h.to)).count() as u64;
+    let within = r.families.handoffs.len() as u64 - crossings;
+    assert!(crossings >= 2 && within >= 1, "{:?}", r.families.handoffs);
     let moved = counter(&r, "sh", "split_handoffs") + counter(&r, "sh2", "split_handoffs");
     // One move per change of supervisor host (the last may still be under way when the transfer ends).
     assert!(moved == crossings || moved + 1 == crossings, "{moved} moves, {crossings} crossings: {:?}", r.agents);
     assert_eq!(f.sender_timeouts, 0, "{f:?}");
     // A handoff that moves nothing pauses the transfer less than one that moves the relay.
     let pause = |cross: bool| {
-        r.handoffs.iter().filter(move |h| (under(&h.from) != under(&h.to)) == cross).filter_map(|h| h.pause_s)
+        r.families.handoffs.iter().filter(move |h| (under(&h.from) != under(&h.to)) == cross).filter_map(|h| h.pause_s)
     };
     let slowest_within = pause(false).fold(0.0, f64::max);
-    assert!(pause(true).all(|p| p > slowest_within), "{:?}", r.handoffs);
+    assert!(pause(true).all(|p| p > slowest_within), "{:?}", r.families.handoffs);
 }
 
 #[test]
@@ -279,7 +279,7 @@ fn an_mtcp_mobile_sender_freezes_its_timers_out_of_every_cell_and_resumes_withou
     // M-TCP's cells, a supervisor host at each base station or one above both: the mobile's TCP is M-TCP's.
     for s in [scenario("mtcp", reverse).unwrap(), supervisor(reverse).unwrap()] {
         let r = run_intact(&s);
-        assert!(r.handoffs.len() >= 3, "{:?}", r.handoffs);
+        assert!(r.families.handoffs.len() >= 3, "{:?}", r.families.handoffs);
         assert_eq!(r.flows[0].sender_timeouts, 0, "{:?}", r.flows[0]);
     }
     // The same mobile with plain TCP times out in the gaps; its backed-off timer (2, 4, 8 … s) keeps

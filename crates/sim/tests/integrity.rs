@@ -145,12 +145,12 @@ fn every_scheme_delivers_every_byte_through_handoffs() {
             // (docs/src/models/itcp.md).
             set(&mut v, "split.buffer_bytes", 16384);
             let r = run_intact(v, &what);
-            assert!(r.handoffs.len() >= 2, "{what}: {:?}", r.handoffs);
+            assert!(r.families.handoffs.len() >= 2, "{what}: {:?}", r.families.handoffs);
             if s.arq.is_some() {
                 // Every handoff reassociates the mobile with the new cell: the base station's end of its link
                 // restarts (with the mobile's).
                 let restarts = counter(&r, "arq_restarts");
-                assert_eq!(restarts, r.handoffs.len() as u64, "{what}: {:?}", r.agents);
+                assert_eq!(restarts, r.families.handoffs.len() as u64, "{what}: {:?}", r.agents);
             }
         }
     }
@@ -171,7 +171,7 @@ fn link_arq_resumes_when_the_mobile_comes_back_into_range_of_its_own_cell() {
         set(&mut v, "mobility.repeat", "once");
         set(&mut v, "mobility.speed_mps", 40.0);
         let r = run_intact(v, s.name);
-        assert!(r.handoffs.is_empty(), "{}: {:?}", s.name, r.handoffs);
+        assert!(r.families.handoffs.is_empty(), "{}: {:?}", s.name, r.families.handoffs);
         let bs1 = &r.agents["bs1"];
         assert!(bs1["arq_frames_abandoned"] > 16, "{}: more than two windows given up {bs1:?}", s.name);
         assert_eq!(bs1["arq_restarts"], 1, "{}: one return into range {bs1:?}", s.name);
@@ -209,7 +209,7 @@ fn an_old_base_station_that_does_not_drain_flushes_its_link_layer_too() {
         set(&mut v, "mobility.first_s", 0.5);
         set(&mut v, "mobility.interval_s", 1.5);
         let r = run_intact(v, s.name);
-        assert!(r.handoffs.len() >= 2, "{}: {:?}", s.name, r.handoffs);
+        assert!(r.families.handoffs.len() >= 2, "{}: {:?}", s.name, r.families.handoffs);
         assert!(counter(&r, "arq_frames_flushed") > 0, "{}: {:?}", s.name, r.agents);
     }
 }
@@ -244,8 +244,8 @@ fn link_arq_both_ways_through_scheduled_and_beacon_driven_handoffs() {
             set(&mut v, "mobility.first_s", 0.5);
             set(&mut v, "mobility.interval_s", 2.0);
             let r = run_intact(v, &what);
-            assert!(r.handoffs.len() >= 2, "{what}: {:?}", r.handoffs);
-            assert_eq!(counter(&r, "arq_restarts"), 2 * r.handoffs.len() as u64, "{what}: {:?}", r.agents);
+            assert!(r.families.handoffs.len() >= 2, "{what}: {:?}", r.families.handoffs);
+            assert_eq!(counter(&r, "arq_restarts"), 2 * r.families.handoffs.len() as u64, "{what}: {:?}", r.agents);
         }
         let mut v = example("walk.toml");
         set(&mut v, "flows.bulk.bytes", 4_000_000);
@@ -253,7 +253,7 @@ fn link_arq_both_ways_through_scheduled_and_beacon_driven_handoffs() {
         both(&mut v);
         set(&mut v, "mobility.speed_mps", 10.0);
         let r = run_intact(v, s.name);
-        assert!(!r.handoffs.is_empty(), "{}: beacon motion handed off {:?}", s.name, r.handoffs);
-        assert!(counter(&r, "arq_restarts") >= 2 * r.handoffs.len() as u64, "{}: {:?}", s.name, r.agents);
+        assert!(!r.families.handoffs.is_empty(), "{}: beacon motion handed off {:?}", s.name, r.families.handoffs);
+        assert!(counter(&r, "arq_restarts") >= 2 * r.families.handoffs.len() as u64, "{}: {:?}", s.name, r.agents);
     }
 }

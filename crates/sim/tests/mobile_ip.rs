@@ -69,7 +69,7 @@ fn check_intact(s: &Scenario) -> RunResult {
 fn the_handoff_runs_the_whole_exchange_in_every_scheme() {
     for scheme in SCHEMES {
         let r = check_intact(&scenario(scheme, "reno", 30.0, 3.3, f64::INFINITY, 1_000_000, 1));
-        let m = r.mobile_ip.as_ref().unwrap();
+        let m = r.families.mobile_ip.as_ref().unwrap();
         let [h] = &m.handoffs[..] else { panic!("{scheme}: {:?}", m.handoffs) };
         // Beacon every 50 ms: the handoff request within one period of entering the cell (§2.2).
         let request = h.handoff_request_s.unwrap();
@@ -99,13 +99,13 @@ fn base_mobile_ip_loses_more_than_route_optimisation() {
     // optimisation (Eq. 3), so at 70 ms the base scheme loses the most.
     let base = check_intact(&scenario("base", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
     let ro = check_intact(&scenario("ro", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
-    let lost = |r: &RunResult| r.mobile_ip.as_ref().unwrap().handoffs[0].packets_lost;
+    let lost = |r: &RunResult| r.families.mobile_ip.as_ref().unwrap().handoffs[0].packets_lost;
     assert!(lost(&base) > lost(&ro), "base {} ro {}", lost(&base), lost(&ro));
-    let t_loss = |r: &RunResult| r.mobile_ip.as_ref().unwrap().handoffs[0].t_loss_ms.unwrap();
+    let t_loss = |r: &RunResult| r.families.mobile_ip.as_ref().unwrap().handoffs[0].t_loss_ms.unwrap();
     assert!(t_loss(&base) > t_loss(&ro) + 70.0, "Eq. (2) − Eq. (3) ≈ 2 × 70 ms: {} {}", t_loss(&base), t_loss(&ro));
     // §3.2: under base Mobile IP the whole window is lost, so no duplicate ACK and no erroneous fast
     // retransmit; route optimisation's smooth handoff lets later packets through, which raise one (Fig. 7).
-    let wrong = |r: &RunResult| r.mobile_ip.as_ref().unwrap().erroneous_fast_retransmits;
+    let wrong = |r: &RunResult| r.families.mobile_ip.as_ref().unwrap().erroneous_fast_retransmits;
     assert_eq!(wrong(&base), 0);
     assert!(wrong(&ro) >= 1);
 }
@@ -138,13 +138,13 @@ fn a_mobile_sender_with_its_own_buffer_resends_its_last_packets_after_the_handof
         for first_s in [2.15, 3.3] {
             let with = sender(2, scheme, first_s);
             let r = check_intact(&with);
-            let m = r.mobile_ip.as_ref().unwrap();
+            let m = r.families.mobile_ip.as_ref().unwrap();
             assert_eq!(m.handoffs.len(), 1);
             assert!(m.handoffs[0].packets_lost > 0, "{scheme} {first_s}: {:?}", m.handoffs);
             assert_eq!(m.agents["mh"]["own_packets_resent"], 2, "{scheme} {first_s}");
             assert_eq!(run(&with, &RunOptions::default()).unwrap(), r, "deterministic");
             let without = check_intact(&sender(0, scheme, first_s));
-            assert_eq!(without.mobile_ip.as_ref().unwrap().agents["mh"]["own_packets_resent"], 0);
+            assert_eq!(without.families.mobile_ip.as_ref().unwrap().agents["mh"]["own_packets_resent"], 0);
             assert_eq!(without.flows[0].bytes_delivered, 1_000_000);
         }
     }
@@ -171,7 +171,7 @@ fn snoop_at_the_base_stations_works_with_buffering_across_the_handoff() {
             let r = check_intact(&sc);
             assert!(r.flows[0].local_retransmissions > 0, "{scheme}: Snoop at bs1 saw the data: {:?}", r.agents["bs1"]);
             assert!(r.agents["bs2"].values().sum::<u64>() > 0, "{scheme}: Snoop at bs2 too: {:?}", r.agents["bs2"]);
-            let mip = r.mobile_ip.as_ref().unwrap();
+            let mip = r.families.mobile_ip.as_ref().unwrap();
             assert_eq!(mip.handoffs.len(), 1);
             assert_eq!(mip.agents["bs1"]["forward_messages"], u64::from(scheme.starts_with("buffer")), "{scheme}");
         }
@@ -241,7 +241,7 @@ fn periodic_handoffs_bounce_between_the_cells_and_each_one_registers() {
     // the buffer holding each handoff's drops (link-layer ACK cleanup, Fig. 17's order).
     let s = scenario("buffer-link-ack", "reno", 50.0, 1.3, 1.0, 3_000_000, 1);
     let r = check_intact(&s);
-    let m = r.mobile_ip.as_ref().unwrap();
+    let m = r.families.mobile_ip.as_ref().unwrap();
     let f = &r.flows[0];
     // One handoff at 1.3 s, then one every second until the transfer ends.
     let expected = ((f.duration_s - 1.3) / 1.0).floor() as usize + 1;
@@ -277,7 +277,7 @@ fn duplicates_delivered_are_the_buffered_packets_the_mobile_already_had() {
         let mut s = scenario("buffer", "tahoe", 50.0, 3.3, f64::INFINITY, 1_000_000, 1);
         s.mobile_ip.as_mut().unwrap().buffer_packets = b as usize;
         let r = run(&s, &RunOptions { trace: true, ..RunOptions::default() }).unwrap();
-        let m = r.mobile_ip.as_ref().unwrap();
+        let m = r.families.mobile_ip.as_ref().unwrap();
         let [h] = &m.handoffs[..] else { panic!("{:?}", m.handoffs) };
         assert_eq!((h.packets_lost, h.sent_from_buffer), (16, b), "B = {b}: {h:?}");
         assert_eq!(h.duplicates_delivered, dups, "B = {b}: {h:?}");

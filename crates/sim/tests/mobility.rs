@@ -47,8 +47,8 @@ fn check_intact(s: &Scenario) -> lasthop_sim::RunResult {
 #[test]
 fn multicast_handoffs_complete_quickly_with_one_primary() {
     let r = check_intact(&scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 1_000_000, false));
-    assert!(r.handoffs.len() >= 4, "{}", r.handoffs.len());
-    for h in &r.handoffs {
+    assert!(r.families.handoffs.len() >= 4, "{}", r.families.handoffs.len());
+    for h in &r.families.handoffs {
         let lat = h.latency_s.expect("first packet from the new BS");
         assert!(lat < 0.2, "{h:?}");
         assert!(h.request_at_new_bs_s.is_some() && h.old_bs_told_s.is_some(), "{h:?}");
@@ -59,8 +59,8 @@ fn multicast_handoffs_complete_quickly_with_one_primary() {
 fn plain_non_overlapping_loses_packets_and_signals_completion() {
     let slow = check_intact(&scenario("plain", 2.0, 1.0, "non-overlapping", 0.5, false, 1_000_000, false));
     let fast = check_intact(&scenario("plain", 2.0, 1.0, "non-overlapping", 0.5, true, 1_000_000, false));
-    assert!(slow.handoffs.iter().map(|h| h.packets_lost).sum::<u64>() > 0);
-    assert!(fast.handoffs.iter().all(|h| h.accepted_s.is_some()), "{:?}", fast.handoffs);
+    assert!(slow.families.handoffs.iter().map(|h| h.packets_lost).sum::<u64>() > 0);
+    assert!(fast.families.handoffs.iter().all(|h| h.accepted_s.is_some()), "{:?}", fast.families.handoffs);
 }
 
 #[test]
@@ -69,14 +69,14 @@ fn same_seed_same_result_with_mobility() {
     let a = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
     let b = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
     assert_eq!(a, b);
-    assert!(!a.handoffs.is_empty());
-    assert!(a.series.as_ref().unwrap()[0].handoffs.len() == a.handoffs.len());
+    assert!(!a.families.handoffs.is_empty());
+    assert!(a.series.as_ref().unwrap()[0].handoffs.len() == a.families.handoffs.len());
 }
 
 #[test]
 fn scheme_none_is_the_static_topology() {
     let r = check_intact(&scenario("none", 1.0, 0.5, "overlapping", 0.0, false, 300_000, false));
-    assert!(r.handoffs.is_empty());
+    assert!(r.families.handoffs.is_empty());
 }
 
 proptest! {
@@ -145,8 +145,8 @@ fn walking_across_two_cells_hands_off_once_with_hysteresis() {
     for agent in ["none", "snoop"] {
         for seed in 1..=4 {
             let r = check_intact(&walk("multicast", agent, 8.0, 3, seed, 4_000_000));
-            assert_eq!(r.handoffs.len(), 1, "{agent} seed {seed}: {:?}", r.handoffs);
-            let h = &r.handoffs[0];
+            assert_eq!(r.families.handoffs.len(), 1, "{agent} seed {seed}: {:?}", r.families.handoffs);
+            let h = &r.families.handoffs[0];
             assert_eq!((h.from.as_str(), h.to.as_str()), ("bs1", "bs2"));
             // The decision comes after the midpoint (50 m, 10 s): BS2 must be 8 dB stronger.
             assert!(h.decided_s > 10.0 && h.decided_s < 20.0, "{h:?}");
@@ -160,8 +160,8 @@ fn without_hysteresis_shadowing_makes_the_mobile_ping_pong() {
     let mut total = 0;
     for seed in 1..=4 {
         let r = check_intact(&walk("multicast", "none", 0.0, 1, seed, 4_000_000));
-        assert!(r.handoffs.len() % 2 == 1, "it ends at BS2: {:?}", r.handoffs);
-        total += r.handoffs.len();
+        assert!(r.families.handoffs.len() % 2 == 1, "it ends at BS2: {:?}", r.families.handoffs);
+        total += r.families.handoffs.len();
     }
     assert!(total > 4 * 2, "{total} handoffs for 4 single crossings");
 }
@@ -169,8 +169,8 @@ fn without_hysteresis_shadowing_makes_the_mobile_ping_pong() {
 #[test]
 fn plain_handoff_on_beacons_and_the_buffering_set_follows_the_signal() {
     let r = check_intact(&walk("plain", "none", 8.0, 3, 1, 4_000_000));
-    assert!(!r.handoffs.is_empty());
-    assert!(r.handoffs.iter().all(|h| h.accepted_s.is_some()));
+    assert!(!r.families.handoffs.is_empty());
+    assert!(r.families.handoffs.iter().all(|h| h.accepted_s.is_some()));
     let r = check_intact(&walk("multicast", "none", 8.0, 3, 1, 4_000_000));
     // BS2 (-80 dBm at the start) is idle at first and asked to buffer once it is heard above -75 dBm.
     let bs2 = &r.agents["bs2"];
@@ -186,8 +186,8 @@ fn out_of_range_between_cells_no_frames_until_the_next_bs_is_heard() {
     m.waypoints_m = Some(vec![130.0, 170.0]);
     m.speed_mps = 2.0;
     let r = check_intact(&s);
-    assert_eq!(r.handoffs.len(), 1, "{:?}", r.handoffs);
-    let h = &r.handoffs[0];
+    assert_eq!(r.families.handoffs.len(), 1, "{:?}", r.families.handoffs);
+    let h = &r.families.handoffs[0];
     // Out of BS1's range at 146.8 m (8.4 s); BS2 in range from 153.2 m (11.6 s), heard at its next beacon.
     assert!((h.left_s - 8.4).abs() < 0.1, "{h:?}");
     assert!(h.decided_s > 11.6 && h.decided_s < 13.0, "{h:?}");
@@ -200,9 +200,9 @@ fn same_seed_same_result_with_beacons() {
     let a = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
     let b = run(&s, &RunOptions { trace: true, pcap_dir: None }).unwrap();
     assert_eq!(a, b);
-    assert!(a.handoffs.len() > 1);
+    assert!(a.families.handoffs.len() > 1);
     let other = run(&walk("multicast", "snoop", 0.0, 1, 8, 2_000_000), &RunOptions::default()).unwrap();
-    assert_ne!(a.handoffs, other.handoffs, "another seed shadows differently");
+    assert_ne!(a.families.handoffs, other.families.handoffs, "another seed shadows differently");
 }
 
 #[test]
@@ -241,13 +241,19 @@ fn an_old_bs_that_discards_its_queue_sends_no_duplicates_of_the_buffer() {
         s.mobility.as_mut().unwrap().old_bs_drains = drains;
         check_intact(&s)
     };
-    let sum = |r: &lasthop_sim::RunResult, f: fn(&lasthop_sim::HandoffMetrics) -> u64| r.handoffs.iter().map(f).sum();
+    let sum = |r: &lasthop_sim::RunResult, f: fn(&lasthop_sim::HandoffMetrics) -> u64| {
+        r.families.handoffs.iter().map(f).sum()
+    };
     let (drains, discards) = (run_with(true), run_with(false));
     assert_eq!(sum(&drains, |h| h.purged_at_old_bs), 0);
     let resent: u64 = sum(&drains, |h| h.resent_from_buffer);
     assert!(sum(&drains, |h| h.duplicates) >= resent && resent > 0, "every re-sent packet arrives twice");
     let purged: u64 = sum(&discards, |h| h.purged_at_old_bs);
-    assert!(purged >= discards.handoffs.len() as u64, "{purged} frames over {} handoffs", discards.handoffs.len());
+    assert!(
+        purged >= discards.families.handoffs.len() as u64,
+        "{purged} frames over {} handoffs",
+        discards.families.handoffs.len()
+    );
     assert!(
         sum(&discards, |h| h.duplicates) * 4 < sum(&drains, |h| h.duplicates),
         "{} duplicates against {}",
@@ -265,7 +271,7 @@ fn host_processing_time_delays_the_request_and_the_answer() {
         s.mobility.as_mut().unwrap().host_processing_ms = ms;
         s.flows.get_mut("bulk").unwrap().start_s = 4.1; // after three idle handoffs
         let r = check_intact(&s);
-        let first = &r.handoffs[0];
+        let first = &r.families.handoffs[0];
         (first.completion_s.expect("accepted"), first.request_at_new_bs_s.expect("request arrived"))
     };
     let (none, request0) = idle(0.0);

@@ -144,8 +144,8 @@ fn the_mobiles_relay_moves_with_it_and_every_byte_arrives_once_in_order() {
             for interval in [2.0, 5.0] {
                 let r = upload_with_handoffs(agent, cells, rendezvous, interval);
                 intact(&r.flows[0]);
-                let handoffs = r.handoffs.len() as u64;
-                assert!(handoffs >= 2, "{agent} {cells}: {:?}", r.handoffs);
+                let handoffs = r.families.handoffs.len() as u64;
+                assert!(handoffs >= 2, "{agent} {cells}: {:?}", r.families.handoffs);
                 let moves = counter(&r, "bs1", "split_handoffs") + counter(&r, "bs2", "split_handoffs");
                 assert!(moves >= 1 && moves <= handoffs, "{agent} {cells} {interval}: {moves} {:?}", r.agents);
                 let from_mobile =

@@ -14,7 +14,7 @@ fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Scenario {
 
 fn web_run(edit: impl FnOnce(&mut toml::Value)) -> (RunResult, WebMetrics) {
     let r = run(&scenario(edit), &RunOptions::default()).unwrap();
-    let w = r.web[0].clone();
+    let w = r.families.web[0].clone();
     (r, w)
 }
 
@@ -79,7 +79,7 @@ fn same_seed_same_results_other_seed_other_results() {
     let b = web_run(edit(5)).0;
     assert_eq!(a, b);
     let c = web_run(edit(6)).0;
-    assert_ne!(a.web, c.web);
+    assert_ne!(a.families.web, c.families.web);
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn ns_run(edit: impl FnOnce(&mut toml::Value)) -> (RunResult, WebMetrics) {
     let mut v: toml::Value = toml::from_str(&text).unwrap();
     edit(&mut v);
     let r = run(&Scenario::from_toml(v, "web-ns.toml").unwrap(), &RunOptions::default()).unwrap();
-    let w = r.web[0].clone();
+    let w = r.families.web[0].clone();
     (r, w)
 }
 

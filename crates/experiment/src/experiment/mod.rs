@@ -20,10 +20,7 @@ use figure::parse_figure;
 use grid::{parse_grid, parse_quick_grid, variant_is};
 use lasthop_channel::error_model::toml_reason;
 use overrides::{check_sim_overrides, parse_quick, parse_set};
-use runner::{
-    check_testbed_config, has_mobile_ip, parse_flow, parse_repeats, reserved_columns, results_columns, Columns,
-    RowNames,
-};
+use runner::{check_testbed_config, parse_flow, parse_repeats, reserved_columns, results_columns, Columns, RowNames};
 use schema::RawExperiment;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -314,15 +311,15 @@ impl Experiment {
         let repeats = parse_repeats(&cx, raw.repeats.as_ref(), runner)?;
         let names = RowNames::of(&base);
         let web = names.rows_from_web(runner, raw.flow.as_ref());
-        let mobile_ip = has_mobile_ip(&base);
-        let grid = parse_grid(&cx, &raw.grid, &reserved_columns(runner, web, mobile_ip), &doc, &mut quick_doc)?;
-        let cols = Columns::new(runner, web, mobile_ip, &grid);
+        let grid = parse_grid(&cx, &raw.grid, &reserved_columns(runner, web, &base), &doc, &mut quick_doc)?;
+        let cols = Columns::new(runner, web, &base, &grid);
         if let Some(q) = &raw.quick {
             quick.grid = parse_quick_grid(&cx, q, &grid)?;
         }
         // A twin experiment's base is a simulator scenario, or the handoff testbed's configuration that the
         // twin translates into one.
-        let testbed_base = runner == RunnerKind::Testbed || (runner == RunnerKind::Twin && mobile_ip);
+        let testbed_base =
+            runner == RunnerKind::Testbed || (runner == RunnerKind::Twin && base.get("handoff").is_some());
         if testbed_base {
             check_testbed_config(&cx, &raw.scenario, &scenario_file, [(&doc, "set"), (&quick_doc, "quick.set")])?;
         }
@@ -375,7 +372,7 @@ impl Experiment {
 
     /// Every column of this experiment's results table.
     pub fn columns(&self) -> Vec<String> {
-        results_columns(self.runner, self.web, has_mobile_ip(&self.base), &self.grid_columns())
+        results_columns(self.runner, self.web, &self.base, &self.grid_columns())
     }
 }
 

@@ -32,22 +32,22 @@ impl RowNames {
     }
 }
 
-/// Whether rows carry the mobility columns: a simulator scenario's `[mobile_ip]` table (the Mobile IP
-/// columns), or a testbed configuration's `handoff` (two base stations and a moving mobile: the handoff columns).
-pub(super) fn has_mobile_ip(base: &toml::Value) -> bool {
-    base.get("mobile_ip").is_some() || base.get("handoff").is_some()
-}
-
-/// The results columns of an experiment with these grid columns.
-pub(super) fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, grid_columns: &[String]) -> Vec<String> {
+/// The results columns of an experiment with these grid columns and base scenario `base`: a simulator
+/// scenario's family tables add their families' columns ([`table::sim_columns`]), a testbed configuration's
+/// `handoff` (two base stations and a moving mobile) the handoff columns.
+pub(super) fn results_columns(
+    runner: RunnerKind,
+    web: bool,
+    base: &toml::Value,
+    grid_columns: &[String],
+) -> Vec<String> {
+    let has_table = |t: &str| base.get(t).is_some();
     match runner {
-        RunnerKind::Sim if web => table::web_columns(grid_columns),
-        RunnerKind::Sim if mobile_ip => table::mobile_ip_columns(grid_columns),
-        RunnerKind::Sim => table::columns(grid_columns),
-        RunnerKind::Testbed if mobile_ip => table::testbed_handoff_columns(grid_columns),
+        RunnerKind::Sim => table::sim_columns(grid_columns, web, &has_table),
+        RunnerKind::Testbed if has_table("handoff") => table::testbed_handoff_columns(grid_columns),
         RunnerKind::Testbed => table::testbed_columns(grid_columns),
         RunnerKind::Scale => table::scale_columns(grid_columns),
-        RunnerKind::Twin if mobile_ip => table::twin_handoff_columns(grid_columns),
+        RunnerKind::Twin if has_table("handoff") => table::twin_handoff_columns(grid_columns),
         RunnerKind::Twin => table::twin_columns(grid_columns),
     }
 }
@@ -55,19 +55,18 @@ pub(super) fn results_columns(runner: RunnerKind, web: bool, mobile_ip: bool, gr
 /// Names a grid axis may not take: every results column of a simulator experiment (flow or web rows) but
 /// `tcp` ([`table::CONFIG_COLUMNS`]), or a testbed experiment's own columns but agent/cc/sack/ber: a grid may
 /// take those over.
-pub(super) fn reserved_columns(runner: RunnerKind, web: bool, mobile_ip: bool) -> Vec<String> {
+pub(super) fn reserved_columns(runner: RunnerKind, web: bool, base: &toml::Value) -> Vec<String> {
     let taken_over = match runner {
         RunnerKind::Sim => table::CONFIG_COLUMNS,
         RunnerKind::Testbed => table::TESTBED_CONFIG_COLUMNS,
-        RunnerKind::Twin if mobile_ip => table::TESTBED_CONFIG_COLUMNS,
+        RunnerKind::Twin if base.get("handoff").is_some() => table::TESTBED_CONFIG_COLUMNS,
         RunnerKind::Twin => table::TWIN_CONFIG_COLUMNS,
         RunnerKind::Scale => &[],
     };
-    let mut reserved = results_columns(runner, web, mobile_ip, &[]);
+    let mut reserved = results_columns(runner, web, base, &[]);
     if runner == RunnerKind::Sim {
-        reserved.extend(table::columns(&[]));
-        reserved.extend(table::web_columns(&[]));
-        reserved.extend(table::mobile_ip_columns(&[]));
+        // Every family's columns, for flow and web rows alike.
+        reserved.extend([false, true].into_iter().flat_map(|web| table::sim_columns(&[], web, &|_| true)));
     }
     reserved.retain(|c| !taken_over.contains(&c.as_str()));
     reserved
@@ -82,7 +81,7 @@ pub(super) struct Columns {
 }
 
 impl Columns {
-    pub(super) fn new(runner: RunnerKind, web: bool, mobile_ip: bool, grid: &[Axis]) -> Columns {
+    pub(super) fn new(runner: RunnerKind, web: bool, base: &toml::Value, grid: &[Axis]) -> Columns {
         let grid_cols: Vec<String> = grid.iter().map(|a| a.column.clone()).collect();
         let own_text: &[&str] = match runner {
             RunnerKind::Sim => &["flow", "tcp", "workload"],
@@ -96,7 +95,7 @@ impl Columns {
             .map(|a| a.column.clone())
             .chain(own_text.iter().map(|s| s.to_string()))
             .collect();
-        Columns { all: results_columns(runner, web, mobile_ip, &grid_cols), text }
+        Columns { all: results_columns(runner, web, base, &grid_cols), text }
     }
 
     /// `s` names a results column.

@@ -501,15 +501,17 @@ fn rows_come_from_a_web_workload_only_in_the_simulator() {
 
 #[test]
 fn grid_axes_may_not_take_results_columns_but_testbed_grids_may_take_its_settings() {
-    let sim = reserved_columns(RunnerKind::Sim, false, false);
+    let plain = toml::Value::Table(toml::Table::new());
+    let sim = reserved_columns(RunnerKind::Sim, false, &plain);
     for c in ["goodput_mbps", "seed", "downloads", "flow"] {
         assert!(sim.iter().any(|r| r == c), "{c}: {sim:?}");
     }
     // `tcp` reports the variant a grid sets (Eom 2002's column contract); so do Mobile IP's experiments
-    for mobile_ip in [false, true] {
-        assert!(!reserved_columns(RunnerKind::Sim, false, mobile_ip).iter().any(|r| r == "tcp"));
+    let mobile_ip: toml::Value = toml::from_str("[mobile_ip]").unwrap();
+    for base in [&plain, &mobile_ip] {
+        assert!(!reserved_columns(RunnerKind::Sim, false, base).iter().any(|r| r == "tcp"));
     }
-    let testbed = reserved_columns(RunnerKind::Testbed, false, false);
+    let testbed = reserved_columns(RunnerKind::Testbed, false, &plain);
     assert!(testbed.iter().any(|r| r == "goodput_mbps"), "{testbed:?}");
     for c in table::TESTBED_CONFIG_COLUMNS {
         assert!(!testbed.iter().any(|r| r == c), "{c}: {testbed:?}");
@@ -524,7 +526,7 @@ fn metrics_must_be_numeric_columns() {
         values: vec!["none".into(), "snoop".into()],
         variants: vec![],
     }];
-    let cols = Columns::new(RunnerKind::Sim, false, false, &grid);
+    let cols = Columns::new(RunnerKind::Sim, false, &toml::Value::Table(toml::Table::new()), &grid);
     let text = "y = \"agent\"";
     let at = |m: &str| Spanned::new(4..text.len(), m.to_string());
     assert_eq!(cols.metric(&cx(text), &at("goodput_mbps"), "figure.y"), Ok(Metric::Column("goodput_mbps".into())));

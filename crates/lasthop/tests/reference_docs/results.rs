@@ -5,11 +5,11 @@ use lasthop::table;
 
 #[test]
 fn every_results_column_is_documented() {
-    let lists: [(&str, &[&str]); 10] = [
+    // The core's lists, then each protocol family's columns under its family's name.
+    let core: [(&str, &[&str]); 9] = [
         ("FLOW_COLUMNS", table::FLOW_COLUMNS),
         ("WEB_COLUMNS", table::WEB_COLUMNS),
         ("RUN_COLUMNS", table::RUN_COLUMNS),
-        ("MIP_COLUMNS", table::MIP_COLUMNS),
         ("TESTBED_CONFIG_COLUMNS", table::TESTBED_CONFIG_COLUMNS),
         ("TESTBED_COLUMNS", table::TESTBED_COLUMNS),
         ("TESTBED_HANDOFF_COLUMNS", table::TESTBED_HANDOFF_COLUMNS),
@@ -17,9 +17,11 @@ fn every_results_column_is_documented() {
         ("TWIN_CONFIG_COLUMNS", table::TWIN_CONFIG_COLUMNS),
         ("TWIN_COLUMNS", table::TWIN_COLUMNS),
     ];
+    let lists: Vec<(&str, &[&str])> =
+        core.into_iter().chain(lasthop_sim::result_columns().map(|(family, c)| (family, c.names))).collect();
     let tables = marked_tables(&page("results.md"), "columns");
     let mut problems = Vec::new();
-    for (name, columns) in lists {
+    for &(name, columns) in &lists {
         let in_code: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
         match tables.iter().find(|t| t.arg == name) {
             Some(t) => problems.extend(compare(name, &t.names(), &in_code)),
@@ -29,14 +31,20 @@ fn every_results_column_is_documented() {
     for t in tables.iter().filter(|t| !lists.iter().any(|(name, _)| *name == t.arg)) {
         problems.push(format!("results.md:{}: `{}` is no list of columns in the code", t.line, t.arg));
     }
-    // The lists make up every table a run can have: a sim run's columns are these, in this order.
+    // The lists make up every table a run can have: a sim run's columns are these, in this order (with
+    // every family's table in the scenario).
     let grid = vec!["agent".to_string()];
     let expected: Vec<String> = ["agent", "seed"]
         .into_iter()
         .chain(table::FLOW_COLUMNS.iter().copied())
         .chain(table::RUN_COLUMNS.iter().copied())
+        .chain(lasthop_sim::result_columns().flat_map(|(_, c)| c.names.iter().copied()))
         .map(String::from)
         .collect();
-    assert_eq!(table::columns(&grid), expected, "results.csv's columns are no longer grid, seed, flow, run");
+    assert_eq!(
+        table::sim_columns(&grid, false, &|_| true),
+        expected,
+        "results.csv's columns are no longer grid, seed, flow, run, families"
+    );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -3,7 +3,63 @@
 //! the handoff schedule. Every field is documented with its default in
 //! the user guide, docs/src/reference/scenario/mobile-ip.md.
 
+use crate::context::Setup;
+use crate::registry::{Family, Together};
+use crate::scenario::{Invalid, LinkKind, Scenario};
 use serde::Deserialize;
+
+/// The family's registration: `[mobile_ip]`, checked and built. Its handoffs are its own, so it does not
+/// run with `[mobility]`'s.
+pub(crate) const FAMILY: Family = Family {
+    name: "mobile_ip",
+    present: |s| s.mobile_ip.is_some(),
+    validate,
+    together: &[Together::Not {
+        other: "mobility",
+        field: |_| "mobile_ip".into(),
+        message: "a scenario has `[mobility]` or `[mobile_ip]`, not both",
+    }],
+    columns: Some(super::metrics::COLUMNS),
+    build: |s, world| {
+        if let Some(m) = super::feature::MobileIp::build(s, &mut Setup::new(world)) {
+            world.register(m);
+        }
+        Ok(())
+    },
+};
+
+fn validate(s: &Scenario) -> Result<(), Invalid> {
+    let Some(m) = &s.mobile_ip else { return Ok(()) };
+    let joined =
+        |a: &str, b: &str, wireless: bool| s.joined(a, b, if wireless { LinkKind::Wireless } else { LinkKind::Wired });
+    let neighbours = |n: &str| {
+        s.links
+            .values()
+            .filter_map(|l| match (&l.ends[0], &l.ends[1]) {
+                (a, b) if a == n => Some(b.clone()),
+                (a, b) if b == n => Some(a.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    m.validate(&|n| s.nodes.contains_key(n), &joined, &neighbours)
+        .map_err(|(f, msg)| (format!("mobile_ip.{f}"), msg))?;
+    // The Mobile IP entities take these nodes' packets; only a base station hands what it passes on to the
+    // node's own agent, so an agent anywhere else would never see a packet.
+    let entities =
+        [&m.correspondent, &m.home_agent, &m.mobile].into_iter().chain(m.cells.iter().map(|c| &c.foreign_agent));
+    for n in entities {
+        if !s.nodes[n].agent.is_none() {
+            return Err((
+                format!("nodes.{n}.agent"),
+                "under `[mobile_ip]` only a cell's base station runs an agent (the correspondent, home agent, \
+                 foreign agents and mobile are Mobile IP's entities): expected \"none\""
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Base Mobile IP or the route-optimisation extension (Eom 2002 §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

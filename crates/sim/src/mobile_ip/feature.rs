@@ -12,9 +12,10 @@
 //!   its gateway, its current cell.
 
 use super::config::{CleanupKind, MipScheme, MobileIpConfig};
+use super::metrics::{MipHandoffMetrics, MobileIpMetrics};
 use crate::context::{Cx, Request, Setup, View};
 use crate::feature::{Feature, HookSet};
-use crate::metrics::{MipHandoffMetrics, MobileIpMetrics, RunResult};
+use crate::metrics::RunResult;
 use crate::scenario::{LinkKind, Scenario};
 use bytes::Bytes;
 use lasthop_agents::mip::{
@@ -650,7 +651,7 @@ impl Feature for MobileIp {
         put(&view.nodes()[self.mh].name, self.mobile.counters());
         let erroneous = self.trace_analysis();
         self.predict(view);
-        result.mobile_ip = Some(MobileIpMetrics {
+        result.families.mobile_ip = Some(MobileIpMetrics {
             erroneous_fast_retransmits: erroneous,
             handoffs: std::mem::take(&mut self.handoffs),
             duplicates_delivered: self.duplicates,

@@ -2,11 +2,12 @@
 //! scheduled and beacon-driven motion, what the mobile receives, and the per-handoff measurements. The
 //! configuration, the motion and radio models and the state live in [`crate::mobility`].
 
+use super::HandoffMetrics;
 use super::{BeaconState, Cells, MobState, MotionKind, PauseTrack, ReceiverSignal, SchemeKind};
 use crate::context::{Cx, Request, Role, Setup, View};
 use crate::feature::{Feature, HookSet};
 use crate::link::Link;
-use crate::metrics::{HandoffMetrics, RunResult};
+use crate::metrics::RunResult;
 use crate::rng;
 use crate::scenario::{LinkKind, Scenario};
 use bytes::Bytes;
@@ -626,6 +627,6 @@ impl Feature for Mobility {
     fn finish(mut self, view: View<'_>, result: &mut RunResult) {
         self.settle_losses(view);
         self.close_handoff(view);
-        result.handoffs = std::mem::take(&mut self.m.handoffs);
+        result.families.handoffs = std::mem::take(&mut self.m.handoffs);
     }
 }

@@ -2,10 +2,11 @@
 //! down as the browsing goes (this feature keeps their endpoints and runs them; the core only finds them by
 //! address and hands them their packets), their requests, and their metrics. The browsing model itself is [`crate::web`].
 
+use super::WebMetrics;
 use super::{Command, Object, Samplers, WebClient, WebParams};
 use crate::context::{Cx, Request, Role, View};
 use crate::feature::Feature;
-use crate::metrics::{RunResult, WebMetrics};
+use crate::metrics::RunResult;
 use crate::{rng, Scenario, SimError};
 use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
@@ -577,7 +578,7 @@ impl Feature for WebWorkloads {
                 dupacks_suppressed: counter("dupacks_suppressed"),
                 duplicate_segments_received: duplicates,
             };
-            result.web.push(metrics);
+            result.families.web.push(metrics);
         }
     }
 }

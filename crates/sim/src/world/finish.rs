@@ -77,10 +77,8 @@ impl World {
             links,
             agents,
             undeliverable_packets: self.undeliverable,
-            web: Vec::new(),
             series: self.trace.then(Vec::new),
-            handoffs: Vec::new(),
-            mobile_ip: None,
+            families: Default::default(),
         };
         for feature in std::mem::take(&mut self.features).into_iter().flatten() {
             feature.finish(&self, &mut result);
