@@ -13,9 +13,8 @@ use crate::{rng, SimError};
 use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
 use lasthop_tcp::{payload, Receiver, Sender, TcpConfig};
-use lasthop_wire::ipv4::Ipv4Packet;
-use lasthop_wire::tcp::TcpPacket;
-use lasthop_wire::{SeqNum, Time};
+use lasthop_wire::tcp::TcpFlags;
+use lasthop_wire::{Headers, SeqNum, Time};
 use rand::RngCore;
 use std::collections::BTreeSet;
 use std::net::SocketAddrV4;
@@ -76,8 +75,6 @@ fn validate(s: &Scenario) -> Result<(), Invalid> {
 pub(crate) enum BulkEvent {
     /// Flow `flow` opens its connection.
     Start { flow: usize },
-    /// Endpoint `ep`'s timer may be due.
-    Timer { ep: usize },
 }
 
 /// The port every bulk flow's receiver listens on; senders use 20000 + the flow's index.
@@ -116,14 +113,14 @@ struct Flow {
     start_seq: u64,
 }
 
-/// One end of a bulk flow's connection: its TCP state and its timer.
+/// One end of a bulk flow's connection: its TCP state (the core holds its timer:
+/// [`Feature::endpoint_timeout`]).
 struct Endpoint {
     flow: usize,
     node: usize,
     local: SocketAddrV4,
     remote: SocketAddrV4,
     role: Role,
-    timer: Option<Time>,
 }
 
 /// What a bulk flow's first packets touch, by index: its two endpoints (the receiver's is the sender's plus
@@ -210,7 +207,7 @@ impl BulkFlows {
         for (node, local, remote, role) in
             [(from, a, b, Role::Sender(Box::new(sender))), (to, b, a, Role::Receiver(Box::new(receiver)))]
         {
-            self.endpoints.push(Endpoint { flow, node, local, remote, role, timer: None });
+            self.endpoints.push(Endpoint { flow, node, local, remote, role });
         }
         setup.add_flow_progress(FlowProgress { path: path.clone(), bytes, delivered: 0, snd_max });
         self.flows.push(Flow {
@@ -316,16 +313,6 @@ impl BulkFlows {
         }
     }
 
-    /// Endpoint `ep`'s timer fired: its timeout if one is due, then its follow-up.
-    fn on_timer(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize) {
-        let now = cx.now();
-        let e = &mut self.endpoints[ep];
-        if !e.role.fire_timer(&mut e.timer, now) {
-            return;
-        }
-        cx.request(Request::RunEndpoint { key: ep });
-    }
-
     /// The next segment endpoint `ep` sends now, if any, counted for its flow (the core sends it at once and
     /// asks again, so each segment sees the queue the one before it joined).
     #[inline]
@@ -361,7 +348,7 @@ impl BulkFlows {
         }
     }
 
-    /// Endpoint `ep` has sent what it would: what it reads, counted for its flow, and its timer re-armed.
+    /// Endpoint `ep` has sent what it would: what it reads, counted for its flow.
     fn after_transmit(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize) {
         let now = cx.now();
         let flow = self.endpoints[ep].flow;
@@ -403,10 +390,6 @@ impl BulkFlows {
             };
             cx.request(Request::FlowProgress { flow, delivered: f.delivered, snd_max });
         }
-        let e = &mut self.endpoints[ep];
-        if let Some(t) = e.role.rearm(&mut e.timer) {
-            cx.schedule(t, BulkEvent::Timer { ep });
-        }
     }
 }
 
@@ -428,15 +411,11 @@ impl Feature for BulkFlows {
     fn on_event(&mut self, cx: &mut Cx<'_, BulkEvent>, event: BulkEvent) {
         match event {
             BulkEvent::Start { flow } => self.start_flow(cx, flow),
-            BulkEvent::Timer { ep } => self.on_timer(cx, ep),
         }
     }
 
     fn stall_cause(&self, event: &BulkEvent) -> Option<String> {
         Some(match event {
-            BulkEvent::Timer { .. } => "a TCP timer (`tcp.tick_ms`, `tcp.min_rto_ms`, `tcp.max_rto_ms`, \
-                 `tcp.initial_rto_ms`, `tcp.delayed_ack_ms`, `tcp.persist_min_ms`)"
-                .into(),
             BulkEvent::Start { .. } => "the flows' start times (`flows.*.start_s`, `scale`)".into(),
         })
     }
@@ -444,32 +423,32 @@ impl Feature for BulkFlows {
     /// A segment reached one of the flows' endpoints: the time series of a traced run and the duplicates the
     /// receiver saw (the core then runs the endpoint: [`Feature::endpoint_transmit`]).
     #[inline]
-    fn on_endpoint_packet(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize, packet: &Bytes) {
+    fn on_endpoint_packet(&mut self, cx: &mut Cx<'_, BulkEvent>, ep: usize, packet: &Bytes, headers: &Headers) {
         let now = cx.now();
         let e = &mut self.endpoints[ep];
         let flow = &mut self.flows[e.flow];
-        let seq_of = |packet: &Bytes| {
-            let ip = Ipv4Packet::new_unchecked(&packet[..]);
-            let tcp = TcpPacket::new_unchecked(ip.payload());
-            (tcp.seq_number(), tcp.ack_number(), tcp.ack(), !tcp.payload().is_empty())
-        };
+        // The core delivers only packets with a TCP header that reads.
+        let tcp = headers.tcp.as_ref().expect("a TCP header");
         if let Some(series) = flow.series.as_mut() {
-            let (seq, ack, has_ack, has_data) = seq_of(packet);
+            let has_data =
+                usize::from(headers.total_len) > usize::from(headers.ip_header_len) + usize::from(tcp.header_len);
             let t = now.as_secs_f64();
             match e.role {
-                Role::Receiver(_) if has_data => series.received.push((t, stream_offset(flow.iss, seq))),
-                Role::Sender(_) if has_ack => series.acked.push((t, stream_offset(flow.iss, ack))),
+                Role::Receiver(_) if has_data => series.received.push((t, stream_offset(flow.iss, tcp.seq))),
+                Role::Sender(_) if tcp.flags.contains(TcpFlags::ACK) => {
+                    series.acked.push((t, stream_offset(flow.iss, tcp.ack)))
+                }
                 _ => {}
             }
         }
         match &mut e.role {
-            Role::Sender(s) => s.handle_packet(now, packet),
+            Role::Sender(s) => s.handle_parsed(now, packet, headers),
             Role::Receiver(r) => {
                 let before = r.stats().duplicate_segments;
-                r.handle_packet(now, packet);
+                r.handle_parsed(now, packet, headers);
                 if r.stats().duplicate_segments > before {
                     flow.duplicate_segments += 1;
-                    if flow.fast_rexmit_offsets.remove(&stream_offset(flow.iss, seq_of(packet).0)) {
+                    if flow.fast_rexmit_offsets.remove(&stream_offset(flow.iss, tcp.seq)) {
                         flow.spurious_fast_retransmits += 1;
                     }
                 }
@@ -496,6 +475,16 @@ impl Feature for BulkFlows {
         if !matches!(self.endpoints[ep].role, Role::Closed) {
             self.after_transmit(cx, ep);
         }
+    }
+
+    #[inline]
+    fn endpoint_timeout(&self, ep: usize) -> Option<Time> {
+        self.endpoints[ep].role.poll_timeout()
+    }
+
+    /// Endpoint `ep`'s timer event: its timeout if one is due, then (the core) its follow-up.
+    fn on_endpoint_timer(&mut self, now: Time, ep: usize) -> bool {
+        self.endpoints[ep].role.fire_due(now)
     }
 
     fn finish(mut self, view: View<'_>, result: &mut RunResult) {

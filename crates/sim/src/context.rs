@@ -37,6 +37,12 @@ impl Role {
         if timer.is_some_and(|t| t <= now) {
             *timer = None;
         }
+        self.fire_due(now)
+    }
+
+    /// Fires the endpoint's TCP timeout if it is due at `now` (for a timer the core holds, which forgets
+    /// its pending time itself). False for a closed endpoint, which has nothing more to do.
+    pub(crate) fn fire_due(&mut self, now: Time) -> bool {
         let due = match self {
             Role::Sender(s) => s.poll_timeout(),
             Role::Receiver(r) => r.poll_timeout(),

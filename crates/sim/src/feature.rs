@@ -84,7 +84,7 @@
 use crate::context::{Cx, Role, View};
 use crate::metrics::RunResult;
 use bytes::Bytes;
-use lasthop_wire::Time;
+use lasthop_wire::{Headers, Time};
 
 pub(crate) use crate::world::HookSet;
 
@@ -166,10 +166,11 @@ pub(crate) trait Feature: 'static {
         false
     }
 
-    /// A TCP packet reached the endpoint the feature opened with `key` (`Request::OpenEndpoint`): the
+    /// A TCP packet reached the endpoint the feature opened with `key` (`Request::OpenEndpoint`), with its
+    /// headers as the core read them on arrival (hand both to the endpoint's `handle_parsed`): the
     /// feature runs it (and sends what it answers with `Request::SendOwn`, or lets the core run it after
     /// this hook, as for `Request::RunEndpoint`).
-    fn on_endpoint_packet(&mut self, _cx: &mut Cx<'_, Self::Event>, _key: usize, _packet: &Bytes) {}
+    fn on_endpoint_packet(&mut self, _cx: &mut Cx<'_, Self::Event>, _key: usize, _packet: &Bytes, _headers: &Headers) {}
 
     /// The core runs endpoint `key` (after [`Feature::on_endpoint_packet`], or on `Request::RunEndpoint`):
     /// the next packet it sends now, if any. The core sends each at once from the endpoint's node to its peer
@@ -179,9 +180,22 @@ pub(crate) trait Feature: 'static {
         None
     }
 
-    /// Endpoint `key` has sent what it would ([`Feature::endpoint_transmit`]): what follows (what it reads,
-    /// its timer).
+    /// Endpoint `key` has sent what it would ([`Feature::endpoint_transmit`]): what follows (what it reads).
     fn after_endpoint_transmit(&mut self, _cx: &mut Cx<'_, Self::Event>, _key: usize) {}
+
+    /// When endpoint `key` wants its timer, for a feature that has the core hold its endpoints' timers:
+    /// asked after every run of the endpoint, the core queues one event for the earliest time wanted and
+    /// calls [`Feature::on_endpoint_timer`] then (no event of the feature's own, no outbox). `None`: no
+    /// timer (the default: a feature that keeps its endpoints' timers itself).
+    fn endpoint_timeout(&self, _key: usize) -> Option<Time> {
+        None
+    }
+
+    /// Endpoint `key`'s timer event, held by the core ([`Feature::endpoint_timeout`]), is due: fire its
+    /// timeout if that is due; true when the core is to run the endpoint now (as `Request::RunEndpoint`).
+    fn on_endpoint_timer(&mut self, _now: Time, _key: usize) -> bool {
+        false
+    }
 
     /// Another feature asked for every endpoint at a node to be poked (`Request::PokeEndpoints`); this is
     /// the feature's endpoint `key` there: apply `poke` and run it.

@@ -8,7 +8,7 @@ use crate::feature::{Feature, FeatureId, HookSet};
 use crate::metrics::RunResult;
 use crate::world::{Owner, World};
 use bytes::Bytes;
-use lasthop_wire::Time;
+use lasthop_wire::{Headers, Time};
 use std::net::Ipv4Addr;
 
 /// A [`Feature`] as the core holds it: the feature, the queue of its pending events (the core's event names
@@ -65,12 +65,14 @@ impl<F: Feature> Registered<F> {
         self.spare = std::mem::replace(&mut self.outbox, out);
     }
 
-    /// Runs endpoint `key`, at `node` and talking to `peer`: sends what it sends, then its follow-up.
-    fn run_endpoint(&mut self, world: &mut World, now: Time, key: usize, (node, peer): (usize, Ipv4Addr)) {
+    /// Runs endpoint `key` (the core's `ep`), at `node` and talking to `peer`: sends what it sends, then its
+    /// follow-up, then has the core queue its timer if the feature has the core hold it.
+    fn run_endpoint(&mut self, world: &mut World, now: Time, key: usize, (ep, (node, peer)): EndpointAt) {
         while let Some(packet) = self.feature.endpoint_transmit(View::new(world), now, key) {
             world.send_own(now, Some(self.id), node, peer, packet);
         }
         self.call(world, now, |f, cx| f.after_endpoint_transmit(cx, key));
+        world.arm_endpoint_timer(ep, self.feature.endpoint_timeout(key));
     }
 
     fn apply(&mut self, world: &mut World, now: Time, request: Request<F::Event>) {
@@ -118,7 +120,7 @@ impl<F: Feature> Registered<F> {
             }
             Request::RunEndpoint { key } => {
                 let ep = self.endpoints[&key];
-                self.run_endpoint(world, now, key, world.endpoint_peer(ep));
+                self.run_endpoint(world, now, key, (ep, world.endpoint_peer(ep)));
             }
             Request::SendOwn { node, dst, packet } => world.send_own(now, Some(self.id), node, dst, packet),
         }
@@ -181,9 +183,22 @@ impl<F: Feature> DynFeature for Registered<F> {
     fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool {
         self.call(world, now, |f, cx| f.on_datagram(cx, node, packet))
     }
-    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, at: (usize, Ipv4Addr), packet: &Bytes) {
-        self.call(world, now, |f, cx| f.on_endpoint_packet(cx, key, packet));
+    fn on_endpoint_packet(
+        &mut self,
+        world: &mut World,
+        now: Time,
+        key: usize,
+        at: EndpointAt,
+        packet: &Bytes,
+        headers: &Headers,
+    ) {
+        self.call(world, now, |f, cx| f.on_endpoint_packet(cx, key, packet, headers));
         self.run_endpoint(world, now, key, at);
+    }
+    fn on_endpoint_timer(&mut self, world: &mut World, now: Time, key: usize, at: EndpointAt) {
+        if self.feature.on_endpoint_timer(now, key) {
+            self.run_endpoint(world, now, key, at);
+        }
     }
     fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time)) {
         self.call(world, now, |f, cx| f.on_endpoint_poke(cx, key, poke));
@@ -192,6 +207,9 @@ impl<F: Feature> DynFeature for Registered<F> {
         self.feature.finish(View::new(world), result);
     }
 }
+
+/// Where an endpoint is: the core's index for it, its node and its peer's address.
+pub(crate) type EndpointAt = (usize, (usize, Ipv4Addr));
 
 /// The object-safe face of a [`Registered`] feature: what the core calls, with the world in hand (see
 /// [`Feature`] for each hook). Only [`Registered`] implements it.
@@ -211,8 +229,18 @@ pub(crate) trait DynFeature {
     fn on_link_purge(&mut self, link: usize, dir: usize);
     fn after_flow_endpoint(&mut self, world: &mut World, now: Time);
     fn on_datagram(&mut self, world: &mut World, now: Time, node: usize, packet: &Bytes) -> bool;
-    /// A packet for the feature's endpoint `key`, at node `at.0` and talking to `at.1`.
-    fn on_endpoint_packet(&mut self, world: &mut World, now: Time, key: usize, at: (usize, Ipv4Addr), packet: &Bytes);
+    /// A packet for the feature's endpoint `key` (see [`EndpointAt`] for `at`).
+    fn on_endpoint_packet(
+        &mut self,
+        world: &mut World,
+        now: Time,
+        key: usize,
+        at: EndpointAt,
+        packet: &Bytes,
+        headers: &Headers,
+    );
+    /// The core-held timer of the feature's endpoint `key` is due ([`Feature::on_endpoint_timer`]).
+    fn on_endpoint_timer(&mut self, world: &mut World, now: Time, key: usize, at: EndpointAt);
     fn on_endpoint_poke(&mut self, world: &mut World, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time));
     fn finish(self: Box<Self>, world: &World, result: &mut RunResult);
 }

@@ -12,9 +12,9 @@
 use crate::config::{ms, AckRules, ReceiverStats, TcpConfig};
 use crate::delack::{DelayedAck, LinuxAcks};
 use crate::rto::Rto;
-use crate::segment::{parse_counted, seq_at, signed_offset_of, ts_now};
+use crate::segment::{headers_counted, parse_counted, seq_at, signed_offset_of, ts_now};
 use bytes::Bytes;
-use lasthop_wire::{SackBlocks, SeqNum, TcpFlags, TcpRepr, Time};
+use lasthop_wire::{Headers, SackBlocks, SeqNum, TcpFlags, TcpRepr, Time};
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -199,7 +199,17 @@ impl Receiver {
 
     /// Takes in a whole IPv4 packet; other connections' packets are ignored, unreadable ones counted.
     pub fn handle_packet(&mut self, now: Time, packet: &Bytes) {
-        let Some(seg) = parse_counted(packet, self.local, self.remote, &mut self.stats.malformed) else { return };
+        if let Some(headers) = headers_counted(packet, &mut self.stats.malformed) {
+            self.handle_parsed(now, packet, &headers);
+        }
+    }
+
+    /// [`Self::handle_packet`] of a packet whose headers its host has read already (`headers`, from
+    /// [`Headers::parse`] of `packet`): they are not read again; the checksums are verified here.
+    pub fn handle_parsed(&mut self, now: Time, packet: &Bytes, headers: &Headers) {
+        let Some(seg) = parse_counted(packet, headers, self.local, self.remote, &mut self.stats.malformed) else {
+            return;
+        };
         let r = seg.repr;
         if r.flags.contains(TcpFlags::RST) {
             return;

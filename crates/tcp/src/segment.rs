@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use lasthop_wire::ipv4::PROTO_TCP;
-use lasthop_wire::{Ipv4Packet, SeqNum, TcpPacket, TcpRepr};
+use lasthop_wire::{checksum, Headers, SeqNum, TcpPacket, TcpRepr};
 use std::net::SocketAddrV4;
 
 pub(crate) struct Incoming {
@@ -20,16 +20,17 @@ pub(crate) enum Parsed {
     Malformed,
 }
 
-/// Parses `packet` as a segment from `remote` to `local`, verifying both checksums.
-/// The segment of this connection in `packet`: `None` for another connection's packet, and for an
-/// unreadable one, which is also counted in `malformed` (both endpoints' `handle_packet` start here).
+/// The segment of this connection in `packet`, whose headers were read as `headers`: `None` for another
+/// connection's packet, and for an unreadable one, which is also counted in `malformed` (both endpoints'
+/// `handle_packet` start here).
 pub(crate) fn parse_counted(
     packet: &Bytes,
+    headers: &Headers,
     local: SocketAddrV4,
     remote: SocketAddrV4,
     malformed: &mut u64,
 ) -> Option<Incoming> {
-    match parse(packet, local, remote) {
+    match parse(packet, headers, local, remote) {
         Parsed::Segment(s) => Some(s),
         Parsed::Foreign => None,
         Parsed::Malformed => {
@@ -39,26 +40,36 @@ pub(crate) fn parse_counted(
     }
 }
 
-pub(crate) fn parse(packet: &Bytes, local: SocketAddrV4, remote: SocketAddrV4) -> Parsed {
-    let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else { return Parsed::Malformed };
-    if ip.protocol() != PROTO_TCP || ip.is_fragment() || !ip.verify_checksum() {
+/// Reads `packet` (headers read as `h`) as a segment from `remote` to `local`, verifying both checksums.
+pub(crate) fn parse(packet: &Bytes, h: &Headers, local: SocketAddrV4, remote: SocketAddrV4) -> Parsed {
+    // Headers read from other bytes than these would be a defect of the host: malformed, not a panic.
+    let (Some(ip_header), Some(segment)) = (packet.get(..usize::from(h.ip_header_len)), packet.get(h.segment_range()))
+    else {
+        return Parsed::Malformed;
+    };
+    if h.protocol != PROTO_TCP || h.fragment || checksum::fold(checksum::sum(ip_header)) != 0xffff {
         return Parsed::Malformed;
     }
-    let range = ip.payload_range();
-    let Ok(tcp) = TcpPacket::new_checked(&packet[range.clone()]) else { return Parsed::Malformed };
-    if ip.src_addr() != *remote.ip()
-        || ip.dst_addr() != *local.ip()
-        || tcp.src_port() != remote.port()
-        || tcp.dst_port() != local.port()
-    {
+    let Some(t) = &h.tcp else { return Parsed::Malformed };
+    if h.src != *remote.ip() || h.dst != *local.ip() || t.src_port != remote.port() || t.dst_port != local.port() {
         return Parsed::Foreign;
     }
-    if !tcp.verify_checksum(ip.src_addr(), ip.dst_addr()) {
+    if !TcpPacket::new_unchecked(segment).verify_checksum(h.src, h.dst) {
         return Parsed::Malformed;
     }
-    let Ok(repr) = TcpRepr::parse(&tcp) else { return Parsed::Malformed };
-    let payload = packet.slice(range.start + tcp.header_len()..range.end);
+    let Ok(repr) = TcpRepr::from_header(t, segment) else { return Parsed::Malformed };
+    let payload = packet.slice(usize::from(h.ip_header_len) + usize::from(t.header_len)..usize::from(h.total_len));
     Parsed::Segment(Incoming { repr, payload })
+}
+
+/// The headers of `packet`, for the endpoints' `handle_packet`; `None` (counted in `malformed`) when the
+/// IPv4 header does not read.
+pub(crate) fn headers_counted(packet: &[u8], malformed: &mut u64) -> Option<Headers> {
+    let h = Headers::parse(packet).ok();
+    if h.is_none() {
+        *malformed += 1;
+    }
+    h
 }
 
 /// The wire sequence number of 64-bit offset `off` from `base`.

@@ -16,10 +16,10 @@ use crate::prr::Prr;
 use crate::rack::Rack;
 use crate::rto::Rto;
 use crate::scoreboard::Scoreboard;
-use crate::segment::{offset_of, parse_counted, seq_at, ts_now, Incoming};
+use crate::segment::{headers_counted, offset_of, parse_counted, seq_at, ts_now, Incoming};
 use bytes::Bytes;
 use lasthop_wire::queue_option::{self, QueueOccupancy};
-use lasthop_wire::{SeqNum, TcpFlags, TcpRepr, Time};
+use lasthop_wire::{Headers, SeqNum, TcpFlags, TcpRepr, Time};
 use std::net::SocketAddrV4;
 
 /// MSS assumed when the peer's SYN carries no MSS option (RFC 9293 §3.7.1).
@@ -260,7 +260,17 @@ impl Sender {
     /// Takes in a whole IPv4 packet. Packets of other connections are ignored; unreadable ones are counted
     /// in [`SenderStats::malformed`].
     pub fn handle_packet(&mut self, now: Time, packet: &Bytes) {
-        let Some(seg) = parse_counted(packet, self.local, self.remote, &mut self.stats.malformed) else { return };
+        if let Some(headers) = headers_counted(packet, &mut self.stats.malformed) {
+            self.handle_parsed(now, packet, &headers);
+        }
+    }
+
+    /// [`Self::handle_packet`] of a packet whose headers its host has read already (`headers`, from
+    /// [`Headers::parse`] of `packet`): they are not read again; the checksums are verified here.
+    pub fn handle_parsed(&mut self, now: Time, packet: &Bytes, headers: &Headers) {
+        let Some(seg) = parse_counted(packet, headers, self.local, self.remote, &mut self.stats.malformed) else {
+            return;
+        };
         if seg.repr.flags.contains(TcpFlags::RST) {
             return;
         }

@@ -11,6 +11,7 @@
 pub mod buffer;
 pub mod checksum;
 pub mod handoff_option;
+pub mod headers;
 pub mod hugepages;
 pub mod ipip;
 pub mod ipv4;
@@ -23,6 +24,7 @@ pub mod tcp;
 pub mod time;
 pub mod udp;
 
+pub use headers::{Headers, TcpHeader};
 pub use ipv4::Ipv4Packet;
 pub use seq::SeqNum;
 pub use tcp::{SackBlocks, TcpFlags, TcpPacket, TcpRepr};

@@ -378,7 +378,34 @@ impl TcpRepr {
             eln: p.eln(),
             ..TcpRepr::default()
         };
-        for opt in p.options() {
+        repr.read_options(&p.buffer.as_ref()[HEADER_LEN..p.header_len()])?;
+        Ok(repr)
+    }
+
+    /// [`TcpRepr::parse`] of a segment whose fixed header was read as `h` (by [`crate::Headers::parse`]),
+    /// `segment` being its header and payload: only the options are read here.
+    pub fn from_header(h: &crate::TcpHeader, segment: &[u8]) -> Result<TcpRepr> {
+        let mut repr = TcpRepr {
+            src_port: h.src_port,
+            dst_port: h.dst_port,
+            seq: h.seq,
+            ack: if h.flags.contains(TcpFlags::ACK) { Some(h.ack) } else { None },
+            flags: h.flags.without(TcpFlags::ACK),
+            window: h.window,
+            eln: h.offset_byte & ELN_MASK != 0,
+            ..TcpRepr::default()
+        };
+        let hl = usize::from(h.header_len);
+        if hl > HEADER_LEN {
+            repr.read_options(segment.get(HEADER_LEN..hl).ok_or(WireError::Truncated)?)?;
+        }
+        Ok(repr)
+    }
+
+    /// Reads the options `options` into the fields they set; a malformed option is an error.
+    fn read_options(&mut self, options: &[u8]) -> Result<()> {
+        let repr = self;
+        for opt in (OptionIter { rest: options }) {
             match opt? {
                 TcpOption::MaxSegmentSize(m) => repr.mss = Some(m),
                 TcpOption::WindowScale(s) => repr.window_scale = Some(s),
@@ -389,7 +416,7 @@ impl TcpRepr {
                 _ => {}
             }
         }
-        Ok(repr)
+        Ok(())
     }
 
     /// Length of the options, padded to a multiple of four with NOPs.

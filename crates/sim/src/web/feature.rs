@@ -12,7 +12,7 @@ use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
 use lasthop_tcp::{Receiver, Sender, TcpConfig};
 use lasthop_wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_UDP};
-use lasthop_wire::{SeqNum, Time};
+use lasthop_wire::{Headers, SeqNum, Time};
 use rand::RngCore;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddrV4;
@@ -521,11 +521,11 @@ impl Feature for WebWorkloads {
         true
     }
 
-    fn on_endpoint_packet(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize, packet: &Bytes) {
+    fn on_endpoint_packet(&mut self, cx: &mut Cx<'_, WebEvent>, ep: usize, packet: &Bytes, headers: &Headers) {
         let now = cx.now();
         match &mut self.endpoints[ep].role {
-            Role::Sender(s) => s.handle_packet(now, packet),
-            Role::Receiver(r) => r.handle_packet(now, packet),
+            Role::Sender(s) => s.handle_parsed(now, packet, headers),
+            Role::Receiver(r) => r.handle_parsed(now, packet, headers),
             Role::Closed => return,
         }
         self.after_web_endpoint(cx, ep);

@@ -41,7 +41,7 @@ impl World {
         remote: SocketAddrV4,
     ) -> usize {
         let ep = self.endpoints.len();
-        let e = Endpoint { owner, node, local, remote, open: true };
+        let e = Endpoint { owner, node, local, remote, open: true, timer: None };
         self.nodes[node].add_endpoint(ep, e.key());
         self.endpoints.push(e);
         ep
@@ -65,17 +65,50 @@ impl World {
         }
     }
 
+    /// Queues endpoint `ep`'s timer for `want` (its owner's [`Feature::endpoint_timeout`]), unless one is
+    /// queued for that time or earlier already.
+    ///
+    /// [`Feature::endpoint_timeout`]: crate::feature::Feature::endpoint_timeout
+    #[inline]
+    pub(crate) fn arm_endpoint_timer(&mut self, ep: usize, want: Option<Time>) {
+        let Some(t) = want else { return };
+        let e = &mut self.endpoints[ep];
+        if e.timer.is_none_or(|s| t < s) {
+            e.timer = Some(t);
+            self.sched.schedule(t, Event::EndpointTimer { ep });
+        }
+    }
+
+    /// Endpoint `ep`'s timer event is due: its owner fires the endpoint's timeout if that is due and runs
+    /// it ([`Feature::on_endpoint_timer`](crate::feature::Feature::on_endpoint_timer)).
+    pub(super) fn endpoint_timer(&mut self, now: Time, ep: usize) {
+        let e = &mut self.endpoints[ep];
+        if e.timer.is_some_and(|t| t <= now) {
+            e.timer = None;
+        }
+        let Owner { feature, key } = e.owner;
+        let at = self.endpoint_peer(ep);
+        self.with_feature(feature, |f, w| f.on_endpoint_timer(w, now, key, (ep, at)));
+    }
+
     /// Endpoint `ep`'s node and the address of its peer.
     pub(crate) fn endpoint_peer(&self, ep: usize) -> (usize, Ipv4Addr) {
         let e = &self.endpoints[ep];
         (e.node, *e.remote.ip())
     }
 
-    /// Hands `packet`, addressed to `node`, to the node's endpoints (or a feature's datagram hook).
+    /// Hands `packet`, addressed to `node`, to the node's endpoints (or a feature's datagram hook); an
+    /// unreadable one counts as undeliverable.
     pub(crate) fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
-        let ip = Ipv4Packet::new_unchecked(&packet[..]);
-        let (src, proto) = (ip.src_addr(), ip.protocol());
-        if proto != PROTO_TCP {
+        match Headers::parse(&packet) {
+            Ok(headers) => self.deliver_parsed(now, node, packet, &headers),
+            Err(_) => self.undeliverable += 1,
+        }
+    }
+
+    /// [`World::deliver_local`] of a packet whose headers were read as `headers`.
+    pub(super) fn deliver_parsed(&mut self, now: Time, node: usize, packet: Bytes, headers: &Headers) {
+        if headers.protocol != PROTO_TCP {
             let taken = (0..self.features.len())
                 .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_datagram(w, now, node, &packet)) == Some(true));
             if !taken {
@@ -83,23 +116,23 @@ impl World {
             }
             return;
         }
-        let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
+        let Some(tcp) = &headers.tcp else {
             self.undeliverable += 1;
             return;
         };
-        let (sport, dport) = (tcp.src_port(), tcp.dst_port());
-        let Some(ep) = self.nodes[node].find_endpoint((dport, src, sport), &self.endpoints) else {
+        let Some(ep) = self.nodes[node].find_endpoint((tcp.dst_port, headers.src, tcp.src_port), &self.endpoints)
+        else {
             self.undeliverable += 1;
             return;
         };
-        self.deliver_to_owner(now, ep, &packet);
+        self.deliver_to_owner(now, ep, &packet, headers);
     }
 
-    /// Hands `packet` to the feature that keeps endpoint `ep`.
-    pub(super) fn deliver_to_owner(&mut self, now: Time, ep: usize, packet: &Bytes) {
+    /// Hands `packet` (its headers read as `headers`) to the feature that keeps endpoint `ep`.
+    pub(super) fn deliver_to_owner(&mut self, now: Time, ep: usize, packet: &Bytes, headers: &Headers) {
         let Owner { feature, key } = self.endpoints[ep].owner;
         let at = self.endpoint_peer(ep);
-        let ran = self.with_feature(feature, |f, w| f.on_endpoint_packet(w, now, key, at, packet));
+        let ran = self.with_feature(feature, |f, w| f.on_endpoint_packet(w, now, key, (ep, at), packet, headers));
         assert!(ran.is_some(), "a feature's own requests never deliver to its own endpoints");
     }
 

@@ -24,8 +24,7 @@ use lasthop_agents::{Action, Agent, Side};
 use lasthop_channel::key_index::KeyIndex;
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
 use lasthop_wire::pcap::PcapWriter;
-use lasthop_wire::tcp::TcpPacket;
-use lasthop_wire::Time;
+use lasthop_wire::{Headers, Time};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -48,6 +47,11 @@ pub(crate) enum Event {
     },
     AgentTimer {
         node: usize,
+    },
+    /// The timer of endpoint `ep` (the core's index), held by the core for its owner
+    /// ([`Feature::endpoint_timeout`](crate::feature::Feature::endpoint_timeout)), may be due.
+    EndpointTimer {
+        ep: usize,
     },
     /// One of a feature's own events, parked in its queue at `slot` (see [`crate::registered::Registered`]).
     /// A `usize`, as the other variants' fields: a `u32` would share the word of the enum's tag.
@@ -105,6 +109,8 @@ pub(crate) struct Endpoint {
     remote: SocketAddrV4,
     /// Not closed yet ([`World::close_endpoint`]).
     open: bool,
+    /// The earliest time its timer event is queued for, if its owner has the core hold its timer.
+    timer: Option<Time>,
 }
 
 impl Endpoint {

@@ -27,11 +27,13 @@ impl World {
 
     pub(super) fn arrive(&mut self, now: Time, node: usize, link: usize, dir: usize, packet: Bytes) {
         self.capture(now, link, 1 - dir, &packet);
-        let Ok(ip) = Ipv4Packet::new_checked(&packet[..]) else {
+        // Read once here: routing, delivery and the endpoint's TCP read these headers, not the bytes again
+        // (the TCP header only when the packet is delivered here: a router does not read it).
+        let Ok(mut headers) = Headers::parse_ipv4(&packet) else {
             self.undeliverable += 1;
             return;
         };
-        let dst = ip.dst_addr();
+        let dst = headers.dst;
         if self.links[link].out_of_range {
             // In flight when the far end moved out of range.
             self.lose_out_of_range(&packet);
@@ -41,7 +43,8 @@ impl World {
             return;
         }
         if dst == self.nodes[node].addr {
-            self.deliver_local(now, node, packet);
+            headers.read_tcp(&packet);
+            self.deliver_parsed(now, node, packet, &headers);
             return;
         }
         let Some(out) = self.next_hop(node, dst) else {

@@ -50,6 +50,7 @@ impl World {
                     }
                     self.apply_actions(now, node);
                 }
+                Event::EndpointTimer { ep } => self.endpoint_timer(now, ep),
                 Event::Feature { feature, slot } => {
                     self.with_feature(feature, |f, w| f.on_event(w, now, slot));
                 }
@@ -71,6 +72,9 @@ impl World {
                 let name = &self.links[*link].name;
                 format!("link `{name}` (`links.{name}.rate_mbps`, `delay_ms` or `mac_overhead_us`)")
             }
+            Event::EndpointTimer { .. } => "a TCP timer (`tcp.tick_ms`, `tcp.min_rto_ms`, `tcp.max_rto_ms`, \
+                 `tcp.initial_rto_ms`, `tcp.delayed_ack_ms`, `tcp.persist_min_ms`)"
+                .into(),
             Event::Feature { feature, slot } => {
                 let cause = self.features[feature.0].as_ref().and_then(|f| f.stall_cause(*slot));
                 cause.unwrap_or_else(|| {

@@ -22,6 +22,7 @@ fn endpoint(local_port: u16, remote_port: u16) -> Endpoint {
         local: SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), local_port),
         remote: SocketAddrV4::new(Ipv4Addr::new(10, 1, 0, 1), remote_port),
         open: true,
+        timer: None,
     }
 }
 
