@@ -26,6 +26,14 @@ STEPS = [
 ]
 
 tree, metrics = sys.argv[1], sys.argv[2]
+
+
+def normal_name(fn):
+    """A method by its type's path whichever module its `impl` block sits in:
+    `lasthop_sim::world::run::<impl lasthop_sim::world::World>::play` is `lasthop_sim::world::World::play`."""
+    return re.sub(r"[\w:]*::<impl ([\w:]+)>::", r"\1::", fn)
+
+
 total = None
 by_caller = {}  # (function, caller) -> (instructions of the caller's calls to it with everything they call, calls)
 callers = []
@@ -41,7 +49,7 @@ for line in open(tree):
         if not line.strip():
             callers = []
         continue
-    ir, kind, fn, calls = int(m[1].replace(",", "")), m[2], m[3], m[4]
+    ir, kind, fn, calls = int(m[1].replace(",", "")), m[2], normal_name(m[3]), m[4]
     if kind == "<":
         callers.append((fn, ir, int(calls.replace(",", "")) if calls else 0))
     else:
@@ -74,9 +82,9 @@ for label, fn in STEPS:
 # simulator: one 10 MB run").
 PROTOCOL_WORK = [
     "lasthop_tcp::sender::Sender::poll_transmit",
-    "lasthop_tcp::sender::Sender::handle_packet",
+    "lasthop_tcp::sender::Sender::handle_parsed",
     "lasthop_tcp::sender::Sender::handle_timeout",
-    "lasthop_tcp::receiver::Receiver::handle_packet",
+    "lasthop_tcp::receiver::Receiver::handle_parsed",
     "lasthop_tcp::receiver::Receiver::poll_transmit",
     "lasthop_tcp::receiver::Receiver::handle_timeout",
     "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::handle_packet",
@@ -84,10 +92,10 @@ PROTOCOL_WORK = [
     "<lasthop_agents::snoop::Snoop as lasthop_agents::Agent>::handle_timeout",
     "<lasthop_channel::error_model::BerModel as lasthop_channel::error_model::ErrorModel>::corrupts",
 ]
-# The flow's byte-for-byte check of what was delivered is libc's memcmp called from the endpoint's follow-up
+# The flow's byte-for-byte check of what was delivered is libc's memcmp called where the bulk workload runs an endpoint
 # (startup's string comparisons call it too), named by the variant libc picked for the processor
 # (`__memcmp_avx2_movbe`, `__memcmp_evex_movbe`, ...).
-FLOW_CHECK = "lasthop_sim::world::World::after_endpoint"
+FLOW_CHECK = "lasthop_sim::registered::Registered<F>::run_endpoint"
 MEMCMP = [fn for fn in blocks if fn.startswith("__memcmp")]
 loop = blocks.get("lasthop_sim::world::World::play", (0, 0))[0]
 work = sum(blocks.get(fn, (0, 0))[0] for fn in PROTOCOL_WORK) + sum(
