@@ -302,14 +302,31 @@ pub fn lines(r: &TwinRun) -> Result<Vec<Line>> {
     let f = r.sim_flow()?;
     let k = &r.kernel;
     let line = |what, sim: u64, kernel: u64| Line { what, sim: sim as f64, kernel: kernel as f64 };
-    Ok(vec![
+    let mut out = vec![
         Line { what: "goodput (Mb/s)", sim: f.goodput_mbps, kernel: k.goodput_mbps },
         line("sender retransmissions", f.segments_retransmitted, k.sender.retrans_segs),
         line("sender timeouts", f.sender_timeouts, k.sender.timeouts),
         line("fast retransmits", f.fast_retransmits, k.sender.fast_retrans),
         line("local retransmissions", f.local_retransmissions, k.counters.agent_counter("local_retransmissions")),
         line("bytes delivered", f.bytes_delivered, k.bytes),
-    ])
+    ];
+    // A handoff testbed's run adds its handoffs: how many, their mean latency (the mobile's request to the first
+    // packet through the new base station, on both faces) and what the buffering base station resent.
+    if let Some(h) = &k.handoff {
+        let sim = &r.sim.families.handoffs;
+        out.push(line("handoffs", sim.len() as u64, h.handoffs.len() as u64));
+        let sim_latency: Vec<f64> = sim.iter().filter_map(|h| h.completion_s).collect();
+        if let (false, Some(kernel_ms)) = (sim_latency.is_empty(), h.mean_latency_ms()) {
+            let sim_ms = sim_latency.iter().sum::<f64>() / sim_latency.len() as f64 * 1e3;
+            out.push(Line { what: "handoff latency (ms)", sim: sim_ms, kernel: kernel_ms });
+        }
+        out.push(line(
+            "resent from the buffer",
+            sim.iter().map(|h| h.resent_from_buffer).sum(),
+            h.handoffs.iter().map(|h| h.resent_from_buffer).sum(),
+        ));
+    }
+    Ok(out)
 }
 
 /// Where the run misses the target ([`GOODPUT_TOLERANCE`], [`RETRANSMISSIONS_TOLERANCE`] above

@@ -276,3 +276,20 @@ fn the_simulator_and_the_kernel_agree_on_short_transfers() {
         assert!(missed.is_empty(), "{what}:\n{}\n{}", twin::table_text(&r).unwrap(), missed.join("\n"));
     }
 }
+
+#[test]
+fn the_side_by_side_table_of_a_handoff_run_shows_its_handoffs() {
+    let doc =
+        handoff_config(&[("handoff", "plain".into()), ("handoff_every_s", 1.0.into()), ("bytes", 400_000.into())]);
+    let r = FakeKernel.run_twin(&request(&doc, "testbed-handoff.toml", false)).unwrap();
+    let lines = twin::lines(&r).unwrap();
+    let handoffs = lines.iter().find(|l| l.what == "handoffs").expect("a handoffs line");
+    assert!(handoffs.sim > 0.0 && handoffs.sim == r.sim.families.handoffs.len() as f64, "{}", handoffs.sim);
+    assert_eq!(handoffs.kernel, 0.0, "the made-up kernel face has no handoffs");
+    assert!(lines.iter().any(|l| l.what == "resent from the buffer"));
+    assert!(!lines.iter().any(|l| l.what == "handoff latency (ms)"), "no latency line without the kernel's");
+    assert!(twin::table_text(&r).unwrap().contains("handoffs"));
+    // one base station: no handoff lines
+    let one = FakeKernel.run_twin(&request(&twin_example(&[]), "twin.toml", false)).unwrap();
+    assert!(!twin::lines(&one).unwrap().iter().any(|l| l.what == "handoffs"));
+}
