@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use lasthop::experiment::{Experiment, RunnerKind};
-use lasthop::reproduce::{reproduce, ReproduceOptions};
+use lasthop::reproduce::{reproduce, ReproduceOptions, Summary};
 use lasthop::runner::{RunRequest, Runner, ScenarioSource, SimRunner};
 use lasthop::twin::{self, TwinRun};
 use lasthop_net::testbed::skip_or_fail;
@@ -116,18 +116,19 @@ impl Runner for FakeKernel {
     }
 }
 
-#[test]
-fn a_twin_experiment_has_a_row_per_face_and_compares_them_per_point() {
+/// Runs twin experiment `id` (its file in `experiments/`, its base scenario `base` in the repository, its text
+/// passed through `edit`) quick through [`FakeKernel`]: the summary and the results CSV, every run completed.
+fn reproduce_quick_with_fake_kernel(id: &str, base: &str, edit: impl Fn(String) -> String) -> (Summary, String) {
     let dir = tempfile::tempdir().unwrap();
     let exps = dir.path().join("experiments");
     std::fs::create_dir_all(&exps).unwrap();
-    let text = std::fs::read_to_string(repo().join("experiments/twin-ber.toml")).unwrap();
-    let text = text.replace("\"../examples/twin.toml\"", &format!("{:?}", repo().join("examples/twin.toml")));
-    std::fs::write(exps.join("twin-ber.toml"), text).unwrap();
-    let e = Experiment::load(&exps.join("twin-ber.toml")).unwrap();
+    let text = std::fs::read_to_string(repo().join(format!("experiments/{id}.toml"))).unwrap();
+    let text = text.replace(&format!("\"../{base}\""), &format!("{:?}", repo().join(base)));
+    std::fs::write(exps.join(format!("{id}.toml")), edit(text)).unwrap();
+    let e = Experiment::load(&exps.join(format!("{id}.toml"))).unwrap();
     assert_eq!(e.runner, RunnerKind::Twin);
     let opts = ReproduceOptions {
-        ids: vec!["twin-ber".into()],
+        ids: vec![id.into()],
         quick: true,
         jobs: 2,
         out: dir.path().join("out"),
@@ -136,7 +137,13 @@ fn a_twin_experiment_has_a_row_per_face_and_compares_them_per_point() {
     };
     let summary = reproduce(&opts, &FakeKernel).unwrap();
     assert_eq!(summary.failed_runs(), 0);
-    let csv = std::fs::read_to_string(opts.out.join("twin-ber/results.csv")).unwrap();
+    let csv = std::fs::read_to_string(opts.out.join(id).join("results.csv")).unwrap();
+    (summary, csv)
+}
+
+#[test]
+fn a_twin_experiment_has_a_row_per_face_and_compares_them_per_point() {
+    let (summary, csv) = reproduce_quick_with_fake_kernel("twin-ber", "examples/twin.toml", |text| text);
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     for c in ["cc", "agent", "ber", "wired_delay_ms", "seed", "face", "goodput_mbps", "sender_retransmissions"] {
@@ -196,28 +203,10 @@ fn a_handoff_testbed_point_runs_on_the_simulators_face() {
 
 #[test]
 fn the_handoff_testbed_experiment_has_a_row_per_face_with_the_handoff_columns() {
-    let dir = tempfile::tempdir().unwrap();
-    let exps = dir.path().join("experiments");
-    std::fs::create_dir_all(&exps).unwrap();
-    let text = std::fs::read_to_string(repo().join("experiments/testbed-handoff.toml")).unwrap();
-    let base = repo().join("examples/testbed-handoff.toml");
-    let text = text.replace("\"../examples/testbed-handoff.toml\"", &format!("{base:?}"));
     // a shorter transfer: the pipeline, not the numbers
-    let text = text.replace("set = { bytes = 1_258_291 }", "set = { bytes = 400_000 }");
-    std::fs::write(exps.join("testbed-handoff.toml"), text).unwrap();
-    let e = Experiment::load(&exps.join("testbed-handoff.toml")).unwrap();
-    assert_eq!(e.runner, RunnerKind::Twin);
-    let opts = ReproduceOptions {
-        ids: vec!["testbed-handoff".into()],
-        quick: true,
-        jobs: 2,
-        out: dir.path().join("out"),
-        experiments_dir: exps,
-        progress: false,
-    };
-    let summary = reproduce(&opts, &FakeKernel).unwrap();
-    assert_eq!(summary.failed_runs(), 0);
-    let csv = std::fs::read_to_string(opts.out.join("testbed-handoff/results.csv")).unwrap();
+    let (_, csv) = reproduce_quick_with_fake_kernel("testbed-handoff", "examples/testbed-handoff.toml", |text| {
+        text.replace("set = { bytes = 1_258_291 }", "set = { bytes = 400_000 }")
+    });
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name}: {header:?}"));
