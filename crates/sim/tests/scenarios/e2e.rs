@@ -1,10 +1,10 @@
 //! End-to-end runs of whole scenarios: integrity of every byte for every TCP variant with and without Snoop,
 //! determinism of metrics and pcap bytes, and the scenario file's error messages.
 
-mod support;
+use crate::support;
+use crate::support::set;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
 use proptest::prelude::*;
-use support::set;
 
 fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Scenario {
     let mut v = support::example("snoop.toml");

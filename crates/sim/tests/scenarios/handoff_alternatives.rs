@@ -4,9 +4,9 @@
 //! payload bytes), the handoff's latency following the bytes the relay held, and the combinations still
 //! refused.
 
-mod support;
+use crate::support;
+use crate::support::set;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
-use support::set;
 
 /// examples/handoff.toml with a handoff every 2 s from 1 s, `agent` at both base stations, and `edit`.
 fn scenario(agent: &str, edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {

@@ -1,9 +1,8 @@
 //! End-to-end runs of the Web workload (Balakrishnan 1998 §5, `examples/web.toml`): every byte of every object is
 //! verified, downloads happen, persistent and parallel connections behave, and runs are deterministic.
 
-mod support;
+use crate::support::set;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario, WebMetrics};
-use support::set;
 
 fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Scenario {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/web.toml")).unwrap();

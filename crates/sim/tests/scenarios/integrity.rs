@@ -6,9 +6,8 @@
 //! rendezvous, with bit errors on every cell. No scheme may lose data at a handoff; only a base-station
 //! failure loses the split connection's data (`alternatives.rs` counts those bytes).
 
-mod support;
+use crate::support::{example, set};
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
-use support::{example, set};
 
 /// One scheme of `compare-ber`: the base stations' agent, the sender's TCP, ELN's resend threshold, and
 /// link ARQ on the wireless hop as (selective link ACKs, TCP-aware).

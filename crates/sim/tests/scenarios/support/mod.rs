@@ -11,7 +11,6 @@ pub fn set(v: &mut toml::Value, path: &str, value: impl Into<toml::Value>) {
 }
 
 /// The scenario document of `examples/<name>`.
-#[allow(dead_code)] // not every test binary that shares this module reads an example
 pub fn example(name: &str) -> toml::Value {
     let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
     toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

@@ -3,9 +3,8 @@
 //! verified at the fixed host; handed off by moving the relay between mobility base stations; and a base
 //! station failure that loses exactly what the relay had acknowledged to the mobile.
 
-mod support;
+use crate::support::{example, set};
 use lasthop_sim::{run, FlowMetrics, RunOptions, RunResult, Scenario};
-use support::{example, set};
 
 fn run_toml(v: toml::Value, origin: &str) -> RunResult {
     let s = Scenario::from_toml(v, origin).unwrap();

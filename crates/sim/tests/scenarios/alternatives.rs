@@ -3,9 +3,8 @@
 //! bit errors; every byte verified at the mobile, and a base-station failure mid-transfer showing which
 //! schemes keep end-to-end semantics.
 
-mod support;
+use crate::support::set;
 use lasthop_sim::{run, FlowMetrics, RunOptions, RunResult, Scenario};
-use support::set;
 
 fn scenario(edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();

@@ -3,11 +3,11 @@
 //! the handoff's messages all happen; losses and the buffer behave as §2–§4 describe; determinism; and bad
 //! `[mobile_ip]` tables are refused with the field named.
 
-mod support;
+use crate::support;
 
+use crate::support::set;
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
 use proptest::prelude::*;
-use support::set;
 
 /// The schemes of the `mip-buffer` experiment plus base Mobile IP and the link-ACK cleanup.
 const SCHEMES: [&str; 6] = ["base", "ro", "buffer", "buffer-ack", "buffer-ack-order", "buffer-link-ack"];
