@@ -1,8 +1,8 @@
 //! Throughput of the forwarding path, with and without agents, by the same code that `lasthop bs` runs
 //! ([`Forwarder`]), minus the socket system calls: a synthetic bulk TCP flow (full-size data segments from
 //! the wired side, a cumulative ACK from the wireless side every second segment), no rate limit, no
-//! errors. `benches/forward.rs` runs it under criterion; [`bench_forward`] is for a quick figure from the
-//! command line. Frames are built before the clock starts, so only forwarding is timed.
+//! errors. `cargo bench -p lasthop-bench --bench forward` runs it under criterion; [`bench_forward`] is for a
+//! quick figure from the command line. Frames are built before the clock starts, so only forwarding is timed.
 
 use crate::agents::AgentKind;
 use crate::forward::{frames, Forwarder, Mac, Port};
