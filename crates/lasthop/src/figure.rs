@@ -193,11 +193,24 @@ pub fn write(plot: &Plot, title: &str, dir: &Path) -> Result<()> {
         root.present().map_err(|e| anyhow!("{e}")).with_context(|| format!("writing {}", svg.display()))?;
     }
     let png = dir.join("figure.png");
+    let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
     {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
         draw(plot, title, &root).with_context(|| format!("drawing {}", png.display()))?;
-        root.present().map_err(|e| anyhow!("{e}")).with_context(|| format!("writing {}", png.display()))?;
+        root.present().map_err(|e| anyhow!("{e}")).with_context(|| format!("drawing {}", png.display()))?;
     }
+    write_png(&png, &rgb).with_context(|| format!("writing {}", png.display()))
+}
+
+/// Encodes an RGB image of [`SIZE`] into the PNG file `path`.
+fn write_png(path: &Path, rgb: &[u8]) -> Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut encoder = png::Encoder::new(file, SIZE.0, SIZE.1);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
     Ok(())
 }
 
@@ -437,8 +450,12 @@ mod tests {
         write(&demo_line(), "Goodput against bit-error rate", d.path()).unwrap();
         let svg = std::fs::read_to_string(d.path().join("figure.svg")).unwrap();
         assert!(svg.contains("16M") && svg.contains("256K") && svg.contains("Reno + Snoop"), "labels in the SVG");
-        let png = std::fs::read(d.path().join("figure.png")).unwrap();
-        assert_eq!(&png[1..4], b"PNG");
+        let png = png::Decoder::new(std::fs::File::open(d.path().join("figure.png")).unwrap());
+        let mut png = png.read_info().unwrap();
+        let mut rgb = vec![0; png.output_buffer_size()];
+        let info = png.next_frame(&mut rgb).unwrap();
+        assert_eq!((info.width, info.height, info.color_type), (SIZE.0, SIZE.1, png::ColorType::Rgb));
+        assert!(rgb.chunks(3).any(|p| p != [255, 255, 255]) && rgb.chunks(3).any(|p| p == [255, 255, 255]), "drawn");
         if let Ok(dir) = std::env::var("LASTHOP_FIGURE_DEMO") {
             write(&demo_line(), "Goodput against bit-error rate", Path::new(&dir)).unwrap();
         }
