@@ -8,7 +8,7 @@ use crate::context::{Cx, FlowProgress, Request, Role, Setup, View};
 use crate::feature::Feature;
 use crate::metrics::{FlowMetrics, FlowSeries, RunResult};
 use crate::registry::Family;
-use crate::scenario::{non_negative_s, Invalid, LinkKind, Scenario, MAX_TIME_S};
+use crate::scenario::{check_start_s, Invalid, LinkKind, Scenario};
 use crate::{rng, SimError};
 use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
@@ -54,18 +54,11 @@ pub(crate) const FAMILY: Family = Family {
 fn validate(s: &Scenario) -> Result<(), Invalid> {
     for (name, f) in &s.flows {
         let p = |x: &str| format!("flows.{name}.{x}");
-        for (field, node) in [("from", &f.from), ("to", &f.to)] {
-            s.check_node(node).map_err(|m| (p(field), m))?;
-        }
-        if f.from == f.to {
-            return Err((p("to"), "expected a node other than `from`".into()));
-        }
+        s.check_ends(&format!("flows.{name}"), ("from", &f.from), ("to", &f.to))?;
         if f.bytes == 0 {
             return Err((p("bytes"), "expected at least 1 byte".into()));
         }
-        if !non_negative_s(f.start_s) {
-            return Err((p("start_s"), format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", f.start_s)));
-        }
+        check_start_s(p("start_s"), f.start_s)?;
         s.validate_own_tcp(&p("tcp"), &f.tcp)?;
     }
     Ok(())

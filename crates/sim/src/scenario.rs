@@ -224,6 +224,14 @@ pub(crate) fn non_negative_s(v: f64) -> bool {
     v.is_finite() && (0.0..=MAX_TIME_S).contains(&v)
 }
 
+/// `field`, a workload's start time: from 0 to [`MAX_TIME_S`].
+pub(crate) fn check_start_s(field: String, v: f64) -> Result<(), Invalid> {
+    match non_negative_s(v) {
+        true => Ok(()),
+        false => Err((field, format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {v}"))),
+    }
+}
+
 /// A rule broken by a scenario: the field at fault, dotted from the scenario's top, and what was expected.
 pub(crate) type Invalid = (String, String);
 
@@ -466,6 +474,22 @@ impl Scenario {
         match self.nodes.contains_key(node) {
             true => Ok(()),
             false => Err(format!("no node named `{node}` (nodes: {})", self.node_names())),
+        }
+    }
+
+    /// A workload's two ends, `prefix.FIELD = node` each: nodes of the scenario, and two different ones.
+    pub(crate) fn check_ends(
+        &self,
+        prefix: &str,
+        (a, a_node): (&str, &str),
+        (b, b_node): (&str, &str),
+    ) -> Result<(), Invalid> {
+        for (field, node) in [(a, a_node), (b, b_node)] {
+            self.check_node(node).map_err(|m| (format!("{prefix}.{field}"), m))?;
+        }
+        match a_node == b_node {
+            true => Err((format!("{prefix}.{b}"), format!("expected a node other than `{a}`"))),
+            false => Ok(()),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use crate::context::View;
 use crate::registry::Family;
-use crate::scenario::{non_negative_s, positive_s, Invalid, Scenario, MAX_TIME_S};
+use crate::scenario::{check_start_s, positive_s, Invalid, Scenario, MAX_TIME_S};
 use serde::Deserialize;
 
 pub(crate) const FAMILY: Family = Family {
@@ -74,18 +74,11 @@ fn default_web_duration() -> f64 {
 fn validate(s: &Scenario) -> Result<(), Invalid> {
     for (name, w) in &s.web {
         let p = |x: &str| format!("web.{name}.{x}");
-        for (field, node) in [("client", &w.client), ("server", &w.server)] {
-            s.check_node(node).map_err(|m| (p(field), m))?;
-        }
-        if w.client == w.server {
-            return Err((p("server"), "expected a node other than `client`".into()));
-        }
+        s.check_ends(&format!("web.{name}"), ("client", &w.client), ("server", &w.server))?;
         if !(1..=4).contains(&w.connections) {
             return Err((p("connections"), "expected 1 to 4 parallel connections (Balakrishnan 1998)".into()));
         }
-        if !non_negative_s(w.start_s) {
-            return Err((p("start_s"), format!("expected a start time from 0 to {MAX_TIME_S:e} s, got {}", w.start_s)));
-        }
+        check_start_s(p("start_s"), w.start_s)?;
         if !positive_s(w.duration_s) {
             return Err((
                 p("duration_s"),
