@@ -97,8 +97,10 @@ pub(super) struct Conn {
     /// DUPACKs seen for the current last ACK, suppressed or not: each is a packet after the hole that
     /// reached the mobile. Used to detect a further hole at a partial ACK (`on_new_ack`).
     dupacks_seen: u32,
-    /// One past the newest transmission (`tx_idx`) known to have reached the mobile (its packet was
-    /// acknowledged); 0 if none. DUPACKs for packets sent before it have already been counted.
+    /// One past the newest transmission (`tx_idx`) through the link's normal queue known to have reached the
+    /// mobile (its packet was acknowledged); 0 if none. The queue keeps order, so DUPACKs for packets sent
+    /// before it have already been counted. Local retransmissions do not count: they go at priority and
+    /// overtake what waits in the queue.
     acked_tx: u64,
     rtx_backoff: u32,
     /// The MH's window field in its last (non-spurious) ACK, raw (unscaled), for regenerated ACKs.
@@ -691,7 +693,11 @@ impl Conn {
             if h.end() <= ack {
                 freed += 1;
                 covered = covered.filter(|c| h.seq <= *c).map(|_| h.end());
-                self.acked_tx = self.acked_tx.max(h.tx_idx + 1);
+                if !h.has(flag::LOCAL_REXMIT) {
+                    // Only a copy that took the normal queue: a local retransmission went at priority and
+                    // overtook the packets forwarded before it, which may all still be on their way.
+                    self.acked_tx = self.acked_tx.max(h.tx_idx + 1);
+                }
                 if h.tx.count > 0 && !h.has(flag::UNSEEN_COPIES) {
                     let was_needed = freed == 1 && self.last_ack.is_some_and(|a| h.seq <= a);
                     let exact = h.tx.single_live() || (was_needed && h.tx.prev <= old_bound);

@@ -841,6 +841,31 @@ fn partial_ack_without_surplus_dupacks_waits() {
 }
 
 #[test]
+fn an_acknowledged_local_retransmission_says_nothing_of_the_packets_it_overtook() {
+    let mut h = established();
+    for i in 0..10 {
+        h.data(i);
+    }
+    // Segments 1 and 4 are lost. 0 arrives, then 2 (the first DUPACK: 1 is resent at priority) and 3; the
+    // resent 1 overtakes 5..9, still in the link's queue, and its ACK names the next hole.
+    assert_eq!(h.ack(1), [FwdAck(1)]);
+    assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed), Prio(1)]);
+    assert_eq!(h.ack(1), [Drop(DropReason::DupAckSuppressed)]);
+    assert_eq!(h.ack(4), [FwdAck(4)]);
+    // 5 arrives: the first DUPACK for 4, which is resent. 6..9 were forwarded after 4 and have not arrived
+    // (the retransmission of 1 reached the mobile before them, not after): their DUPACKs are still to come.
+    // Expected, as Balakrishnan 1995 §3.1.2 counts them: the packets forwarded after 4 (5..9 and the
+    // resent 1), less the DUPACK in hand.
+    assert_eq!(h.ack(4), [Drop(DropReason::DupAckSuppressed), Prio(4)]);
+    assert_eq!(h.conn().exp_dupacks(), 5);
+    for _ in 6..10 {
+        assert_eq!(h.ack(4), [Drop(DropReason::DupAckSuppressed)], "6..9 arriving is no news: 4 is resent");
+    }
+    assert_eq!(h.ack(10), [FwdAck(10)]);
+    assert_eq!(h.s.stats().local_retransmissions.dupack, 2);
+}
+
+#[test]
 fn persist_timer_resends_after_200ms_idle_and_resets_expected_dupacks() {
     // Activity from the receiver postpones the persist timer.
     let mut h = established();
