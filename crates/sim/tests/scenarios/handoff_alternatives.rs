@@ -5,7 +5,7 @@
 //! refused.
 
 use crate::support;
-use crate::support::set;
+use crate::support::{run_intact, set};
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
 
 /// examples/handoff.toml with a handoff every 2 s from 1 s, `agent` at both base stations, and `edit`.
@@ -20,15 +20,6 @@ fn scenario(agent: &str, edit: impl FnOnce(&mut toml::Value)) -> Result<Scenario
     }
     edit(&mut v);
     Scenario::from_toml(v, "handoff.toml").map_err(|e| e.to_string())
-}
-
-fn run_intact(s: &Scenario) -> RunResult {
-    let r = run(s, &RunOptions::default()).unwrap();
-    let f = &r.flows[0];
-    assert!(f.completed, "{f:?}");
-    assert_eq!((f.bytes_delivered, f.corrupt_bytes), (f.bytes_total, 0), "{f:?}");
-    assert_eq!(f.bytes_acked_not_delivered, 0, "{f:?}");
-    r
 }
 
 fn counter(r: &RunResult, node: &str, name: &str) -> u64 {

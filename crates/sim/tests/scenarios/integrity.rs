@@ -6,8 +6,8 @@
 //! rendezvous, with bit errors on every cell. No scheme may lose data at a handoff; only a base-station
 //! failure loses the split connection's data (`alternatives.rs` counts those bytes).
 
-use crate::support::{example, set};
-use lasthop_sim::{run, RunOptions, RunResult, Scenario};
+use crate::support::{self, example, set};
+use lasthop_sim::{RunResult, Scenario};
 
 /// One scheme of `compare-ber`: the base stations' agent, the sender's TCP, ELN's resend threshold, and
 /// link ARQ on the wireless hop as (selective link ACKs, TCP-aware).
@@ -75,13 +75,7 @@ fn apply(v: &mut toml::Value, s: &Scheme, base_stations: &[&str], cells: &[&str]
 }
 
 fn run_intact(v: toml::Value, what: &str) -> RunResult {
-    let s = Scenario::from_toml(v, what).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let r = run(&s, &RunOptions::default()).unwrap();
-    let f = &r.flows[0];
-    assert!(f.completed, "{what}: {f:?}");
-    assert_eq!((f.bytes_delivered, f.corrupt_bytes), (f.bytes_total, 0), "{what}: {f:?}");
-    assert_eq!(f.bytes_acked_not_delivered, 0, "{what}: {f:?}");
-    r
+    support::run_intact(&Scenario::from_toml(v, what).unwrap_or_else(|e| panic!("{what}: {e}")))
 }
 
 fn counter(r: &RunResult, name: &str) -> u64 {

@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use crate::support::set;
+use crate::support::{run_intact, set};
 use lasthop_sim::{run, RunOptions, RunResult, Scenario};
 use proptest::prelude::*;
 
@@ -56,19 +56,10 @@ fn scenario_toml(
     v
 }
 
-fn check_intact(s: &Scenario) -> RunResult {
-    let r = run(s, &RunOptions::default()).unwrap();
-    let f = &r.flows[0];
-    assert!(f.completed, "{f:?}");
-    assert_eq!(f.bytes_delivered, f.bytes_total);
-    assert_eq!(f.corrupt_bytes, 0);
-    r
-}
-
 #[test]
 fn the_handoff_runs_the_whole_exchange_in_every_scheme() {
     for scheme in SCHEMES {
-        let r = check_intact(&scenario(scheme, "reno", 30.0, 3.3, f64::INFINITY, 1_000_000, 1));
+        let r = run_intact(&scenario(scheme, "reno", 30.0, 3.3, f64::INFINITY, 1_000_000, 1));
         let m = r.families.mobile_ip.as_ref().unwrap();
         let [h] = &m.handoffs[..] else { panic!("{scheme}: {:?}", m.handoffs) };
         // Beacon every 50 ms: the handoff request within one period of entering the cell (§2.2).
@@ -97,8 +88,8 @@ fn the_handoff_runs_the_whole_exchange_in_every_scheme() {
 fn base_mobile_ip_loses_more_than_route_optimisation() {
     // §3.2, Fig. 8: t_loss grows with the HA–FA delay under base Mobile IP (Eq. 2), not under route
     // optimisation (Eq. 3), so at 70 ms the base scheme loses the most.
-    let base = check_intact(&scenario("base", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
-    let ro = check_intact(&scenario("ro", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
+    let base = run_intact(&scenario("base", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
+    let ro = run_intact(&scenario("ro", "reno", 70.0, 3.3, f64::INFINITY, 1_000_000, 1));
     let lost = |r: &RunResult| r.families.mobile_ip.as_ref().unwrap().handoffs[0].packets_lost;
     assert!(lost(&base) > lost(&ro), "base {} ro {}", lost(&base), lost(&ro));
     let t_loss = |r: &RunResult| r.families.mobile_ip.as_ref().unwrap().handoffs[0].t_loss_ms.unwrap();
@@ -137,13 +128,13 @@ fn a_mobile_sender_with_its_own_buffer_resends_its_last_packets_after_the_handof
     for scheme in ["base", "ro"] {
         for first_s in [2.15, 3.3] {
             let with = sender(2, scheme, first_s);
-            let r = check_intact(&with);
+            let r = run_intact(&with);
             let m = r.families.mobile_ip.as_ref().unwrap();
             assert_eq!(m.handoffs.len(), 1);
             assert!(m.handoffs[0].packets_lost > 0, "{scheme} {first_s}: {:?}", m.handoffs);
             assert_eq!(m.agents["mh"]["own_packets_resent"], 2, "{scheme} {first_s}");
             assert_eq!(run(&with, &RunOptions::default()).unwrap(), r, "deterministic");
-            let without = check_intact(&sender(0, scheme, first_s));
+            let without = run_intact(&sender(0, scheme, first_s));
             assert_eq!(without.families.mobile_ip.as_ref().unwrap().agents["mh"]["own_packets_resent"], 0);
             assert_eq!(without.flows[0].bytes_delivered, 1_000_000);
         }
@@ -168,7 +159,7 @@ fn snoop_at_the_base_stations_works_with_buffering_across_the_handoff() {
                     .insert("error".into(), toml::toml! { model = "ber" ber = 2e-6 }.into());
             }
             let sc = Scenario::from_toml(t, "mobile-ip.toml").unwrap();
-            let r = check_intact(&sc);
+            let r = run_intact(&sc);
             assert!(r.flows[0].local_retransmissions > 0, "{scheme}: Snoop at bs1 saw the data: {:?}", r.agents["bs1"]);
             assert!(r.agents["bs2"].values().sum::<u64>() > 0, "{scheme}: Snoop at bs2 too: {:?}", r.agents["bs2"]);
             let mip = r.families.mobile_ip.as_ref().unwrap();
@@ -240,7 +231,7 @@ fn periodic_handoffs_bounce_between_the_cells_and_each_one_registers() {
     // Eom 2002 Fig. 16's case: one handoff a second (the first at 1.3 s), a 3 MB file, route optimisation with
     // the buffer holding each handoff's drops (link-layer ACK cleanup, Fig. 17's order).
     let s = scenario("buffer-link-ack", "reno", 50.0, 1.3, 1.0, 3_000_000, 1);
-    let r = check_intact(&s);
+    let r = run_intact(&s);
     let m = r.families.mobile_ip.as_ref().unwrap();
     let f = &r.flows[0];
     // One handoff at 1.3 s, then one every second until the transfer ends.
@@ -306,6 +297,6 @@ proptest! {
         seed in 1..1000u64,
     ) {
         let tcp = if tahoe { "tahoe" } else { "reno" };
-        check_intact(&scenario(SCHEMES[scheme], tcp, ha_fa, first, every, 400_000, seed));
+        run_intact(&scenario(SCHEMES[scheme], tcp, ha_fa, first, every, 400_000, seed));
     }
 }

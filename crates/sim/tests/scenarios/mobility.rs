@@ -1,6 +1,7 @@
 //! End to end across handoffs: every byte delivered once and in order (the simulator checks payload bytes),
 //! for both schemes and both cell layouts, at property-chosen handoff times; and determinism with mobility.
 
+use crate::support::run_intact;
 use lasthop_sim::{run, RunOptions, Scenario};
 use proptest::prelude::*;
 
@@ -35,18 +36,9 @@ fn scenario(
     Scenario::from_toml(v, "handoff.toml").unwrap()
 }
 
-fn check_intact(s: &Scenario) -> lasthop_sim::RunResult {
-    let r = run(s, &RunOptions::default()).unwrap();
-    let f = &r.flows[0];
-    assert!(f.completed, "{f:?}");
-    assert_eq!(f.bytes_delivered, f.bytes_total);
-    assert_eq!(f.corrupt_bytes, 0);
-    r
-}
-
 #[test]
 fn multicast_handoffs_complete_quickly_with_one_primary() {
-    let r = check_intact(&scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 1_000_000, false));
+    let r = run_intact(&scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 1_000_000, false));
     assert!(r.families.handoffs.len() >= 4, "{}", r.families.handoffs.len());
     for h in &r.families.handoffs {
         let lat = h.latency_s.expect("first packet from the new BS");
@@ -57,8 +49,8 @@ fn multicast_handoffs_complete_quickly_with_one_primary() {
 
 #[test]
 fn plain_non_overlapping_loses_packets_and_signals_completion() {
-    let slow = check_intact(&scenario("plain", 2.0, 1.0, "non-overlapping", 0.5, false, 1_000_000, false));
-    let fast = check_intact(&scenario("plain", 2.0, 1.0, "non-overlapping", 0.5, true, 1_000_000, false));
+    let slow = run_intact(&scenario("plain", 2.0, 1.0, "non-overlapping", 0.5, false, 1_000_000, false));
+    let fast = run_intact(&scenario("plain", 2.0, 1.0, "non-overlapping", 0.5, true, 1_000_000, false));
     assert!(slow.families.handoffs.iter().map(|h| h.packets_lost).sum::<u64>() > 0);
     assert!(fast.families.handoffs.iter().all(|h| h.accepted_s.is_some()), "{:?}", fast.families.handoffs);
 }
@@ -75,7 +67,7 @@ fn same_seed_same_result_with_mobility() {
 
 #[test]
 fn scheme_none_is_the_static_topology() {
-    let r = check_intact(&scenario("none", 1.0, 0.5, "overlapping", 0.0, false, 300_000, false));
+    let r = run_intact(&scenario("none", 1.0, 0.5, "overlapping", 0.0, false, 300_000, false));
     assert!(r.families.handoffs.is_empty());
 }
 
@@ -144,7 +136,7 @@ fn walking_across_two_cells_hands_off_once_with_hysteresis() {
     // 100 m at 5 m/s: the mobile reaches BS2 after 20 s; 4 MB take about 21 s.
     for agent in ["none", "snoop"] {
         for seed in 1..=4 {
-            let r = check_intact(&walk("multicast", agent, 8.0, 3, seed, 4_000_000));
+            let r = run_intact(&walk("multicast", agent, 8.0, 3, seed, 4_000_000));
             assert_eq!(r.families.handoffs.len(), 1, "{agent} seed {seed}: {:?}", r.families.handoffs);
             let h = &r.families.handoffs[0];
             assert_eq!((h.from.as_str(), h.to.as_str()), ("bs1", "bs2"));
@@ -159,7 +151,7 @@ fn walking_across_two_cells_hands_off_once_with_hysteresis() {
 fn without_hysteresis_shadowing_makes_the_mobile_ping_pong() {
     let mut total = 0;
     for seed in 1..=4 {
-        let r = check_intact(&walk("multicast", "none", 0.0, 1, seed, 4_000_000));
+        let r = run_intact(&walk("multicast", "none", 0.0, 1, seed, 4_000_000));
         assert!(r.families.handoffs.len() % 2 == 1, "it ends at BS2: {:?}", r.families.handoffs);
         total += r.families.handoffs.len();
     }
@@ -168,10 +160,10 @@ fn without_hysteresis_shadowing_makes_the_mobile_ping_pong() {
 
 #[test]
 fn plain_handoff_on_beacons_and_the_buffering_set_follows_the_signal() {
-    let r = check_intact(&walk("plain", "none", 8.0, 3, 1, 4_000_000));
+    let r = run_intact(&walk("plain", "none", 8.0, 3, 1, 4_000_000));
     assert!(!r.families.handoffs.is_empty());
     assert!(r.families.handoffs.iter().all(|h| h.accepted_s.is_some()));
-    let r = check_intact(&walk("multicast", "none", 8.0, 3, 1, 4_000_000));
+    let r = run_intact(&walk("multicast", "none", 8.0, 3, 1, 4_000_000));
     // BS2 (-80 dBm at the start) is idle at first and asked to buffer once it is heard above -75 dBm.
     let bs2 = &r.agents["bs2"];
     assert!(bs2["buffered"] > 0 && bs2["control_received"] >= 2, "{bs2:?}");
@@ -185,7 +177,7 @@ fn out_of_range_between_cells_no_frames_until_the_next_bs_is_heard() {
     m.positions_m = Some(vec![0.0, 300.0]);
     m.waypoints_m = Some(vec![130.0, 170.0]);
     m.speed_mps = 2.0;
-    let r = check_intact(&s);
+    let r = run_intact(&s);
     assert_eq!(r.families.handoffs.len(), 1, "{:?}", r.families.handoffs);
     let h = &r.families.handoffs[0];
     // Out of BS1's range at 146.8 m (8.4 s); BS2 in range from 153.2 m (11.6 s), heard at its next beacon.
@@ -207,14 +199,14 @@ fn same_seed_same_result_with_beacons() {
 
 #[test]
 fn overlapping_cells_share_one_medium_so_frequent_handoffs_do_not_add_capacity() {
-    let still = check_intact(&scenario("plain", f64::INFINITY, 0.0, "overlapping", 0.0, false, 2_000_000, false));
-    let busy = check_intact(&scenario("plain", 0.5, 0.25, "overlapping", 0.0, false, 2_000_000, false));
+    let still = run_intact(&scenario("plain", f64::INFINITY, 0.0, "overlapping", 0.0, false, 2_000_000, false));
+    let busy = run_intact(&scenario("plain", 0.5, 0.25, "overlapping", 0.0, false, 2_000_000, false));
     let g = |r: &lasthop_sim::RunResult| r.flows[0].goodput_mbps;
     assert!(g(&busy) <= g(&still) * 1.001, "handoffs every 0.5 s: {} > {} without", g(&busy), g(&still));
     // With a medium per cell (the old BS's queue drains in parallel with the new cell) they would.
     let mut s = scenario("plain", 0.5, 0.25, "overlapping", 0.0, false, 2_000_000, false);
     s.mobility.as_mut().unwrap().shared_medium = Some(false);
-    let parallel = check_intact(&s);
+    let parallel = run_intact(&s);
     assert!(g(&parallel) > g(&busy), "{} vs {}", g(&parallel), g(&busy));
 }
 
@@ -223,7 +215,7 @@ fn snoop_keeps_its_goodput_across_frequent_handoffs() {
     // Regression: a Snoop taking over at a handoff read the DUPACKs caused by the old BS's queued duplicates
     // as losses and retransmitted segments the mobile had, in a storm (0.43 against 1.58 Mb/s).
     let g = |interval: f64| {
-        let r = check_intact(&scenario("multicast", interval, 1.0, "overlapping", 0.0, false, 2_000_000, true));
+        let r = run_intact(&scenario("multicast", interval, 1.0, "overlapping", 0.0, false, 2_000_000, true));
         (r.flows[0].goodput_mbps, r.flows[0].local_retransmissions)
     };
     let ((with, rexmit), (without, _)) = (g(2.0), g(f64::INFINITY));
@@ -239,7 +231,7 @@ fn an_old_bs_that_discards_its_queue_sends_no_duplicates_of_the_buffer() {
     let run_with = |drains: bool| {
         let mut s = scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 2_000_000, false);
         s.mobility.as_mut().unwrap().old_bs_drains = drains;
-        check_intact(&s)
+        run_intact(&s)
     };
     let sum = |r: &lasthop_sim::RunResult, f: fn(&lasthop_sim::HandoffMetrics) -> u64| {
         r.families.handoffs.iter().map(f).sum()
@@ -270,7 +262,7 @@ fn host_processing_time_delays_the_request_and_the_answer() {
         let mut s = scenario("multicast", 1.0, 0.7, "overlapping", 0.0, false, 20_000, false);
         s.mobility.as_mut().unwrap().host_processing_ms = ms;
         s.flows.get_mut("bulk").unwrap().start_s = 4.1; // after three idle handoffs
-        let r = check_intact(&s);
+        let r = run_intact(&s);
         let first = &r.families.handoffs[0];
         (first.completion_s.expect("accepted"), first.request_at_new_bs_s.expect("request arrived"))
     };

@@ -15,3 +15,14 @@ pub fn example(name: &str) -> toml::Value {
     let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
     toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// Runs `s` and checks that its first flow completed with every byte delivered intact, none of them
+/// acknowledged to the sender without reaching the receiver.
+pub fn run_intact(s: &lasthop_sim::Scenario) -> lasthop_sim::RunResult {
+    let r = lasthop_sim::run(s, &lasthop_sim::RunOptions::default()).unwrap();
+    let f = &r.flows[0];
+    assert!(f.completed, "{f:?}");
+    assert_eq!((f.bytes_delivered, f.corrupt_bytes), (f.bytes_total, 0), "{f:?}");
+    assert_eq!(f.bytes_acked_not_delivered, 0, "{f:?}");
+    r
+}
