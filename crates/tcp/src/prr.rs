@@ -26,6 +26,10 @@ pub(crate) struct Prr {
     /// Without SACK, Linux counts each duplicate ACK as one segment delivered (`tcp_add_reno_sack`),
     /// and a partial ACK takes back all but one of them (`tcp_remove_reno_sacks`): bytes.
     reno_sacked: u64,
+    /// The latest ACK let nothing go while a retransmission was ordered: it waits, as Linux retransmits
+    /// only within the window PRR sets (`tcp_xmit_retransmit_queue`), for an ACK that delivers more or
+    /// for the timeout.
+    holds_retransmission: bool,
 }
 
 impl Prr {
@@ -65,6 +69,11 @@ impl Prr {
         if self.active {
             self.out += 1;
         }
+    }
+
+    /// A retransmission ordered by loss recovery must wait (see `holds_retransmission`).
+    pub(crate) fn holds_retransmission(&self) -> bool {
+        self.active && self.holds_retransmission
     }
 }
 
@@ -125,6 +134,7 @@ impl Sender {
             }
         };
         let sndcnt = p.sndcnt(delivered, pipe.div_ceil(mss), acked > 0);
+        p.holds_retransmission = sndcnt == 0 && self.rexmit_pending.is_some();
         self.cc.set_window((send_rule_flight + sndcnt * mss).min(u64::from(u32::MAX)) as u32);
     }
 

@@ -532,7 +532,7 @@ impl Sender {
         }
         if let Some(off) = self.rexmit_pending.take() {
             if off >= self.una && off < self.max {
-                if self.pacing_holds(now) {
+                if self.pacing_holds(now) || self.prr.as_ref().is_some_and(Prr::holds_retransmission) {
                     self.rexmit_pending = Some(off);
                     return self.ack_pending.then(|| self.emit_pure_ack(now));
                 }

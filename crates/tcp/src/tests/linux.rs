@@ -200,6 +200,42 @@ fn prr_sends_one_segment_per_two_delivered_down_to_ssthresh() {
     assert!(counts[3..10].iter().all(|&n| n == 0), "Reno's silence: {counts:?}");
 }
 
+/// A window lost but for its last three segments (a mobile's handoff: what the old cell had queued is
+/// gone): three duplicate ACKs, the fast retransmission, and its ACK is partial. Linux retransmits only
+/// within the window PRR sets (`tcp_xmit_retransmit_queue` after `tcp_cwnd_reduction`), and with the
+/// flight it counts above ssthresh that window lets nothing go at this ACK: NewReno's next retransmission
+/// waits for an ACK that delivers more, or for the timeout.
+#[test]
+fn prr_holds_the_partial_ack_retransmission_while_the_flight_is_above_ssthresh() {
+    let (mut s, first) = established(TcpConfig { initial_cwnd: 10, ..linux(Variant::NewReno) }, 1_000_000);
+    let (flight, now) = open_window(&mut s, first, 20, Time::from_millis(100));
+    assert_eq!(flight.len(), 20);
+    let (una, m) = (flight[0].off, u64::from(MSS));
+    let mut sent = Vec::new();
+    for k in 1..=3 {
+        let t = now + Duration::from_millis(50 + k);
+        s.handle_packet(t, &ack(una, &[]));
+        sent.extend(drain_sender(&mut s, t).iter().map(|x| (x.off, x.rexmit == Some(true))));
+    }
+    assert_eq!(sent.last(), Some(&(una, true)), "the fast retransmission at the third duplicate ACK: {sent:?}");
+    assert_eq!(s.stats().fast_retransmits, 1);
+    // Its ACK: one segment delivered, ceil(ssthresh · 2 / prior cwnd) − 1 = 0 may go.
+    let t = now + Duration::from_millis(60);
+    s.handle_packet(t, &ack(una + m, &[]));
+    assert!(s.in_recovery());
+    let held = drain_sender(&mut s, t);
+    assert!(
+        held.is_empty(),
+        "PRR lets nothing go at the partial ACK: {:?}",
+        held.iter().map(|x| x.off).collect::<Vec<_>>()
+    );
+    // A duplicate ACK (a limited transmit arrived) delivers one more: now the hole's next segment goes.
+    let t = t + Duration::from_millis(1);
+    s.handle_packet(t, &ack(una + m, &[]));
+    let out: Vec<(u64, bool)> = drain_sender(&mut s, t).iter().map(|x| (x.off, x.rexmit == Some(true))).collect();
+    assert_eq!(out, vec![(una + m, true)]);
+}
+
 /// Ten segments (IW10, the whole transfer); the receiver gets the first eight, which it ACKs 50 ms
 /// after they went. Returns the sender, the segments and the time of that ACK.
 fn tail_lost(cfg: TcpConfig) -> (Sender, Vec<Seg>, Time) {
