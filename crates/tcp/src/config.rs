@@ -144,8 +144,10 @@ pub struct TcpConfig {
     pub ack_every: u32,
     /// Offer SACK-permitted. A sender with [`Variant::Sack`] offers it regardless.
     pub sack: bool,
-    /// Offer RFC 7323 timestamps (carried and echoed, so they take option space; RTT is still measured
-    /// by timing one segment at a time, as BSD did).
+    /// Offer RFC 7323 timestamps: carried and echoed (RFC 7323 §4.3's rule for which one), so they take
+    /// option space. The BSD and ns timers still time one segment at a time; Linux's timer also takes an
+    /// ACK's RTT from the echo where Karn's rule gives none (an ACK of retransmitted data), resetting the
+    /// backoff, as `tcp_ack_update_rtt` does.
     pub timestamps: bool,
     /// ELN-aware sender (Balakrishnan 1998 §3, "ELN Implementation"): an ACK with the ELN bit set reports a loss
     /// to wireless corruption; the sender retransmits the missing segment without any congestion response.

@@ -252,7 +252,7 @@ impl Receiver {
         }
         if self.ts_ok {
             if let Some((tsval, _)) = r.timestamps {
-                self.ts_recent = tsval;
+                self.note_tsval(r.seq, tsval);
             }
         }
         let mut fin = r.flags.contains(TcpFlags::FIN);
@@ -285,6 +285,20 @@ impl Receiver {
             fin = false;
         }
         self.on_data(now, start, data, fin);
+    }
+
+    /// RFC 7323 §4.3 (Linux `tcp_replace_ts_recent`): the timestamp to echo is taken only from a segment
+    /// that starts at or before the point the last ACK acknowledged, and never moves back. So a delayed ACK
+    /// of two segments echoes the first one's, a DUPACK for an out-of-order segment echoes the last
+    /// in-order one's, and the ACK of a retransmission that fills the hole echoes the retransmission's:
+    /// the sender's RTT from the echo spans what the ACK was waiting for.
+    fn note_tsval(&mut self, seq: SeqNum, tsval: u32) {
+        // Before any ACK, the SYN-ACK acknowledged the SYN: offset 1 (Linux's `rcv_wup` starts at `rcv_nxt`).
+        let last_acked = self.last_ack.unwrap_or(1) as i64;
+        let at_or_before_last_ack = signed_offset_of(self.irs, self.rcv_nxt, seq) <= last_acked;
+        if at_or_before_last_ack && tsval.wrapping_sub(self.ts_recent) as i32 >= 0 {
+            self.ts_recent = tsval;
+        }
     }
 
     fn on_data(&mut self, now: Time, start: u64, mut data: Bytes, fin: bool) {

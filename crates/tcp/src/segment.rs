@@ -89,7 +89,7 @@ pub(crate) fn offset_of(base: SeqNum, near: u64, seq: SeqNum) -> u64 {
     signed_offset_of(base, near, seq).max(0) as u64
 }
 
-/// Current time in milliseconds for the timestamp option; only carried, never interpreted.
+/// Current time in milliseconds for the timestamp option (Linux's `tcp_time_stamp`, 1 ms ticks).
 pub(crate) fn ts_now(now: lasthop_wire::Time) -> u32 {
     (now.as_nanos() / 1_000_000) as u32
 }

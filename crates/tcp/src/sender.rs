@@ -8,7 +8,7 @@
 
 use crate::cc::eln::Eln;
 use crate::cc::rate::DeliveryRate;
-use crate::cc::{AckEvent, AckSampler, AnyController, AnyRecovery, Controller, LossRecovery, Segment};
+use crate::cc::{AckEvent, AckRtt, AckSampler, AnyController, AnyRecovery, Controller, LossRecovery, Segment};
 use crate::config::{ms, Behaviours, RtoRestart, SenderStats, TcpConfig, TimerStyle, Variant};
 use crate::pacing::Pacer;
 use crate::payload;
@@ -414,7 +414,8 @@ impl Sender {
         let rtt = match &mut self.ack_sampler {
             Some(t) => t.on_ack(self.una, a, now),
             None => None,
-        };
+        }
+        .or_else(|| self.echoed_rtt(now, r));
         if let Some(rate) = &mut self.rate {
             rate.on_cumulative_ack(a, u64::from(self.mss), rtt.map(|r| r.newest_ns));
         }
@@ -485,6 +486,21 @@ impl Sender {
         } else {
             self.retransmit_now(now);
         }
+    }
+
+    /// Linux `tcp_ack_update_rtt`'s fallback for an ACK of new data from which Karn's rule takes no RTT
+    /// (it covers a retransmitted segment): with timestamps, the time since the echoed one was sent (RFC 7323
+    /// §4.1's RTTM rule). It counts as a valid sample, so it resets the timer's backoff. Only with Linux's
+    /// timer: the BSD and ns timers time one segment at a time. SACK's RTT, which Linux prefers to the echo,
+    /// is not taken.
+    fn echoed_rtt(&self, now: Time, r: &TcpRepr) -> Option<AckRtt> {
+        let (_, tsecr) = r.timestamps.filter(|_| self.ts_ok && self.rto.is_linux())?;
+        // `rcv_tsecr` 0 means no echo; an echo from the future or a wrapped one is no sample.
+        let ms = ts_now(now).wrapping_sub(tsecr);
+        (tsecr != 0 && ms < i32::MAX as u32 / 1000).then(|| {
+            let ns = u64::from(ms) * 1_000_000;
+            AckRtt { newest_ns: ns, oldest_ns: ns }
+        })
     }
 
     /// Karn's rule holds because `timing` is cleared whenever anything is retransmitted. Linux's timer

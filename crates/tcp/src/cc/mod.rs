@@ -28,7 +28,7 @@ pub(crate) mod vegas;
 pub(crate) mod veno;
 pub(crate) mod westwood;
 
-pub(crate) use linux::AckSampler;
+pub(crate) use linux::{AckRtt, AckSampler};
 
 use crate::config::{TcpConfig, Variant};
 use crate::rto::Rto;

@@ -299,3 +299,84 @@ fn rack_marks_a_hole_lost_after_rtt_plus_a_quarter_min_rtt_before_dupthresh() {
     assert!(s.in_recovery());
     assert_eq!(s.rack_marked_lost(), 1);
 }
+
+/// [`established`] with timestamps offered by the sender and echoed in the SYN-ACK.
+fn established_with_timestamps(cfg: TcpConfig) -> (Sender, Vec<Seg>) {
+    let mut s = Sender::new(cfg, SENDER_ADDR, RECEIVER_ADDR, ISS, 1_000_000);
+    s.connect(Time::ZERO);
+    assert_eq!(drain_sender(&mut s, Time::ZERO).len(), 1);
+    let synack = TcpRepr {
+        seq: IRS,
+        ack: Some(ISS + 1),
+        flags: TcpFlags::SYN,
+        mss: Some(MSS as u16),
+        timestamps: Some((7, 0)),
+        ..TcpRepr::default()
+    };
+    s.handle_packet(Time::from_millis(100), &to_sender(synack));
+    let first = drain_sender(&mut s, Time::from_millis(100));
+    (s, first)
+}
+
+#[test]
+fn with_timestamps_the_ack_of_a_retransmission_is_an_rtt_sample_that_resets_the_backoff() {
+    for timestamps in [false, true] {
+        let (mut s, first) = established_with_timestamps(TcpConfig { timestamps, ..linux(Variant::Reno) });
+        let (flight, _) = open_window(&mut s, first, 4, Time::from_millis(100));
+        let (srtt, base_rto) = (s.srtt().unwrap(), s.rto_ns());
+        let t1 = s.poll_timeout().unwrap();
+        s.handle_timeout(t1);
+        assert_eq!(drain_sender(&mut s, t1)[0].off, flight[0].off, "the timeout resends the oldest segment");
+        assert_eq!(s.rto_ns(), 2 * base_rto, "backed off");
+        // Its ACK 30 ms later, echoing the timestamp the retransmission carried (milliseconds).
+        let t2 = t1 + Duration::from_millis(30);
+        let echo = (t1.as_nanos() / 1_000_000) as u32;
+        let acked =
+            TcpRepr { seq: IRS + 1, ack: Some(seq(flight[1].off)), timestamps: Some((9, echo)), ..TcpRepr::default() };
+        s.handle_packet(t2, &to_sender(acked));
+        drain_sender(&mut s, t2);
+        if timestamps {
+            // `tcp_ack_update_rtt`: the echo gives 30 ms, folded in with 1/8 weight; the backoff is gone.
+            assert_eq!(s.srtt(), Some(srtt - (srtt - 30_000_000) / 8), "the echo's RTT is a sample");
+            assert!(s.rto_ns() < base_rto, "backoff reset, RTO {} ns", s.rto_ns());
+            assert_eq!(s.poll_timeout(), Some(t2 + Duration::from_nanos(s.rto_ns())));
+        } else {
+            // Karn's rule: an ACK of retransmitted data measures nothing, so the backoff stays.
+            assert_eq!((s.srtt(), s.rto_ns()), (Some(srtt), 2 * base_rto));
+        }
+    }
+}
+
+#[test]
+fn the_receiver_echoes_the_timestamp_of_what_its_ack_was_waiting_for() {
+    // RFC 7323 §4.3: a segment's TSval is kept for echoing only if it starts at or before what the last
+    // ACK acknowledged. Segments 1 and 2 (one delayed ACK), 3 lost, 4 out of order, then 3 resent.
+    let mut r = Receiver::new(TcpConfig { timestamps: true, ..cfg(Variant::Reno) }, RECEIVER_ADDR, SENDER_ADDR, IRS);
+    let syn = TcpRepr {
+        seq: ISS,
+        flags: TcpFlags::SYN,
+        mss: Some(MSS as u16),
+        timestamps: Some((1, 0)),
+        ..TcpRepr::default()
+    };
+    r.handle_packet(Time::ZERO, &to_receiver(syn, &[]));
+    assert_eq!(drain_receiver(&mut r, Time::ZERO).len(), 1);
+    let mut echoes = |off: u64, tsval: u32| {
+        let mut buf = vec![0u8; MSS as usize];
+        payload::fill(off - 1, &mut buf);
+        let repr = TcpRepr { seq: seq(off), ack: Some(IRS + 1), timestamps: Some((tsval, 0)), ..TcpRepr::default() };
+        let now = Time::from_millis(u64::from(tsval));
+        r.handle_packet(now, &to_receiver(repr, &buf));
+        let acks = std::iter::from_fn(|| r.poll_transmit(now)).collect::<Vec<_>>();
+        acks.iter()
+            .map(|p| {
+                let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+                TcpRepr::parse(&TcpPacket::new_checked(ip.payload()).unwrap()).unwrap().timestamps.unwrap().1
+            })
+            .collect::<Vec<u32>>()
+    };
+    assert_eq!(echoes(1, 10), [0u32; 0], "the first segment waits for a second");
+    assert_eq!(echoes(1001, 20), [10], "the ACK of two segments echoes the first one's");
+    assert_eq!(echoes(3001, 40), [10], "a DUPACK for an out-of-order segment echoes the last in-order one's");
+    assert_eq!(echoes(2001, 50), [50], "the ACK of the segment that fills the hole echoes it");
+}
