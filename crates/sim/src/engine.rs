@@ -36,11 +36,11 @@ impl Key {
 
 /// Events due more than this far ahead wait in a second heap (see [`Scheduler`]). 50 ms puts a packet's
 /// next step (a frame's transmission, a hop's delay) and a paced burst's release in the near heap, and the
-/// TCP timers (retransmission, ≥ 200 ms; delayed ACK) in the far one. A timer is often queued again before
-/// its earlier event has popped (an endpoint's timer event stays queued when the endpoint re-arms it later),
-/// so a sender that sets many timers (BBR's pacing) leaves dozens of such events queued at once; kept out of
-/// the near heap they no longer deepen every packet's push and pop. Against 1 s, the plain 10 MB runs count
-/// 2.4–4.4 % fewer instructions, the Snoop run 0.1 % more (docs/src/dev/performance.md).
+/// TCP timers (retransmission, ≥ 200 ms; BSD's delayed ACK) in the far one. An endpoint's timer event stays
+/// queued when the endpoint re-arms its timer later, so a sender that sets many timers (BBR's pacing
+/// releases) leaves stale ones queued; kept out of the near heap they no longer deepen every packet's push
+/// and pop. Against 1 s, the plain 10 MB runs count 2.4–4.4 % fewer instructions, the Snoop run 0.1 % more
+/// (docs/src/dev/performance.md).
 const FAR_NS: u64 = 50_000_000;
 
 /// A priority queue of events of type `E` with the current time.
