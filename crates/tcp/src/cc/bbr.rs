@@ -292,7 +292,7 @@ impl Bbr {
     }
 
     fn segments(&self, bytes: u64) -> u32 {
-        bytes.div_ceil(u64::from(self.mss)).min(u64::from(u32::MAX)) as u32
+        segments(bytes, self.mss)
     }
 
     /// `bbr_save_cwnd`: the window to restore after recovery or PROBE_RTT.
@@ -402,13 +402,13 @@ impl Bbr {
         let elapsed = rs.delivered_time.as_nanos().saturating_sub(self.cycle_stamp.as_nanos());
         let full_length = elapsed > self.min_rtt_ns.unwrap_or(u64::MAX);
         let gain = PACING_GAIN[self.cycle_idx];
-        let inflight = self.segments(rs.prior_in_flight);
+        let inflight = || self.segments(rs.prior_in_flight);
         let next = if gain == UNIT {
             full_length
         } else if gain > UNIT {
-            full_length && (self.losses > 0 || inflight >= self.target_cwnd(self.max_bw(), gain))
+            full_length && (self.losses > 0 || inflight() >= self.target_cwnd(self.max_bw(), gain))
         } else {
-            full_length || inflight <= self.target_cwnd(self.max_bw(), UNIT)
+            full_length || inflight() <= self.target_cwnd(self.max_bw(), UNIT)
         };
         if next {
             self.advance_cycle_phase(rs.delivered_time);
@@ -505,19 +505,20 @@ impl Bbr {
             cwnd = cwnd.saturating_sub(self.losses).max(1);
         }
         let state = rs.ca_state;
-        let in_flight = self.segments(rs.in_flight);
+        let mss = self.mss;
+        let in_flight = || segments(rs.in_flight, mss);
         if state == CaState::Recovery && self.prev_ca_state != CaState::Recovery {
             // The first round of recovery: packet conservation, from the flight (unused window cut).
             self.packet_conservation = true;
             self.next_rtt_delivered = rs.total_delivered;
-            cwnd = in_flight + acked;
+            cwnd = in_flight() + acked;
         } else if self.prev_ca_state >= CaState::Recovery && state < CaState::Recovery {
             cwnd = cwnd.max(self.prior_cwnd);
             self.packet_conservation = false;
         }
         self.prev_ca_state = state;
         if self.packet_conservation {
-            return (cwnd.max(in_flight + acked), true);
+            return (cwnd.max(in_flight() + acked), true);
         }
         (cwnd, false)
     }
@@ -544,6 +545,11 @@ impl Bbr {
             self.cwnd = self.cwnd.min(CWND_MIN_TARGET);
         }
     }
+}
+
+/// `bytes` in segments of `mss`, rounded up.
+fn segments(bytes: u64, mss: u32) -> u32 {
+    bytes.div_ceil(u64::from(mss)).min(u64::from(u32::MAX)) as u32
 }
 
 /// `bbr_rate_bytes_per_sec`: `bw` bytes per second times a gain.
