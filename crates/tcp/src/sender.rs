@@ -82,7 +82,8 @@ pub struct Sender {
     /// The one segment being timed, as BSD did: (offset its ACK must reach, when it was sent).
     pub(crate) timing: Option<(u64, Time)>,
     /// Send times for a per-ACK RTT, kept only for a controller that reads every ACK
-    /// ([`Controller::wants_ack_events`]) or Linux's retransmit timer, which samples every ACK.
+    /// ([`Controller::wants_ack_events`]) or its rate samples (BBR: the sample's RTT), or for Linux's
+    /// retransmit timer, which samples every ACK.
     ack_sampler: Option<AckSampler>,
     /// Delivery-rate snapshots and the pacing release, kept only for a rate-based controller
     /// ([`Controller::wants_rate_samples`], [`Controller::pacing_rate`]; `pacing.rs`).
@@ -133,7 +134,7 @@ impl Sender {
         let per_ack_events = cc.wants_ack_events();
         let rto = Rto::new(&cfg);
         Sender {
-            ack_sampler: (per_ack_events || rto.is_linux()).then(AckSampler::default),
+            ack_sampler: (per_ack_events || cc.wants_rate_samples() || rto.is_linux()).then(AckSampler::default),
             per_ack_events,
             rate: cc.wants_rate_samples().then(DeliveryRate::default),
             pacer: cc.pacing_rate().map(|_| Pacer::default()),

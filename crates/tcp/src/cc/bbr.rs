@@ -156,6 +156,8 @@ pub(crate) struct Bbr {
     cwnd_gain: u64,
     /// Bytes per second; `has_seen_rtt` once it was set from a measured RTT.
     pacing_rate: u64,
+    /// [`Bbr::tso_segs_goal`] at `pacing_rate`, kept with it: read on every ACK and every segment sent.
+    tso_segs: u32,
     has_seen_rtt: bool,
     full_bw: u64,
     full_bw_cnt: u32,
@@ -209,6 +211,7 @@ impl Bbr {
             pacing_gain: HIGH_GAIN,
             cwnd_gain: HIGH_GAIN,
             pacing_rate: 0,
+            tso_segs: 1,
             has_seen_rtt: false,
             full_bw: 0,
             full_bw_cnt: 0,
@@ -247,14 +250,27 @@ impl Bbr {
             None => 1_000_000,
         };
         let bw = u128::from(self.cwnd) * u128::from(self.mss) * NS_PER_SEC / u128::from(rtt);
-        self.pacing_rate = rate_with_gain(bw.min(u128::from(u64::MAX)) as u64, HIGH_GAIN);
+        self.set_rate(rate_with_gain(bw.min(u128::from(u64::MAX)) as u64, HIGH_GAIN));
+    }
+
+    /// Sets the pacing rate, and the TSO burst that goes with it.
+    fn set_rate(&mut self, rate: u64) {
+        if rate != self.pacing_rate {
+            self.pacing_rate = rate;
+            self.tso_segs = self.tso_segs_goal_at(rate);
+        }
     }
 
     /// `bbr_tso_segs_goal`: segments per TSO burst at the current pacing rate (about 1 ms of data, at least
     /// one or two).
     fn tso_segs_goal(&self) -> u32 {
-        let min_segs = if self.pacing_rate < MIN_TSO_RATE { 1 } else { 2 };
-        let bytes = (self.pacing_rate >> 10).min(65_536 - 1 - 320);
+        self.tso_segs
+    }
+
+    /// [`tso_segs_goal`](Self::tso_segs_goal) at pacing rate `rate`.
+    fn tso_segs_goal_at(&self, rate: u64) -> u32 {
+        let min_segs = if rate < MIN_TSO_RATE { 1 } else { 2 };
+        let bytes = (rate >> 10).min(65_536 - 1 - 320);
         ((bytes / u64::from(self.mss)) as u32).max(min_segs).min(0x7f)
     }
 
@@ -276,7 +292,7 @@ impl Bbr {
     }
 
     fn segments(&self, bytes: u64) -> u32 {
-        bytes.div_ceil(u64::from(self.mss)).min(u64::from(u32::MAX)) as u32
+        segments(bytes, self.mss)
     }
 
     /// `bbr_save_cwnd`: the window to restore after recovery or PROBE_RTT.
@@ -351,9 +367,9 @@ impl Bbr {
         match &self.aggregation {
             Some(a) if self.full_bw_reached => {
                 let max_aggr =
-                    u128::from(self.max_bw()) * u128::from(EXTRA_ACKED_MAX_NS) / (NS_PER_SEC * u128::from(self.mss));
+                    mul_div(self.max_bw(), EXTRA_ACKED_MAX_NS, NS_PER_SEC as u64 * u64::from(self.mss), false);
                 let extra = u64::from(a.extra_acked[0].max(a.extra_acked[1])) * EXTRA_ACKED_GAIN / UNIT;
-                extra.min(max_aggr.min(u128::from(u32::MAX)) as u64) as u32
+                extra.min(max_aggr.min(u64::from(u32::MAX))) as u32
             }
             _ => 0,
         }
@@ -386,13 +402,13 @@ impl Bbr {
         let elapsed = rs.delivered_time.as_nanos().saturating_sub(self.cycle_stamp.as_nanos());
         let full_length = elapsed > self.min_rtt_ns.unwrap_or(u64::MAX);
         let gain = PACING_GAIN[self.cycle_idx];
-        let inflight = self.segments(rs.prior_in_flight);
+        let inflight = || self.segments(rs.prior_in_flight);
         let next = if gain == UNIT {
             full_length
         } else if gain > UNIT {
-            full_length && (self.losses > 0 || inflight >= self.target_cwnd(self.max_bw(), gain))
+            full_length && (self.losses > 0 || inflight() >= self.target_cwnd(self.max_bw(), gain))
         } else {
-            full_length || inflight <= self.target_cwnd(self.max_bw(), UNIT)
+            full_length || inflight() <= self.target_cwnd(self.max_bw(), UNIT)
         };
         if next {
             self.advance_cycle_phase(rs.delivered_time);
@@ -478,7 +494,7 @@ impl Bbr {
         }
         let rate = rate_with_gain(self.max_bw(), self.pacing_gain);
         if self.full_bw_reached || rate > self.pacing_rate {
-            self.pacing_rate = rate;
+            self.set_rate(rate);
         }
     }
 
@@ -489,19 +505,20 @@ impl Bbr {
             cwnd = cwnd.saturating_sub(self.losses).max(1);
         }
         let state = rs.ca_state;
-        let in_flight = self.segments(rs.in_flight);
+        let mss = self.mss;
+        let in_flight = || segments(rs.in_flight, mss);
         if state == CaState::Recovery && self.prev_ca_state != CaState::Recovery {
             // The first round of recovery: packet conservation, from the flight (unused window cut).
             self.packet_conservation = true;
             self.next_rtt_delivered = rs.total_delivered;
-            cwnd = in_flight + acked;
+            cwnd = in_flight() + acked;
         } else if self.prev_ca_state >= CaState::Recovery && state < CaState::Recovery {
             cwnd = cwnd.max(self.prior_cwnd);
             self.packet_conservation = false;
         }
         self.prev_ca_state = state;
         if self.packet_conservation {
-            return (cwnd.max(in_flight + acked), true);
+            return (cwnd.max(in_flight() + acked), true);
         }
         (cwnd, false)
     }
@@ -530,6 +547,11 @@ impl Bbr {
     }
 }
 
+/// `bytes` in segments of `mss`, rounded up.
+fn segments(bytes: u64, mss: u32) -> u32 {
+    bytes.div_ceil(u64::from(mss)).min(u64::from(u32::MAX)) as u32
+}
+
 /// `bbr_rate_bytes_per_sec`: `bw` bytes per second times a gain.
 fn rate_with_gain(bw: u64, gain: u64) -> u64 {
     (u128::from(bw) * u128::from(gain) / u128::from(UNIT)).min(u128::from(u64::MAX)) as u64
@@ -556,6 +578,7 @@ impl Controller for Bbr {
         self.mss = mss.max(1);
         self.cwnd = self.initial_cwnd.min(self.cwnd_clamp);
         self.init_pacing_rate(None);
+        self.tso_segs = self.tso_segs_goal_at(self.pacing_rate); // the MSS may have changed, not the rate
     }
 
     /// BBR reads every ACK through [`on_rate_sample`](Self::on_rate_sample).
@@ -582,10 +605,6 @@ impl Controller for Bbr {
 
     /// The recovery algorithms' windows do not apply: BBR sets cwnd on every ACK.
     fn set_window(&mut self, _cwnd: u32) {}
-
-    fn wants_ack_events(&self) -> bool {
-        true
-    }
 
     fn wants_rate_samples(&self) -> bool {
         true
@@ -881,7 +900,8 @@ mod tests {
     fn the_ack_aggregation_allowance() {
         let mut b = bbr_with(true);
         b.bw.reset(0, 100_000);
-        (b.cwnd, b.pacing_rate, b.min_rtt_ns) = (12, 100_000, Some(RTT));
+        (b.cwnd, b.min_rtt_ns) = (12, Some(RTT));
+        b.set_rate(100_000);
         let mut extra = vec![];
         for (t, acks) in [(1000, 1), (1010, 1), (1020, 7), (1200, 1)] {
             for _ in 0..acks {
