@@ -50,9 +50,9 @@ fn a_run_that_stops_advancing_time_ends_with_an_error_naming_the_likely_field() 
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
     let s = Scenario::from_str(&text, "snoop.toml").unwrap();
     let mut w = World::build(&s, &RunOptions::default()).unwrap();
-    let bs = w.node_index("bs");
-    w.nodes[bs].agent = Some(Box::new(AlwaysDue));
-    w.sched.schedule(Time::ZERO, Event::AgentTimer { node: bs });
+    let bs = w.core.node_index("bs");
+    w.core.nodes[bs].agent = Some(Box::new(AlwaysDue));
+    w.core.sched.schedule(Time::ZERO, Event::AgentTimer { node: bs });
     let e = w.run().unwrap_err().to_string();
     assert!(e.contains("stopped advancing simulated time at 0 s"), "{e}");
     assert!(e.contains("node `bs`") && e.contains("snoop.persist_timeout_ms"), "{e}");
