@@ -224,12 +224,12 @@ pub(crate) enum Request<E> {
     /// Run the endpoint opened with `key`: send what it sends ([`crate::feature::Feature::endpoint_transmit`]),
     /// then [`crate::feature::Feature::after_endpoint_transmit`].
     RunEndpoint { key: usize },
-    /// Send `packet`, made by an endpoint at `node` for `dst`: offered to the features' `on_host_send`, else
-    /// routed ([`Core::send_own`]).
+    /// Send `packet`, made by an endpoint at `node` for `dst`: offered to the other features' `on_host_send`,
+    /// else routed ([`Core::send_own`]).
     SendOwn { node: usize, dst: Ipv4Addr, packet: Bytes },
-    /// Hand `event` back to the feature's `on_event` as soon as the requests before it are carried out, at
-    /// the same instant and before anything else: a hook that must read what its own requests changed
-    /// continues there.
+    /// Hand `event` back to the feature's `on_event` at the same instant, once the requests before it are
+    /// carried out and nothing else is queued (`crate::world::Work`): after everything they caused, however
+    /// indirectly. A hook that must read what its own requests changed continues there.
     Then(E),
 }
 

@@ -40,7 +40,7 @@ impl<F: Feature> Registered<F> {
     }
 
     /// Runs `hook` with a context, then carries out what it asked for, in order: the core's part at once,
-    /// what needs another feature's hook (or this one's, for [`Request::Then`]) queued as work.
+    /// what needs another feature's hook queued as work, a [`Request::Then`] queued as a continuation.
     pub(crate) fn call<R>(
         &mut self,
         core: &mut Core,

@@ -75,6 +75,7 @@ impl World {
             undeliverable: 0,
             hooks: HookSet::default(),
             work: VecDeque::new(),
+            continuations: VecDeque::new(),
             run_until: None,
             control_protocols: Vec::new(),
             out_of_range_losses: 0,

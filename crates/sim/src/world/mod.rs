@@ -112,7 +112,7 @@ pub(crate) struct Endpoint {
     node: usize,
     local: SocketAddrV4,
     remote: SocketAddrV4,
-    /// Not closed yet ([`World::close_endpoint`]).
+    /// Not closed yet ([`Core::close_endpoint`]).
     open: bool,
     /// The earliest time its timer event is queued for, if its owner has the core hold its timer.
     timer: Option<Time>,
@@ -173,12 +173,15 @@ pub(crate) struct Core {
     /// Which hooks at least one feature asked for.
     pub(crate) hooks: HookSet,
     /// What the core must ask of the features, in the order it arose ([`Work`]): carried out by
-    /// [`World::drain`] after each event and after each hook called from it.
+    /// [`World::drain`] after each event and after each feature's set-up and start.
     work: VecDeque<Work>,
+    /// The features' continuations, each a feature's event parked at a slot ([`Core::then`]): taken by
+    /// [`World::drain`] whenever `work` is empty.
+    continuations: VecDeque<(FeatureId, usize)>,
     /// The latest of the features' `runs_until`: the run goes on until then.
     run_until: Option<Time>,
     /// IP protocols whose packets are a feature's control messages, not data (not counted by
-    /// [`World::out_of_range_losses`]).
+    /// [`Core::out_of_range_losses`]).
     control_protocols: Vec<u8>,
     out_of_range_losses: u64,
     /// The first error writing a pcap file (the run fails with it at the end).
@@ -245,10 +248,10 @@ impl Core {
         self.sched.reserve()
     }
 
-    /// Queues feature `feature`'s event parked at `slot` as work, after the work queued so far
-    /// ([`crate::context::Request::Then`]).
+    /// Queues feature `feature`'s event parked at `slot` as a continuation
+    /// ([`crate::context::Request::Then`]): it runs once no work is queued.
     pub(crate) fn then(&mut self, feature: FeatureId, slot: usize) {
-        self.work.push_back(Work::Event { feature, slot });
+        self.continuations.push_back((feature, slot));
     }
 
     /// A feature that held the run open is finished with it.

@@ -1,11 +1,16 @@
 //! The core's work queue: what the core must ask of the features. The core never calls a feature; a hook
 //! runs with only its own feature borrowed and fills its outbox, and the core's part of each request is done
 //! as soon as the hook returns. What a request (or an event) needs of a feature's hook (a packet for a
-//! feature's endpoint, an offer to the features' send or datagram hooks, a notice of a reassociation, a
-//! continuation) becomes a [`Work`] item at the back of one queue, which [`World::drain`] carries out in
-//! FIFO order until it is empty, after each event and after each feature's set-up and start. An item's
-//! hooks may queue more work, behind what is queued already: no hook runs inside another, and no feature is
-//! ever held out of the list.
+//! feature's endpoint, an offer to the features' send, agent-output or datagram hooks, a notice of a
+//! reassociation, a purge or a flow's progress, a poke) becomes a [`Work`] item at the back of one queue,
+//! which [`World::drain`] carries out in FIFO order until it is empty, after each event and after each
+//! feature's set-up and start. An item's hooks may queue more work, behind what is queued already: no hook
+//! runs inside another, and no feature is ever held out of the list.
+//!
+//! A continuation ([`crate::context::Request::Then`]) waits in a queue of its own, taken in FIFO order
+//! whenever the work queue is empty: it runs after everything the requests before it caused, however
+//! indirectly (a reassociation's notice, the packets the link layer then hands up, their delivery), and so
+//! reads the core as they left it.
 //!
 //! A feature is never offered nor told what its own requests caused: each offer and notice remembers the
 //! feature whose request queued it (`from`) and skips it. What a request addresses to an endpoint (a
@@ -17,8 +22,6 @@ use crate::registered::EndpointAt;
 
 /// One thing the core asks of the features, queued until the hook or event that caused it is done.
 pub(crate) enum Work {
-    /// A feature's continuation ([`crate::context::Request::Then`]): its event parked at `slot`.
-    Event { feature: FeatureId, slot: usize },
     /// A packet for `node` itself: to its endpoint's owner ([`Feature::on_endpoint_packet`]), or, if not TCP,
     /// offered to the datagram hooks of the features but `from`.
     Deliver { from: Option<FeatureId>, node: usize, packet: Bytes, headers: Headers },
@@ -41,14 +44,17 @@ pub(crate) enum Work {
 impl World {
     /// Carries out the queued work, first in first out, until none is left (see the module docs).
     pub(crate) fn drain(&mut self, now: Time) {
-        while let Some(work) = self.core.work.pop_front() {
-            self.carry_out(now, work);
+        loop {
+            while let Some(work) = self.core.work.pop_front() {
+                self.carry_out(now, work);
+            }
+            let Some((feature, slot)) = self.core.continuations.pop_front() else { break };
+            self.features[feature.0].on_event(&mut self.core, now, slot);
         }
     }
 
     fn carry_out(&mut self, now: Time, work: Work) {
         match work {
-            Work::Event { feature, slot } => self.features[feature.0].on_event(&mut self.core, now, slot),
             Work::Deliver { from, node, packet, headers } if headers.protocol != PROTO_TCP => {
                 if !self.offer(from, |f, core| f.on_datagram(core, now, node, &packet)) {
                     self.core.undeliverable += 1;
