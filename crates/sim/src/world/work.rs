@@ -75,24 +75,9 @@ impl World {
                     self.core.route(now, node, dst, packet, priority);
                 }
             }
-            Work::Reassociate { from, link } => {
-                self.offer(Some(from), |f, core| {
-                    f.on_reassociate(core, now, link);
-                    false
-                });
-            }
-            Work::LinkPurge { from, link, dir } => {
-                self.offer(Some(from), |f, _| {
-                    f.on_link_purge(link, dir);
-                    false
-                });
-            }
-            Work::FlowProgress { from } => {
-                self.offer(Some(from), |f, core| {
-                    f.after_flow_endpoint(core, now);
-                    false
-                });
-            }
+            Work::Reassociate { from, link } => self.tell_others(from, |f, core| f.on_reassociate(core, now, link)),
+            Work::LinkPurge { from, link, dir } => self.tell_others(from, |f, _| f.on_link_purge(link, dir)),
+            Work::FlowProgress { from } => self.tell_others(from, |f, core| f.after_flow_endpoint(core, now)),
             Work::Poke { node, poke } => {
                 for ep in self.core.nodes[node].endpoints.clone() {
                     let Endpoint { open, owner: Owner { feature, key }, .. } = self.core.endpoints[ep];
@@ -114,6 +99,15 @@ impl World {
             }
         }
         false
+    }
+
+    /// Tells every feature but `from`, in registration order, with each one's requests carried out before
+    /// the next is told.
+    fn tell_others(&mut self, from: FeatureId, mut hook: impl FnMut(&mut dyn DynFeature, &mut Core)) {
+        self.offer(Some(from), |f, core| {
+            hook(f, core);
+            false
+        });
     }
 
     /// A packet reaches `node` over direction `dir` of `link`: offered to the features' arrival hooks, in
