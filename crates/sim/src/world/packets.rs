@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// A packet for a node itself, with its headers as read on arrival.
+pub(super) type Delivery = (Bytes, Headers);
+
 impl Core {
     /// Captures `packet` in the pcap of `end` of `link`, if it has one; a write error is kept for the end of
     /// the run and stops that capture. Inlined down to the check, which every frame makes twice and which
@@ -44,18 +47,17 @@ impl Core {
         Some(headers)
     }
 
-    /// A packet that reached `node` and that no feature consumed: delivered there, or forwarded through the
-    /// node's agent or by its routes.
-    pub(super) fn arrived(&mut self, now: Time, node: usize, packet: Bytes, mut headers: Headers) {
+    /// A packet that reached `node` and that no feature consumed: forwarded through the node's agent or by
+    /// its routes; returned, its TCP header read, when it is for `node` itself (to be delivered).
+    pub(super) fn arrived(&mut self, now: Time, node: usize, packet: Bytes, mut headers: Headers) -> Option<Delivery> {
         let dst = headers.dst;
         if dst == self.nodes[node].addr {
             headers.read_tcp(&packet);
-            self.deliver_parsed(None, node, packet, headers);
-            return;
+            return Some((packet, headers));
         }
         let Some(out) = self.next_hop(node, dst) else {
             self.undeliverable += 1;
-            return;
+            return None;
         };
         if self.nodes[node].agent.is_some() {
             let side = if self.links[out.0].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
@@ -67,6 +69,7 @@ impl Core {
         } else {
             self.send(now, out, packet, false);
         }
+        None
     }
 
     /// Hands `packet` to the agent at `node` as if it had arrived travelling toward `side`, and carries out

@@ -55,16 +55,7 @@ impl World {
 
     fn carry_out(&mut self, now: Time, work: Work) {
         match work {
-            Work::Deliver { from, node, packet, headers } if headers.protocol != PROTO_TCP => {
-                if !self.offer(from, |f, core| f.on_datagram(core, now, node, &packet)) {
-                    self.core.undeliverable += 1;
-                }
-            }
-            Work::Deliver { node, packet, headers, .. } => {
-                if let Some((Owner { feature, key }, at)) = self.core.endpoint_for(node, &headers) {
-                    self.features[feature.0].on_endpoint_packet(&mut self.core, now, key, at, &packet, &headers);
-                }
-            }
+            Work::Deliver { from, node, packet, headers } => self.deliver(now, from, node, packet, headers),
             Work::HostSend { from, node, dst, packet } => {
                 if !self.offer(Some(from), |f, core| f.on_host_send(core, now, node, &packet)) {
                     self.core.route(now, node, dst, packet, false);
@@ -117,7 +108,26 @@ impl World {
         if self.core.hooks.arrive && self.offer(None, |f, core| f.on_arrive(core, now, node, link, &packet)) {
             return;
         }
-        self.core.arrived(now, node, packet, headers);
+        if let Some((packet, headers)) = self.core.arrived(now, node, packet, headers) {
+            if self.core.work.is_empty() {
+                // What queuing it would do, as it would be next: most packets go this way, without the queue.
+                self.deliver(now, None, node, packet, headers);
+            } else {
+                self.core.deliver_parsed(None, node, packet, headers);
+            }
+        }
+    }
+
+    /// A packet for `node` itself (a request of `from`, if any): to its endpoint's owner, or, if not TCP,
+    /// offered to the datagram hooks of the features but `from`; else it counts as undeliverable.
+    fn deliver(&mut self, now: Time, from: Option<FeatureId>, node: usize, packet: Bytes, headers: Headers) {
+        if headers.protocol != PROTO_TCP {
+            if !self.offer(from, |f, core| f.on_datagram(core, now, node, &packet)) {
+                self.core.undeliverable += 1;
+            }
+        } else if let Some((Owner { feature, key }, at)) = self.core.endpoint_for(node, &headers) {
+            self.features[feature.0].on_endpoint_packet(&mut self.core, now, key, at, &packet, &headers);
+        }
     }
 
     /// Endpoint `ep`'s timer event is due: its owner fires the endpoint's timeout if that is due and runs it.
