@@ -29,8 +29,7 @@ use lasthop_channel::key_index::KeyIndex;
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
 use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::{Headers, Time};
-use std::collections::VecDeque;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// A map looked up on every packet routed or delivered: foldhash with a fixed seed (a lookup costs a few ns
