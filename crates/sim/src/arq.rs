@@ -178,7 +178,7 @@ pub(crate) const FAMILY: Family = Family {
     }],
     columns: None,
     build: |s, world| {
-        if let Some(f) = Arq::build(s, View::new(world)) {
+        if let Some(f) = Arq::build(s, world.view()) {
             world.register(f);
         }
         Ok(())

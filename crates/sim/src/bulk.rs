@@ -44,7 +44,7 @@ pub(crate) const FAMILY: Family = Family {
     together: &[],
     columns: None,
     build: |s, world| {
-        if let Some(b) = BulkFlows::build(s, &mut Setup::new(world))? {
+        if let Some(b) = BulkFlows::build(s, &mut world.setup())? {
             world.register(b);
         }
         Ok(())
@@ -613,12 +613,12 @@ bytes = 1000
         let scenario = Scenario::from_str(text, "plan.toml").unwrap();
         let mut bulk = None;
         let w = World::build_with(&scenario, &RunOptions::default(), |s, world| {
-            bulk = BulkFlows::build(s, &mut Setup::new(world))?;
+            bulk = BulkFlows::build(s, &mut world.setup())?;
             Ok(())
         })
         .unwrap();
         let b = bulk.expect("three flows");
-        let view = View::new(&w);
+        let view = w.view();
         let node = |n: &str| view.node_index(n);
         let link = |l: &str| view.link_index(l);
         let flow = |f: &str| b.flows.iter().position(|x| x.name == f).unwrap();

@@ -4,7 +4,7 @@
 //! [`crate::feature`]).
 
 use crate::link::Link;
-use crate::world::{Node, World};
+use crate::world::{Core, Node};
 use bytes::Bytes;
 use lasthop_agents::flow::FlowKey;
 use lasthop_agents::{Action, Agent, Side};
@@ -86,83 +86,83 @@ pub(crate) struct FlowProgress {
 /// A read-only view of the core: nodes, links, routes.
 #[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
-    world: &'a World,
+    core: &'a Core,
 }
 
 impl<'a> View<'a> {
     #[inline]
-    pub(crate) fn new(world: &'a World) -> View<'a> {
-        View { world }
+    pub(crate) fn new(core: &'a Core) -> View<'a> {
+        View { core }
     }
 
     pub(crate) fn nodes(&self) -> &'a [Node] {
-        &self.world.nodes
+        &self.core.nodes
     }
 
     #[inline]
     pub(crate) fn links(&self) -> &'a [Link] {
-        &self.world.links
+        &self.core.links
     }
 
     /// The bulk flows' progress, in the order of their names (current while a feature watches it).
     pub(crate) fn flows(&self) -> &'a [FlowProgress] {
-        &self.world.flow_progress
+        &self.core.flow_progress
     }
 
     /// Whether some feature watches the bulk flows' progress ([`crate::feature::HookSet::after_flow_endpoint`]).
     pub(crate) fn flow_progress_watched(&self) -> bool {
-        self.world.hooks.after_flow_endpoint
+        self.core.hooks.after_flow_endpoint
     }
 
     /// Whether the run records time series ([`crate::RunOptions::trace`]).
     pub(crate) fn trace(&self) -> bool {
-        self.world.trace
+        self.core.trace
     }
 
     /// The times (s) of the handoffs noted so far ([`Request::NoteHandoff`]).
     pub(crate) fn handoffs_noted(&self) -> &'a [f64] {
-        &self.world.handoffs_noted
+        &self.core.handoffs_noted
     }
 
     /// When the run ended (for metrics at its end): the last event played, or the time limit.
     pub(crate) fn run_end(&self) -> Time {
-        self.world.run_end()
+        self.core.run_end()
     }
 
     /// Node index by name (the scenario was validated, so the name exists).
     pub(crate) fn node_index(&self, name: &str) -> usize {
-        self.world.node_index(name)
+        self.core.node_index(name)
     }
 
     /// Link index by name (validated likewise).
     pub(crate) fn link_index(&self, name: &str) -> usize {
-        self.world.links.iter().position(|l| l.name == name).expect("validated")
+        self.core.links.iter().position(|l| l.name == name).expect("validated")
     }
 
     /// Where `node` sends a packet for `dst` (its default gateway, else its route), as (link, direction).
     #[inline]
     pub(crate) fn next_hop(&self, node: usize, dst: Ipv4Addr) -> Option<(usize, usize)> {
-        self.world.next_hop(node, dst)
+        self.core.next_hop(node, dst)
     }
 
     /// Nodes from `from` to `to` inclusive, following the routing tables.
     pub(crate) fn path(&self, from: usize, to: usize) -> Option<Vec<usize>> {
-        self.world.path(from, to)
+        self.core.path(from, to)
     }
 
     /// Whether `protocol` is a feature's control traffic ([`Request::AddControlProtocol`]).
     pub(crate) fn is_control_protocol(&self, protocol: u8) -> bool {
-        self.world.is_control_protocol(protocol)
+        self.core.is_control_protocol(protocol)
     }
 
     /// Sum of the per-connection agent counter `name` over the nodes of `path` and the connections `keys`.
     pub(crate) fn connection_counter(&self, path: &[usize], keys: &[FlowKey], name: &str) -> u64 {
-        self.world.connection_counter(path, keys, name)
+        self.core.connection_counter(path, keys, name)
     }
 
     /// Data frames lost so far because their link was out of range.
     pub(crate) fn out_of_range_losses(&self) -> u64 {
-        self.world.out_of_range_losses()
+        self.core.out_of_range_losses()
     }
 }
 
@@ -185,16 +185,16 @@ pub(crate) enum Request<E> {
     /// Bulk flow `flow` has come this far: the core notes it for [`View::flows`] and calls every feature's
     /// [`crate::feature::Feature::after_flow_endpoint`].
     FlowProgress { flow: usize, delivered: u64, snd_max: u64 },
-    /// Queue `packet` on direction `dir` of `link` ([`World::send`]).
+    /// Queue `packet` on direction `dir` of `link` ([`Core::send`]).
     Send { out: (usize, usize), packet: Bytes, priority: bool },
-    /// Send `packet` from `node` toward `dst` by the routing table ([`World::route`]).
+    /// Send `packet` from `node` toward `dst` by the routing table ([`Core::route`]).
     Route { node: usize, dst: Ipv4Addr, packet: Bytes, priority: bool },
-    /// Hand `packet`, addressed to `node`, to its endpoints ([`World::deliver_local`]).
+    /// Hand `packet`, addressed to `node`, to its endpoints ([`Core::deliver_local`]).
     DeliverLocal { node: usize, packet: Bytes },
-    /// Hand `packet` to `node`'s agent as if it travelled toward `side` ([`World::hand_to_agent`]).
+    /// Hand `packet` to `node`'s agent as if it travelled toward `side` ([`Core::hand_to_agent`]).
     HandToAgent { node: usize, side: Side, packet: Bytes },
     /// Take out of direction `dir` of `link` every frame not yet on the air for which `matches` holds; how
-    /// many comes back to [`crate::feature::Feature::on_purged`] ([`World::purge_link`]).
+    /// many comes back to [`crate::feature::Feature::on_purged`] ([`Core::purge_link`]).
     Purge { link: usize, dir: usize, matches: FrameFilter },
     /// Put `agent` in place of `node`'s agent (none: the node forwards plainly).
     SetAgent { node: usize, agent: Option<Box<dyn lasthop_agents::Agent>> },
@@ -207,9 +207,9 @@ pub(crate) enum Request<E> {
     /// Note a handoff now, for every traced flow's time series ([`View::handoffs_noted`]).
     NoteHandoff,
     /// The mobile (re)associated with the cell of wireless `link`: every other feature restarts its link-layer
-    /// state for it ([`World::reassociate`]).
+    /// state for it ([`Core::reassociate`]).
     Reassociate { link: usize },
-    /// Let `node`'s agent (if any) act on a host event outside a packet ([`World::tell_agent`]).
+    /// Let `node`'s agent (if any) act on a host event outside a packet ([`Core::tell_agent`]).
     TellAgent { node: usize, tell: AgentCall },
     /// Tell `node`'s agent (if any) how full the queue it forwards into toward `side` is.
     QueueOccupancy { node: usize, side: Side, occupancy: f64 },
@@ -224,66 +224,66 @@ pub(crate) enum Request<E> {
     /// Run the endpoint opened with `key`: send what it sends ([`crate::feature::Feature::endpoint_transmit`]),
     /// then [`crate::feature::Feature::after_endpoint_transmit`].
     RunEndpoint { key: usize },
-    /// Send `packet`, made by an endpoint at `node` for `dst`: offered to the features' `on_host_send`, else
-    /// routed ([`World::send_own`]).
+    /// Send `packet`, made by an endpoint at `node` for `dst`: offered to the other features' `on_host_send`,
+    /// else routed ([`Core::send_own`]).
     SendOwn { node: usize, dst: Ipv4Addr, packet: Bytes },
-    /// Hand `event` back to the feature's `on_event` as soon as the requests before it are carried out, at
-    /// the same instant and before anything else: a hook that must read what its own requests changed
-    /// continues there.
+    /// Hand `event` back to the feature's `on_event` at the same instant, once the requests before it are
+    /// carried out and nothing else is queued (`crate::world::Work`): after everything they caused, however
+    /// indirectly. A hook that must read what its own requests changed continues there.
     Then(E),
 }
 
 /// What a family's `build` may do to the topology before the run starts: routes, media, agents, gateways,
 /// ranges and control protocols; the rest of the core it sees through [`Setup::view`].
 pub(crate) struct Setup<'a> {
-    world: &'a mut World,
+    core: &'a mut Core,
 }
 
 impl<'a> Setup<'a> {
-    pub(crate) fn new(world: &'a mut World) -> Setup<'a> {
-        Setup { world }
+    pub(crate) fn new(core: &'a mut Core) -> Setup<'a> {
+        Setup { core }
     }
 
     pub(crate) fn view(&self) -> View<'_> {
-        View::new(self.world)
+        View::new(self.core)
     }
 
     /// Recomputes every node's routes; `no_transit` is a node that originates and receives but never relays.
     pub(crate) fn recompute_routes(&mut self, no_transit: Option<usize>) {
-        self.world.recompute_routes(no_transit);
+        self.core.recompute_routes(no_transit);
     }
 
     /// Puts `links` on one half-duplex medium.
     pub(crate) fn share_medium(&mut self, links: &[usize]) {
-        self.world.share_medium(links);
+        self.core.share_medium(links);
     }
 
     pub(crate) fn set_agent(&mut self, node: usize, agent: Option<Box<dyn lasthop_agents::Agent>>) {
-        self.world.nodes[node].agent = agent;
+        self.core.nodes[node].agent = agent;
     }
 
     pub(crate) fn set_gateway(&mut self, node: usize, gateway: Option<(usize, usize)>) {
-        self.world.nodes[node].gateway = gateway;
+        self.core.nodes[node].gateway = gateway;
     }
 
     pub(crate) fn set_out_of_range(&mut self, link: usize, out: bool) {
-        self.world.links[link].out_of_range = out;
+        self.core.links[link].out_of_range = out;
     }
 
     /// Counts `protocol` as control traffic, not data.
     pub(crate) fn add_control_protocol(&mut self, protocol: u8) {
-        self.world.add_control_protocol(protocol);
+        self.core.add_control_protocol(protocol);
     }
 
     /// Takes the next place among same-instant events, for an event scheduled later with
     /// [`Request::ScheduleReserved`].
     pub(crate) fn reserve_event(&mut self) -> u64 {
-        self.world.reserve_event()
+        self.core.reserve_event()
     }
 
     /// Adds a bulk flow to [`View::flows`], in order.
     pub(crate) fn add_flow_progress(&mut self, progress: FlowProgress) {
-        self.world.flow_progress.push(progress);
+        self.core.flow_progress.push(progress);
     }
 }
 

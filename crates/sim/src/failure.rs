@@ -40,7 +40,7 @@ pub(crate) const FAMILY: Family = Family {
     together: &[],
     columns: None,
     build: |s, world| {
-        if let Some(f) = Failure::build(s, View::new(world)) {
+        if let Some(f) = Failure::build(s, world.view()) {
             world.register(f);
         }
         Ok(())

@@ -66,13 +66,16 @@
 //! are taken in the scenario's order of flow names), then features' [`Feature::start`] in registration order (the Web
 //! workloads' first pages). Within one event, hooks run in registration order, and the requests of each are
 //! carried out, in the order made, as soon as it returns, before the core goes on: so a request takes the
-//! place in the sequence that the same call made inside the hook would take. A hook sees the core as it was
-//! when the hook began; one that must read what its own requests changed continues in a [`Cx::then`]
-//! event, handed back at once when the requests before it are done (mobility measures a crossing's pause
-//! after the reassociation it asked for has delivered what the link layer held). While a feature's requests
-//! are carried out the core does not call that feature back (it is out of its slot): its own requests do not
-//! come back to it, and what an endpoint sends meanwhile is offered to [`Feature::on_host_send`] once no
-//! feature runs, so every feature sees every such packet.
+//! place in the sequence that the same call made inside the hook would take. What a request needs of a
+//! feature's hook (a delivery to an endpoint, an offer to the features' `on_host_send`, `on_agent_output` or
+//! `on_datagram`, a reassociation's, purge's or flow's notice, a poke) the core queues instead, and carries out
+//! first in first out once the hook's requests are done (`crate::world::Work`): no hook ever runs inside
+//! another, and every feature stays in the world's list. A hook sees the core as it was when the hook
+//! began; one that must read what its own requests changed continues in a [`Cx::then`] event, handed back
+//! at the same instant once nothing else is queued, so after everything those requests caused (mobility
+//! measures a crossing's pause after the pokes it asked for have run the mobile's endpoints). A feature is
+//! never offered nor told what its own requests caused (each queued offer and notice remembers the feature
+//! that asked); what a request addresses to an endpoint reaches its owner, whoever asked.
 //!
 //! [`Registered`]: crate::registered::Registered
 //! [`Request`]: crate::context::Request
@@ -138,9 +141,8 @@ pub(crate) trait Feature: 'static {
     }
 
     /// A TCP endpoint at `node` sends `packet`, its own; true when the feature took it (the core then does not
-    /// route it). Needs `hooks().host_send`. A packet sent while a feature's requests are carried out (an
-    /// endpoint answering what that feature delivered) is offered once they are done, so every feature sees
-    /// every such packet.
+    /// route it). Needs `hooks().host_send`. Offered through the core's work queue, after the hook that
+    /// ran the endpoint returned, to every feature but the one whose endpoint sent it.
     fn on_host_send(&mut self, _cx: &mut Cx<'_, Self::Event>, _node: usize, _packet: &Bytes) -> bool {
         false
     }

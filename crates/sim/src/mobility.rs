@@ -33,7 +33,6 @@ mod metrics;
 
 pub use metrics::HandoffMetrics;
 
-use crate::context::Setup;
 use crate::registry::Family;
 use crate::scenario::{AgentKind, Invalid, LinkKind, Scenario};
 use serde::Deserialize;
@@ -46,7 +45,7 @@ pub(crate) const FAMILY: Family = Family {
     together: &[],
     columns: Some(metrics::COLUMNS),
     build: |s, world| {
-        if let Some(m) = feature::Mobility::build(s, &mut Setup::new(world)) {
+        if let Some(m) = feature::Mobility::build(s, &mut world.setup()) {
             world.register(m);
         }
         Ok(())

@@ -150,7 +150,7 @@ pub(crate) const FAMILY: Family = Family {
     together: &[Together::With { other: "mobility", check: validate_cells }],
     columns: None,
     build: |s, world| {
-        if let Some(f) = Split::build(s, View::new(world))? {
+        if let Some(f) = Split::build(s, world.view())? {
             world.register(f);
         }
         Ok(())

@@ -3,7 +3,6 @@
 //! the handoff schedule. Every field is documented with its default in
 //! the user guide, docs/src/reference/scenario/mobile-ip.md.
 
-use crate::context::Setup;
 use crate::registry::{Family, Together};
 use crate::scenario::{Invalid, LinkKind, Scenario};
 use serde::Deserialize;
@@ -21,7 +20,7 @@ pub(crate) const FAMILY: Family = Family {
     }],
     columns: Some(super::metrics::COLUMNS),
     build: |s, world| {
-        if let Some(m) = super::feature::MobileIp::build(s, &mut Setup::new(world)) {
+        if let Some(m) = super::feature::MobileIp::build(s, &mut world.setup()) {
             world.register(m);
         }
         Ok(())

@@ -486,8 +486,8 @@ impl Mobility {
             Role::Closed => {}
         });
         cx.request(Request::PokeEndpoints { node, poke });
-        // The core does not call this feature's `after_flow_endpoint` for the endpoints it pokes: it checks
-        // once they all ran (the pause's end is `now` whichever of them ended it).
+        // Checked once they all ran and what they caused is done, whether or not one of them moved its
+        // flow's progress (the pause's end is `now` whichever of them ended it).
         cx.then(MobilityEvent::PauseCheck);
     }
 }

@@ -1,6 +1,5 @@
 //! The Web workload's scenario table (`[web.NAME]`) and its registration: its rules and its build.
 
-use crate::context::View;
 use crate::registry::Family;
 use crate::scenario::{check_start_s, positive_s, Invalid, Scenario, MAX_TIME_S};
 use serde::Deserialize;
@@ -12,7 +11,7 @@ pub(crate) const FAMILY: Family = Family {
     together: &[],
     columns: None,
     build: |s, world| {
-        if let Some(w) = super::feature::WebWorkloads::build(s, View::new(world))? {
+        if let Some(w) = super::feature::WebWorkloads::build(s, world.view())? {
             world.register(w);
         }
         Ok(())

@@ -55,7 +55,7 @@ impl World {
         let media = build_media(s, &mut links);
         let addr_index = KeyIndex::new(&nodes.iter().map(|n| u64::from(u32::from(n.addr))).collect::<Vec<_>>());
 
-        let mut world = World {
+        let core = Core {
             sched: Scheduler::default(),
             nodes,
             links,
@@ -73,10 +73,9 @@ impl World {
             seed: s.seed,
             trace: opts.trace,
             undeliverable: 0,
-            features: Vec::new(),
-            feature_hooks: Vec::new(),
             hooks: HookSet::default(),
-            sent_while_a_feature_ran: Vec::new(),
+            work: VecDeque::new(),
+            continuations: VecDeque::new(),
             run_until: None,
             control_protocols: Vec::new(),
             out_of_range_losses: 0,
@@ -84,14 +83,18 @@ impl World {
         };
         // Each feature sets up in registration order, then each starts: see "Same-instant order" in
         // `crate::feature`.
+        let mut world = World { core, features: Vec::new() };
         register(s, &mut world)?;
         for id in 0..world.features.len() {
-            world.with_feature(FeatureId(id), |f, w| f.start(w));
+            world.features[id].start(&mut world.core);
+            world.drain(Time::ZERO);
         }
-        world.run_until = world.features.iter().flatten().filter_map(|f| f.runs_until()).max();
+        world.core.run_until = world.features.iter().filter_map(|f| f.runs_until()).max();
         Ok(world)
     }
+}
 
+impl Core {
     /// Recomputes every node's routes; `no_transit` is a node that originates and receives but never relays.
     pub(crate) fn recompute_routes(&mut self, no_transit: Option<usize>) {
         compute_routes(&mut self.nodes, &self.links, no_transit);
@@ -142,7 +145,7 @@ fn build_media(s: &Scenario, links: &mut [Link]) -> Vec<Medium> {
     media
 }
 
-impl World {
+impl Core {
     /// Puts `links` on one half-duplex medium (full-duplex links keep their transmitters).
     pub(crate) fn share_medium(&mut self, links: &[usize]) {
         let mut into = None;

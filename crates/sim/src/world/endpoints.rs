@@ -2,6 +2,7 @@
 //! node and handed to the feature that runs them.
 
 use super::*;
+use crate::registered::EndpointAt;
 
 impl Node {
     pub(super) fn add_endpoint(&mut self, ep: usize, key: EndpointKey) {
@@ -31,7 +32,7 @@ impl Node {
     }
 }
 
-impl World {
+impl Core {
     /// A TCP endpoint at `node` (packets from `remote` to `local` reach it); returns its index.
     pub(crate) fn add_endpoint(
         &mut self,
@@ -55,14 +56,9 @@ impl World {
     }
 
     /// Has every open endpoint at `node` poked by its owner ([`Feature::on_endpoint_poke`]), in the order
-    /// they were opened.
-    pub(crate) fn poke_endpoints(&mut self, now: Time, node: usize, poke: impl Fn(&mut Role, Time)) {
-        for ep in self.nodes[node].endpoints.clone() {
-            let Endpoint { open, owner: Owner { feature, key }, .. } = self.endpoints[ep];
-            if open {
-                self.with_feature(feature, |f, w| f.on_endpoint_poke(w, now, key, &poke));
-            }
-        }
+    /// they were opened (queued as [`Work::Poke`]).
+    pub(crate) fn poke_endpoints(&mut self, node: usize, poke: crate::context::EndpointPoke) {
+        self.work.push_back(Work::Poke { node, poke });
     }
 
     /// Queues endpoint `ep`'s timer for `want` (its owner's [`Feature::endpoint_timeout`]), unless one is
@@ -79,16 +75,15 @@ impl World {
         }
     }
 
-    /// Endpoint `ep`'s timer event is due: its owner fires the endpoint's timeout if that is due and runs
-    /// it ([`Feature::on_endpoint_timer`](crate::feature::Feature::on_endpoint_timer)).
-    pub(super) fn endpoint_timer(&mut self, now: Time, ep: usize) {
+    /// Endpoint `ep`'s timer event is due: forgets the pending time if it is due; returns its owner and
+    /// where it is, for the owner to fire it
+    /// ([`Feature::on_endpoint_timer`](crate::feature::Feature::on_endpoint_timer)).
+    pub(super) fn endpoint_timer_due(&mut self, now: Time, ep: usize) -> (Owner, EndpointAt) {
         let e = &mut self.endpoints[ep];
         if e.timer.is_some_and(|t| t <= now) {
             e.timer = None;
         }
-        let Owner { feature, key } = e.owner;
-        let at = self.endpoint_peer(ep);
-        self.with_feature(feature, |f, w| f.on_endpoint_timer(w, now, key, (ep, at)));
+        (e.owner, (ep, self.endpoint_peer(ep)))
     }
 
     /// Endpoint `ep`'s node and the address of its peer.
@@ -97,65 +92,43 @@ impl World {
         (e.node, *e.remote.ip())
     }
 
-    /// Hands `packet`, addressed to `node`, to the node's endpoints (or a feature's datagram hook); an
-    /// unreadable one counts as undeliverable.
-    pub(crate) fn deliver_local(&mut self, now: Time, node: usize, packet: Bytes) {
+    /// Hands `packet`, addressed to `node`, to the node's endpoints (or the datagram hooks of the features but
+    /// `from`, the feature that asked); an unreadable one counts as undeliverable.
+    pub(crate) fn deliver_local(&mut self, from: Option<FeatureId>, node: usize, packet: Bytes) {
         match Headers::parse(&packet) {
-            Ok(headers) => self.deliver_parsed(now, node, packet, &headers),
+            Ok(headers) => self.deliver_parsed(from, node, packet, headers),
             Err(_) => self.undeliverable += 1,
         }
     }
 
-    /// [`World::deliver_local`] of a packet whose headers were read as `headers`.
-    pub(super) fn deliver_parsed(&mut self, now: Time, node: usize, packet: Bytes, headers: &Headers) {
-        if headers.protocol != PROTO_TCP {
-            let taken = (0..self.features.len())
-                .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_datagram(w, now, node, &packet)) == Some(true));
-            if !taken {
-                self.undeliverable += 1;
-            }
-            return;
-        }
-        let Some(tcp) = &headers.tcp else {
-            self.undeliverable += 1;
-            return;
-        };
-        let Some(ep) = self.nodes[node].find_endpoint((tcp.dst_port, headers.src, tcp.src_port), &self.endpoints)
-        else {
-            self.undeliverable += 1;
-            return;
-        };
-        self.deliver_to_owner(now, ep, &packet, headers);
+    /// [`Core::deliver_local`] of a packet whose headers were read as `headers`: queued as
+    /// [`Work::Deliver`], so its endpoint is found when the delivery is carried out.
+    pub(super) fn deliver_parsed(&mut self, from: Option<FeatureId>, node: usize, packet: Bytes, headers: Headers) {
+        self.work.push_back(Work::Deliver { from, node, packet, headers });
     }
 
-    /// Hands `packet` (its headers read as `headers`) to the feature that keeps endpoint `ep`.
-    pub(super) fn deliver_to_owner(&mut self, now: Time, ep: usize, packet: &Bytes, headers: &Headers) {
-        let Owner { feature, key } = self.endpoints[ep].owner;
-        let at = self.endpoint_peer(ep);
-        let ran = self.with_feature(feature, |f, w| f.on_endpoint_packet(w, now, key, (ep, at), packet, headers));
-        assert!(ran.is_some(), "a feature's own requests never deliver to its own endpoints");
+    /// The open endpoint at `node` that a TCP packet with `headers` is for, with its owner and where it is;
+    /// `None` (counted undeliverable) when there is none.
+    pub(super) fn endpoint_for(&mut self, node: usize, headers: &Headers) -> Option<(Owner, EndpointAt)> {
+        let found = headers
+            .tcp
+            .as_ref()
+            .and_then(|tcp| self.nodes[node].find_endpoint((tcp.dst_port, headers.src, tcp.src_port), &self.endpoints));
+        let Some(ep) = found else {
+            self.undeliverable += 1;
+            return None;
+        };
+        Some((self.endpoints[ep].owner, (ep, self.endpoint_peer(ep))))
     }
 
-    /// Sends a packet that `node`'s own endpoint made, for feature `from` (`None`: one kept back, see below):
-    /// offered first to the features' [`Feature::on_host_send`] (the link layer or the Mobile IP agent at a
-    /// mobile host), else by the routing table.
-    pub(crate) fn send_own(&mut self, now: Time, from: Option<FeatureId>, node: usize, dst: Ipv4Addr, packet: Bytes) {
+    /// Sends a packet that `node`'s own endpoint made, for feature `from`: offered first to the other
+    /// features' [`Feature::on_host_send`] (the link layer or the Mobile IP agent at a mobile host, queued as
+    /// [`Work::HostSend`]), else by the routing table.
+    pub(crate) fn send_own(&mut self, now: Time, from: FeatureId, node: usize, dst: Ipv4Addr, packet: Bytes) {
         if self.hooks.host_send {
-            let running = |(i, f): (usize, &Option<_>)| {
-                f.is_none() && (Some(FeatureId(i)) != from || self.feature_hooks[i].host_send)
-            };
-            if self.features.iter().enumerate().any(running) {
-                // Another feature runs now (an endpoint answering what it delivered), or the sender itself
-                // wants to see what it sends: it too must see the packet.
-                self.sent_while_a_feature_ran.push((now, node, dst, packet));
-                return;
-            }
-            let taken = (0..self.features.len())
-                .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_host_send(w, now, node, &packet)) == Some(true));
-            if taken {
-                return;
-            }
+            self.work.push_back(Work::HostSend { from, node, dst, packet });
+        } else {
+            self.route(now, node, dst, packet, false);
         }
-        self.route(now, node, dst, packet, false);
     }
 }

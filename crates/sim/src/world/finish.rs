@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl World {
+impl Core {
     /// Agents' counters per node name (what `RunResult::agents` holds).
     pub(super) fn agent_counters(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
         let mut agents = BTreeMap::new();
@@ -36,7 +36,8 @@ impl World {
         self.sched.now().min(self.time_limit)
     }
 
-    pub(crate) fn finish(mut self) -> Result<RunResult, SimError> {
+    /// The core's part of the run's metrics (the run fails if it stalled or a capture could not be written).
+    fn result(&mut self) -> Result<RunResult, SimError> {
         if let Some((at, likely)) = self.stalled.take() {
             let at_s = at.0 as f64 / 1e9;
             return Err(SimError::Stalled { at_s, events: STALL_EVENTS, span_ns: STALL_SPAN_NS, likely });
@@ -68,7 +69,7 @@ impl World {
         if let Some(e) = self.pcap_error.take() {
             return Err(e);
         }
-        let mut result = RunResult {
+        Ok(RunResult {
             seed: self.seed,
             sim_time_s: end.as_secs_f64(),
             hit_time_limit,
@@ -79,9 +80,16 @@ impl World {
             undeliverable_packets: self.undeliverable,
             series: self.trace.then(Vec::new),
             families: Default::default(),
-        };
-        for feature in std::mem::take(&mut self.features).into_iter().flatten() {
-            feature.finish(&self, &mut result);
+        })
+    }
+}
+
+impl World {
+    /// The run's metrics: the core's, then each feature's, in registration order.
+    pub(crate) fn finish(mut self) -> Result<RunResult, SimError> {
+        let mut result = self.core.result()?;
+        for feature in self.features {
+            feature.finish(&self.core, &mut result);
         }
         Ok(result)
     }

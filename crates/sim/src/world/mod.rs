@@ -4,12 +4,16 @@
 //! [`Feature`](crate::feature::Feature) that the core drives through the seam in [`crate::feature`] (it hands
 //! each hook a [`crate::context::Cx`] and carries out its requests); the core names no feature.
 //!
+//! [`World`] is the run: the [`Core`] and the features, in a plain list. The core never calls a feature: what
+//! it must ask of one (a packet for a feature's endpoint, an offer to the features' hooks, a notice of a
+//! reassociation) it queues as [`Work`], which the world carries out once the event, or the hook whose
+//! requests queued it, is done (`work.rs`).
+//!
 //! A run goes on until every feature that holds it ([`Feature::holds_run`]: the bulk flows, until each has
 //! delivered its bytes) is finished and every feature's
 //! [`runs_until`](crate::feature::Feature::runs_until) time has passed, or the time limit is reached.
 
 use crate::agents::build_agent;
-use crate::context::Role;
 use crate::engine::Scheduler;
 use crate::feature::{Feature, FeatureId};
 use crate::link::{Link, Medium, Transmission};
@@ -25,7 +29,7 @@ use lasthop_channel::key_index::KeyIndex;
 use lasthop_wire::ipv4::{Ipv4Packet, PROTO_TCP};
 use lasthop_wire::pcap::PcapWriter;
 use lasthop_wire::{Headers, Time};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// A map looked up on every packet routed or delivered: foldhash with a fixed seed (a lookup costs a few ns
@@ -107,7 +111,7 @@ pub(crate) struct Endpoint {
     node: usize,
     local: SocketAddrV4,
     remote: SocketAddrV4,
-    /// Not closed yet ([`World::close_endpoint`]).
+    /// Not closed yet ([`Core::close_endpoint`]).
     open: bool,
     /// The earliest time its timer event is queued for, if its owner has the core hold its timer.
     timer: Option<Time>,
@@ -130,7 +134,16 @@ pub(crate) struct HookSet {
     pub agent_output: bool,
 }
 
+/// A run: its core and its features, in registration order (a feature's [`FeatureId`] is its index).
 pub struct World {
+    pub(crate) core: Core,
+    features: Vec<Box<dyn DynFeature>>,
+}
+
+/// Everything of a run but its features: the event queue, nodes, links and media, routing, endpoints, and the
+/// work queued for the features ([`Work`]). What a feature's [`crate::context::View`] shows and its requests
+/// change.
+pub(crate) struct Core {
     sched: Scheduler<Event>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) links: Vec<Link>,
@@ -156,20 +169,18 @@ pub struct World {
     pub(crate) trace: bool,
     /// Packets no node could route or deliver (no route, no endpoint, unparsable at a host).
     pub(crate) undeliverable: u64,
-    /// The features in registration order. A slot is empty while its feature's hook and the requests it made
-    /// run ([`crate::registered::Registered::call`] holds the world then): so a feature's own requests never
-    /// come back to it.
-    features: Vec<Option<Box<dyn DynFeature>>>,
-    /// The hooks each feature asked for, and (`hooks`) which at least one did.
-    feature_hooks: Vec<HookSet>,
+    /// Which hooks at least one feature asked for.
     pub(crate) hooks: HookSet,
-    /// Packets endpoints sent while a feature ran (its slot empty, so it could not be offered them): offered
-    /// to [`Feature::on_host_send`] when no feature runs any more, in the order sent.
-    sent_while_a_feature_ran: Vec<(Time, usize, Ipv4Addr, Bytes)>,
+    /// What the core must ask of the features, in the order it arose ([`Work`]): carried out by
+    /// [`World::drain`] after each event and after each feature's set-up and start.
+    work: VecDeque<Work>,
+    /// The features' continuations, each a feature's event parked at a slot ([`Core::then`]): taken by
+    /// [`World::drain`] whenever `work` is empty.
+    continuations: VecDeque<(FeatureId, usize)>,
     /// The latest of the features' `runs_until`: the run goes on until then.
     run_until: Option<Time>,
     /// IP protocols whose packets are a feature's control messages, not data (not counted by
-    /// [`World::out_of_range_losses`]).
+    /// [`Core::out_of_range_losses`]).
     control_protocols: Vec<u8>,
     out_of_range_losses: u64,
     /// The first error writing a pcap file (the run fails with it at the end).
@@ -183,6 +194,9 @@ mod packets;
 mod run;
 #[cfg(test)]
 mod tests;
+mod work;
+
+pub(crate) use work::Work;
 
 impl World {
     /// The id the next feature registered will have.
@@ -190,45 +204,40 @@ impl World {
         FeatureId(self.features.len())
     }
 
-    /// Registers a feature built with id [`World::next_feature_id`] (see [`crate::registry::build_all`]).
-    pub(crate) fn add_feature(&mut self, feature: Box<dyn DynFeature>) {
-        let h = feature.hooks();
-        self.feature_hooks.push(h);
-        self.holding += usize::from(feature.holds_run());
-        self.hooks.arrive |= h.arrive;
-        self.hooks.after_flow_endpoint |= h.after_flow_endpoint;
-        self.hooks.host_send |= h.host_send;
-        self.hooks.agent_output |= h.agent_output;
-        self.features.push(Some(feature));
-    }
-
-    /// Registers `feature` (see [`crate::registry::build_all`]) and runs its [`Feature::set_up`].
+    /// Registers `feature` (see [`crate::registry::build_all`]), runs its [`Feature::set_up`] and carries out
+    /// what that queued.
     pub(crate) fn register<F: Feature>(&mut self, feature: F) {
         let mut registered = crate::registered::Registered::new(self.next_feature_id(), feature);
-        registered.call(self, Time::ZERO, |f, cx| f.set_up(cx));
-        self.add_feature(Box::new(registered));
+        registered.call(&mut self.core, Time::ZERO, |f, cx| f.set_up(cx));
+        let h = registered.hooks();
+        self.core.holding += usize::from(registered.holds_run());
+        let hooks = &mut self.core.hooks;
+        hooks.arrive |= h.arrive;
+        hooks.after_flow_endpoint |= h.after_flow_endpoint;
+        hooks.host_send |= h.host_send;
+        hooks.agent_output |= h.agent_output;
+        self.features.push(Box::new(registered));
+        self.drain(Time::ZERO);
     }
 
-    /// Runs `f` on feature `id` with the world; `None` if that feature is the one running now (a hook never
-    /// re-enters the feature it came from).
-    fn with_feature<R>(&mut self, id: FeatureId, f: impl FnOnce(&mut dyn DynFeature, &mut World) -> R) -> Option<R> {
-        let mut feature = self.features[id.0].take()?;
-        let r = f(feature.as_mut(), self);
-        self.features[id.0] = Some(feature);
-        if !self.sent_while_a_feature_ran.is_empty() && self.features.iter().all(Option::is_some) {
-            for (now, node, dst, packet) in std::mem::take(&mut self.sent_while_a_feature_ran) {
-                self.send_own(now, None, node, dst, packet);
-            }
-        }
-        Some(r)
+    /// A read-only view of the core, for a family's build.
+    pub(crate) fn view(&self) -> crate::context::View<'_> {
+        crate::context::View::new(&self.core)
     }
 
+    /// What a family's build may change in the core before the run starts.
+    pub(crate) fn setup(&mut self) -> crate::context::Setup<'_> {
+        crate::context::Setup::new(&mut self.core)
+    }
+}
+
+impl Core {
     /// Schedules one of feature `feature`'s own events.
     pub(crate) fn schedule(&mut self, at: Time, feature: FeatureId, slot: usize) {
         self.sched.schedule(at, Event::Feature { feature, slot });
     }
 
-    /// [`World::schedule`] under `seq`, from [`World::reserve_event`].
+    /// [`Core::schedule`] under `seq`, from [`Core::reserve_event`].
     pub(crate) fn schedule_reserved(&mut self, at: Time, seq: u64, feature: FeatureId, slot: usize) {
         self.sched.schedule_reserved(at, seq, Event::Feature { feature, slot });
     }
@@ -238,39 +247,41 @@ impl World {
         self.sched.reserve()
     }
 
+    /// Queues feature `feature`'s event parked at `slot` as a continuation
+    /// ([`crate::context::Request::Then`]): it runs once no work is queued.
+    pub(crate) fn then(&mut self, feature: FeatureId, slot: usize) {
+        self.continuations.push_back((feature, slot));
+    }
+
     /// A feature that held the run open is finished with it.
     pub(crate) fn release_run(&mut self) {
         self.holding -= 1;
     }
 
-    /// Bulk flow `flow` has come this far: noted for [`crate::context::View::flows`], then every feature's
-    /// [`Feature::after_flow_endpoint`].
-    pub(crate) fn flow_progress(&mut self, now: Time, flow: usize, delivered: u64, snd_max: u64) {
+    /// Bulk flow `flow` has come this far, as feature `from` says: noted for
+    /// [`crate::context::View::flows`] at once, then every other feature's [`Feature::after_flow_endpoint`].
+    pub(crate) fn flow_progress(&mut self, from: FeatureId, flow: usize, delivered: u64, snd_max: u64) {
         let p = &mut self.flow_progress[flow];
         (p.delivered, p.snd_max) = (delivered, snd_max);
-        for i in 0..self.features.len() {
-            self.with_feature(FeatureId(i), |f, w| f.after_flow_endpoint(w, now));
-        }
+        self.work.push_back(Work::FlowProgress { from });
     }
 
-    /// Marks `protocol` as a feature's control traffic (not data, for [`World::out_of_range_losses`]).
+    /// Marks `protocol` as a feature's control traffic (not data, for [`Core::out_of_range_losses`]).
     pub(crate) fn add_control_protocol(&mut self, protocol: u8) {
         if !self.control_protocols.contains(&protocol) {
             self.control_protocols.push(protocol);
         }
     }
 
-    /// Whether `protocol` is a feature's control traffic ([`World::add_control_protocol`]).
+    /// Whether `protocol` is a feature's control traffic ([`Core::add_control_protocol`]).
     pub(crate) fn is_control_protocol(&self, protocol: u8) -> bool {
         self.control_protocols.contains(&protocol)
     }
 
-    /// The mobile (re)associated with the cell of wireless `link`: every feature but the one calling restarts
-    /// its link-layer state for that link ([`Feature::on_reassociate`]).
-    pub(crate) fn reassociate(&mut self, now: Time, link: usize) {
-        for i in 0..self.features.len() {
-            self.with_feature(FeatureId(i), |f, w| f.on_reassociate(w, now, link));
-        }
+    /// The mobile (re)associated with the cell of wireless `link`, as feature `from` says: every other
+    /// feature restarts its link-layer state for that link ([`Feature::on_reassociate`]).
+    pub(crate) fn reassociate(&mut self, from: FeatureId, link: usize) {
+        self.work.push_back(Work::Reassociate { from, link });
     }
 
     /// Notes a handoff at `now` ([`crate::context::View::handoffs_noted`]).
@@ -279,7 +290,7 @@ impl World {
     }
 
     /// Data frames lost so far because their link was out of range (sent on it, or in flight when it went
-    /// out of range); control frames of [`World::add_control_protocol`] are not counted.
+    /// out of range); control frames of [`Core::add_control_protocol`] are not counted.
     pub(crate) fn out_of_range_losses(&self) -> u64 {
         self.out_of_range_losses
     }

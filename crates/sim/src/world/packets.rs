@@ -3,7 +3,10 @@
 
 use super::*;
 
-impl World {
+/// A packet for a node itself, with its headers as read on arrival.
+pub(super) type Delivery = (Bytes, Headers);
+
+impl Core {
     /// Captures `packet` in the pcap of `end` of `link`, if it has one; a write error is kept for the end of
     /// the run and stops that capture. Inlined down to the check, which every frame makes twice and which
     /// a run without captures always fails.
@@ -25,31 +28,36 @@ impl World {
         }
     }
 
-    pub(super) fn arrive(&mut self, now: Time, node: usize, link: usize, dir: usize, packet: Bytes) {
-        self.capture(now, link, 1 - dir, &packet);
+    /// A packet reaches `node` over direction `dir` of `link`: captured and read; `None` when it goes no
+    /// further (unreadable, or lost out of range), else its headers, for the features' arrival hooks and then
+    /// [`Core::arrived`].
+    pub(super) fn receive(&mut self, now: Time, link: usize, dir: usize, packet: &Bytes) -> Option<Headers> {
+        self.capture(now, link, 1 - dir, packet);
         // Read once here: routing, delivery and the endpoint's TCP read these headers, not the bytes again
         // (the TCP header only when the packet is delivered here: a router does not read it).
-        let Ok(mut headers) = Headers::parse_ipv4(&packet) else {
+        let Ok(headers) = Headers::parse_ipv4(packet) else {
             self.undeliverable += 1;
-            return;
+            return None;
         };
-        let dst = headers.dst;
         if self.links[link].out_of_range {
             // In flight when the far end moved out of range.
-            self.lose_out_of_range(&packet);
-            return;
+            self.lose_out_of_range(packet);
+            return None;
         }
-        if self.hooks.arrive && self.offer_arrival(now, node, link, &packet) {
-            return;
-        }
+        Some(headers)
+    }
+
+    /// A packet that reached `node` and that no feature consumed: forwarded through the node's agent or by
+    /// its routes; returned, its TCP header read, when it is for `node` itself (to be delivered).
+    pub(super) fn arrived(&mut self, now: Time, node: usize, packet: Bytes, mut headers: Headers) -> Option<Delivery> {
+        let dst = headers.dst;
         if dst == self.nodes[node].addr {
             headers.read_tcp(&packet);
-            self.deliver_parsed(now, node, packet, &headers);
-            return;
+            return Some((packet, headers));
         }
         let Some(out) = self.next_hop(node, dst) else {
             self.undeliverable += 1;
-            return;
+            return None;
         };
         if self.nodes[node].agent.is_some() {
             let side = if self.links[out.0].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
@@ -57,48 +65,50 @@ impl World {
             let agent = self.nodes[node].agent.as_mut().expect("checked");
             agent.handle_queue_occupancy(side, occupancy);
             agent.handle_packet(now, side, packet, &mut self.actions);
-            self.apply_actions_routed(now, node, Some((dst, out)));
+            self.apply_actions_routed(now, node, None, Some((dst, out)));
         } else {
             self.send(now, out, packet, false);
         }
-    }
-
-    /// Offers an arriving packet to the features, in registration order, until one consumes it.
-    pub(super) fn offer_arrival(&mut self, now: Time, node: usize, link: usize, packet: &Bytes) -> bool {
-        (0..self.features.len())
-            .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_arrive(w, now, node, link, packet)) == Some(true))
-    }
-
-    /// Offers a packet `node`'s agent passes on or makes to the features, in registration order, until one
-    /// takes it.
-    pub(super) fn offer_agent_output(&mut self, now: Time, node: usize, packet: &Bytes) -> bool {
-        (0..self.features.len())
-            .any(|i| self.with_feature(FeatureId(i), |f, w| f.on_agent_output(w, now, node, packet)) == Some(true))
+        None
     }
 
     /// Hands `packet` to the agent at `node` as if it had arrived travelling toward `side`, and carries out
-    /// what the agent asks for.
-    pub(crate) fn hand_to_agent(&mut self, now: Time, node: usize, side: Side, packet: Bytes) {
+    /// what the agent asks for (for feature `from`, which is not offered what the agent passes on).
+    pub(crate) fn hand_to_agent(&mut self, now: Time, from: FeatureId, node: usize, side: Side, packet: Bytes) {
         let agent = self.nodes[node].agent.as_mut().expect("the node has an agent");
         agent.handle_packet(now, side, packet, &mut self.actions);
-        self.apply_actions(now, node);
+        self.apply_actions(now, node, Some(from));
     }
 
     /// Lets `node`'s agent (if any) act on a host event outside a packet, then carries out what it asks for.
-    pub(crate) fn tell_agent(&mut self, now: Time, node: usize, event: impl FnOnce(&mut dyn Agent, &mut Vec<Action>)) {
+    pub(crate) fn tell_agent(
+        &mut self,
+        now: Time,
+        from: FeatureId,
+        node: usize,
+        event: impl FnOnce(&mut dyn Agent, &mut Vec<Action>),
+    ) {
         let Some(agent) = self.nodes[node].agent.as_mut() else { return };
         event(agent.as_mut(), &mut self.actions);
-        self.apply_actions(now, node);
+        self.apply_actions(now, node, Some(from));
     }
 
-    /// Carries out what the node's agent asked for, then re-arms its timer.
-    pub(super) fn apply_actions(&mut self, now: Time, node: usize) {
-        self.apply_actions_routed(now, node, None);
+    /// Carries out what the node's agent asked for (at the request of feature `from`, if any), then re-arms
+    /// its timer.
+    pub(super) fn apply_actions(&mut self, now: Time, node: usize, from: Option<FeatureId>) {
+        self.apply_actions_routed(now, node, from, None);
     }
 
-    /// [`World::apply_actions`], with the next hop toward one destination already found (the packet the
+    /// [`Core::apply_actions`], with the next hop toward one destination already found (the packet the
     /// agent was handed, which it usually passes on): sending changes no route, so it is not looked up again.
-    pub(super) fn apply_actions_routed(&mut self, now: Time, node: usize, known: Option<(Ipv4Addr, (usize, usize))>) {
+    /// When features watch an agent's output, each packet is queued for them ([`Work::AgentOutput`]).
+    pub(super) fn apply_actions_routed(
+        &mut self,
+        now: Time,
+        node: usize,
+        from: Option<FeatureId>,
+        known: Option<(Ipv4Addr, (usize, usize))>,
+    ) {
         let mut actions = std::mem::take(&mut self.actions);
         for action in actions.drain(..) {
             let (packet, priority) = match action {
@@ -113,12 +123,12 @@ impl World {
                     continue;
                 }
             };
-            if self.hooks.agent_output && self.offer_agent_output(now, node, &packet) {
+            if self.hooks.agent_output {
+                self.work.push_back(Work::AgentOutput { from, node, dst, packet, priority });
                 continue;
             }
             match known {
-                // A feature that saw the packet above may have moved a route: then it is looked up.
-                Some((to, out)) if to == dst && !self.hooks.agent_output => self.send(now, out, packet, priority),
+                Some((to, out)) if to == dst => self.send(now, out, packet, priority),
                 _ => self.route(now, node, dst, packet, priority),
             }
         }
@@ -173,14 +183,18 @@ impl World {
 
     /// Takes out of both transmit queues of direction `dir` of `link` every frame not yet on the air for which
     /// `matches` holds; returns how many (see [`Link::purge`]).
-    /// Every other feature's link layer drops what it holds for that direction too ([`Feature::on_link_purge`];
-    /// counted there, not here).
-    pub(crate) fn purge_link(&mut self, link: usize, dir: usize, matches: impl Fn(&[u8]) -> bool) -> u64 {
+    /// Every feature but `from`, the one that asked, drops what its link layer holds for that direction too
+    /// ([`Feature::on_link_purge`], queued as [`Work::LinkPurge`]; counted there, not here).
+    pub(crate) fn purge_link(
+        &mut self,
+        from: FeatureId,
+        link: usize,
+        dir: usize,
+        matches: impl Fn(&[u8]) -> bool,
+    ) -> u64 {
         let purged = self.links[link].purge(dir, matches);
         self.medium_update(link);
-        for i in 0..self.features.len() {
-            self.with_feature(FeatureId(i), |f, _| f.on_link_purge(link, dir));
-        }
+        self.work.push_back(Work::LinkPurge { from, link, dir });
         purged
     }
 

@@ -11,50 +11,41 @@ impl World {
     /// Plays the events until the run is over (see the module docs); [`World::finish`] then collects the
     /// metrics.
     pub(crate) fn play(&mut self) {
-        while let Some(at) = self.sched.peek_time() {
-            if at > self.time_limit {
+        while let Some(at) = self.core.sched.peek_time() {
+            let c = &mut self.core;
+            if at > c.time_limit {
                 break;
             }
             // Without features that keep it going this is `while holding > 0`.
-            if self.holding == 0 && self.run_until.is_none_or(|u| at > u) {
+            if c.holding == 0 && c.run_until.is_none_or(|u| at > u) {
                 break;
             }
-            let (now, ev) = self.sched.pop().expect("peeked");
-            if now.0 >= self.stall_until {
-                self.stall_until = now.0.saturating_add(STALL_SPAN_NS);
-                self.stall_events = 0;
+            let (now, ev) = c.sched.pop().expect("peeked");
+            if now.0 >= c.stall_until {
+                c.stall_until = now.0.saturating_add(STALL_SPAN_NS);
+                c.stall_events = 0;
             } else {
-                self.stall_events += 1;
-                if self.stall_events >= STALL_EVENTS {
-                    self.stalled = Some((now, self.likely_spinning(&ev)));
+                c.stall_events += 1;
+                if c.stall_events >= STALL_EVENTS {
+                    let likely = self.likely_spinning(&ev);
+                    self.core.stalled = Some((now, likely));
                     break;
                 }
             }
             match ev {
                 Event::Arrive { node, link, dir, packet } => self.arrive(now, node, link, dir, packet),
                 Event::TxDone { link, dir } => {
-                    match self.links[link].medium {
-                        Some(m) => self.media[m].finish(),
-                        None => self.links[link].finish(dir),
+                    match c.links[link].medium {
+                        Some(m) => c.media[m].finish(),
+                        None => c.links[link].finish(dir),
                     }
-                    self.kick(now, link);
+                    c.kick(now, link);
                 }
-                Event::AgentTimer { node } => {
-                    if self.nodes[node].agent_timer.is_some_and(|t| t <= now) {
-                        self.nodes[node].agent_timer = None;
-                    }
-                    if let Some(agent) = self.nodes[node].agent.as_mut() {
-                        if agent.poll_timeout().is_some_and(|t| t <= now) {
-                            agent.handle_timeout(now, &mut self.actions);
-                        }
-                    }
-                    self.apply_actions(now, node);
-                }
+                Event::AgentTimer { node } => c.agent_timer(now, node),
                 Event::EndpointTimer { ep } => self.endpoint_timer(now, ep),
-                Event::Feature { feature, slot } => {
-                    self.with_feature(feature, |f, w| f.on_event(w, now, slot));
-                }
+                Event::Feature { feature, slot } => self.features[feature.0].on_event(&mut self.core, now, slot),
             }
+            self.drain(now);
         }
     }
 
@@ -66,17 +57,17 @@ impl World {
             Event::AgentTimer { node } => format!(
                 "a timer of the agents at node `{}` (`snoop.min_rtx_timeout_ms`, `snoop.max_rtx_timeout_ms`, \
                  `snoop.initial_srtt_ms`, `snoop.persist_timeout_ms` or `nack.timeout_ms`)",
-                self.nodes[*node].name
+                self.core.nodes[*node].name
             ),
             Event::Arrive { link, .. } | Event::TxDone { link, .. } => {
-                let name = &self.links[*link].name;
+                let name = &self.core.links[*link].name;
                 format!("link `{name}` (`links.{name}.rate_mbps`, `delay_ms` or `mac_overhead_us`)")
             }
             Event::EndpointTimer { .. } => "a TCP timer (`tcp.tick_ms`, `tcp.min_rto_ms`, `tcp.max_rto_ms`, \
                  `tcp.initial_rto_ms`, `tcp.delayed_ack_ms`, `tcp.persist_min_ms`)"
                 .into(),
             Event::Feature { feature, slot } => {
-                let cause = self.features[feature.0].as_ref().and_then(|f| f.stall_cause(*slot));
+                let cause = self.features[feature.0].stall_cause(*slot);
                 cause.unwrap_or_else(|| {
                     "a feature's period (`mobility.interval_s`, `beacon_period_s`, \
                  `motion_step_s`, `[mobile_ip]`, `links.*.arq.timeout_ms`, `[web]`)"
@@ -84,5 +75,20 @@ impl World {
                 })
             }
         }
+    }
+}
+
+impl Core {
+    /// The agent at `node` may want its timer now: fires it if due and carries out what it asks for.
+    fn agent_timer(&mut self, now: Time, node: usize) {
+        if self.nodes[node].agent_timer.is_some_and(|t| t <= now) {
+            self.nodes[node].agent_timer = None;
+        }
+        if let Some(agent) = self.nodes[node].agent.as_mut() {
+            if agent.poll_timeout().is_some_and(|t| t <= now) {
+                agent.handle_timeout(now, &mut self.actions);
+            }
+        }
+        self.apply_actions(now, node, None);
     }
 }

@@ -1,6 +1,8 @@
-//! The core's own tests: the stall backstop and the endpoint index.
+//! The core's own tests: the stall backstop, the endpoint index, and the order in which the work queue
+//! carries out what features ask of one another.
 
 use super::*;
+use crate::context::Cx;
 
 fn node() -> Node {
     Node {
@@ -50,9 +52,9 @@ fn a_run_that_stops_advancing_time_ends_with_an_error_naming_the_likely_field() 
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
     let s = Scenario::from_str(&text, "snoop.toml").unwrap();
     let mut w = World::build(&s, &RunOptions::default()).unwrap();
-    let bs = w.node_index("bs");
-    w.nodes[bs].agent = Some(Box::new(AlwaysDue));
-    w.sched.schedule(Time::ZERO, Event::AgentTimer { node: bs });
+    let bs = w.core.node_index("bs");
+    w.core.nodes[bs].agent = Some(Box::new(AlwaysDue));
+    w.core.sched.schedule(Time::ZERO, Event::AgentTimer { node: bs });
     let e = w.run().unwrap_err().to_string();
     assert!(e.contains("stopped advancing simulated time at 0 s"), "{e}");
     assert!(e.contains("node `bs`") && e.contains("snoop.persist_timeout_ms"), "{e}");
@@ -82,4 +84,107 @@ fn endpoint_lookup_by_key_finds_what_the_scan_finds() {
         assert_eq!(n.find_endpoint((9, Ipv4Addr::new(10, 1, 0, 1), 5001), &eps), None);
         assert_eq!(n.by_key.len(), count / 2 - 1);
     }
+}
+
+/// What the probes of the work-queue test did, in order, and whether one of their hooks is running.
+#[derive(Clone, Default)]
+struct Log {
+    lines: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    in_hook: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl Log {
+    /// Notes `what` of probe `name`, and fails if another hook is running (a hook called from inside one).
+    fn note(&self, name: &str, what: &str) {
+        assert!(!self.in_hook.get(), "{name}: {what} was called while another hook ran");
+        self.in_hook.set(true);
+        self.lines.borrow_mut().push(format!("{name}: {what}"));
+    }
+
+    fn done(&self) {
+        self.in_hook.set(false);
+    }
+}
+
+/// A probe feature: `a` starts a chain at time zero (a reassociation, then a continuation); `b` answers
+/// the reassociation with a datagram for node 0 and a continuation of its own; `c` only watches.
+struct Probe {
+    name: &'static str,
+    log: Log,
+}
+
+impl Probe {
+    fn datagram(cx: &Cx<'_, u8>) -> Bytes {
+        let (src, dst) = (cx.nodes()[1].addr, cx.nodes()[0].addr);
+        lasthop_wire::udp::UdpRepr { src_port: 9, dst_port: 9 }.emit_ipv4(src, dst, 1, 64, b"probe")
+    }
+}
+
+impl Feature for Probe {
+    type Event = u8;
+    fn set_up(&mut self, cx: &mut Cx<'_, u8>) {
+        if self.name == "a" {
+            cx.schedule(Time::ZERO, 0);
+        }
+    }
+    fn runs_until(&self) -> Option<Time> {
+        Some(Time(1_000_000))
+    }
+    fn on_event(&mut self, cx: &mut Cx<'_, u8>, event: u8) {
+        self.log.note(self.name, if event == 0 { "event" } else { "continuation" });
+        if event == 0 {
+            cx.request(crate::context::Request::Reassociate { link: 0 });
+            cx.then(1);
+        }
+        self.log.done();
+    }
+    fn on_reassociate(&mut self, cx: &mut Cx<'_, u8>, _link: usize) {
+        self.log.note(self.name, "reassociate");
+        if self.name == "b" {
+            let packet = Self::datagram(cx);
+            cx.deliver_local(0, packet);
+            cx.then(1);
+        }
+        self.log.done();
+    }
+    fn on_datagram(&mut self, _cx: &mut Cx<'_, u8>, _node: usize, _packet: &Bytes) -> bool {
+        self.log.note(self.name, "datagram");
+        self.log.done();
+        false
+    }
+    fn finish(self, _view: crate::context::View<'_>, _result: &mut crate::RunResult) {}
+}
+
+/// A feature's request that calls other features' hooks (a reassociation) is carried out after its hook
+/// returns, each hook of the others in registration order; what those hooks ask for (a delivery) is queued
+/// behind, first in first out; continuations run once nothing else is queued, in the order asked for. No
+/// hook runs inside another, and no feature is offered or told what its own request caused: `a` hears of
+/// no reassociation, `b` is not offered its own datagram.
+#[test]
+fn work_a_request_causes_runs_after_the_hook_in_fifo_order_never_back_to_its_origin() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
+    let s = Scenario::from_str(&text, "snoop.toml").unwrap();
+    let log = Log::default();
+    let world = World::build_with(&s, &RunOptions::default(), |_, world| {
+        for name in ["a", "b", "c"] {
+            world.register(Probe { name, log: log.clone() });
+        }
+        Ok(())
+    })
+    .unwrap();
+    let r = world.run().unwrap();
+    let lines = log.lines.borrow();
+    assert_eq!(
+        *lines,
+        [
+            "a: event",
+            "b: reassociate",
+            "c: reassociate",
+            "a: datagram",
+            "c: datagram",
+            "a: continuation",
+            "b: continuation"
+        ],
+    );
+    assert_eq!(r.undeliverable_packets, 1, "a datagram no feature takes is undeliverable");
 }
