@@ -37,23 +37,21 @@ impl Role {
         if timer.is_some_and(|t| t <= now) {
             *timer = None;
         }
-        self.fire_due(now)
+        self.fire_due(now);
+        !matches!(self, Role::Closed)
     }
 
-    /// Fires the endpoint's TCP timeout if it is due at `now` (for a timer the core holds, which forgets
-    /// its pending time itself). False for a closed endpoint, which has nothing more to do.
+    /// Fires the endpoint's TCP timeout if it is due at `now`; whether it did. A timer armed for a deadline
+    /// the TCP has since moved on (a retransmission timer restarted by an ACK, a pacing release taken by an
+    /// earlier transmission) is not due, and leaves the endpoint as it was: nothing for it to send.
     pub(crate) fn fire_due(&mut self, now: Time) -> bool {
-        let due = match self {
-            Role::Sender(s) => s.poll_timeout(),
-            Role::Receiver(r) => r.poll_timeout(),
-            Role::Closed => return false,
-        };
-        if due.is_some_and(|t| t <= now) {
-            match self {
-                Role::Sender(s) => s.handle_timeout(now),
-                Role::Receiver(r) => r.handle_timeout(now),
-                Role::Closed => {}
-            }
+        if !self.poll_timeout().is_some_and(|t| t <= now) {
+            return false;
+        }
+        match self {
+            Role::Sender(s) => s.handle_timeout(now),
+            Role::Receiver(r) => r.handle_timeout(now),
+            Role::Closed => {}
         }
         true
     }

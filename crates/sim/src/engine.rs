@@ -32,6 +32,9 @@ impl Key {
     fn slot(&self) -> usize {
         (self.0 .0 & ((1 << SLOT_BITS) - 1)) as usize
     }
+    fn seq(&self) -> u64 {
+        ((self.0 .0 >> SLOT_BITS) & ((1 << SEQ_BITS) - 1)) as u64
+    }
 }
 
 /// Events due more than this far ahead wait in a second heap (see [`Scheduler`]). 50 ms puts a packet's
@@ -57,6 +60,8 @@ pub struct Scheduler<E> {
     slab: Vec<Option<E>>,
     free: Vec<u32>,
     now: Time,
+    /// The sequence number of the event popped last (the one playing).
+    current_seq: u64,
     next_seq: u64,
     processed: u64,
 }
@@ -69,6 +74,7 @@ impl<E> Default for Scheduler<E> {
             slab: Vec::with_capacity(1024),
             free: Vec::with_capacity(1024),
             now: Time::ZERO,
+            current_seq: 0,
             next_seq: 0,
             processed: 0,
         }
@@ -136,8 +142,22 @@ impl<E> Scheduler<E> {
         let event = self.slab[slot].take().expect("a queued key has its event");
         self.free.push(slot as u32);
         self.now = key.at();
+        self.current_seq = key.seq();
         self.processed += 1;
         Some((self.now, event))
+    }
+
+    /// Whether an event at `at` under `seq` (a number from [`Scheduler::reserve`]) would have run before the
+    /// event playing now, had it been scheduled: for an event left unscheduled because it would have had
+    /// nothing to do unless something else happened first (a link's transmitter going idle).
+    pub fn would_have_run(&self, at: Time, seq: u64) -> bool {
+        (at, seq) < (self.now, self.current_seq)
+    }
+
+    /// Moves the clock to `at` (if later) without an event: the end of a run whose last events were left
+    /// out as having nothing to do.
+    pub fn advance_to(&mut self, at: Time) {
+        self.now = self.now.max(at);
     }
 
     pub fn peek_time(&self) -> Option<Time> {
@@ -223,6 +243,19 @@ mod tests {
         s.schedule_reserved(Time(10), seq, "reserved");
         let order: Vec<_> = std::iter::from_fn(|| s.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["first", "reserved", "after the reservation"]);
+    }
+
+    #[test]
+    fn a_reserved_event_would_have_run_before_the_event_playing_if_its_key_is_smaller() {
+        let mut s = Scheduler::default();
+        let early = s.reserve();
+        s.schedule(Time(10), "playing");
+        let late = s.reserve();
+        assert_eq!(s.pop(), Some((Time(10), "playing")));
+        assert!(s.would_have_run(Time(9), late), "an earlier instant");
+        assert!(s.would_have_run(Time(10), early), "the same instant, reserved before");
+        assert!(!s.would_have_run(Time(10), late), "the same instant, reserved after");
+        assert!(!s.would_have_run(Time(11), early), "a later instant");
     }
 
     proptest::proptest! {

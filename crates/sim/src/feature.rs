@@ -194,7 +194,8 @@ pub(crate) trait Feature: 'static {
     }
 
     /// Endpoint `key`'s timer event, held by the core ([`Feature::endpoint_timeout`]), is due: fire its
-    /// timeout if that is due; true when the core is to run the endpoint now (as `Request::RunEndpoint`).
+    /// timeout if that is due; true when the core is to run the endpoint now (as `Request::RunEndpoint`),
+    /// false when nothing fired and the core only arms the timer again.
     fn on_endpoint_timer(&mut self, _now: Time, _key: usize) -> bool {
         false
     }

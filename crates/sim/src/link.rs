@@ -31,6 +31,9 @@ pub struct Pcap {
 pub struct Direction {
     /// Only for full duplex: this direction's transmitter is sending.
     busy: bool,
+    /// Only for full duplex: the end of the frame on the air when it has no end event queued, as nothing
+    /// waited behind it when it started (see `Core::launch`): when, and under which reserved sequence number.
+    pub(crate) unqueued_done: Option<(Time, u64)>,
     pub error: Box<dyn ErrorModel>,
     pub frames_sent: u64,
     pub frames_lost: u64,
@@ -81,6 +84,7 @@ impl Link {
         let [e0, e1] = errors;
         let dir = |error| Direction {
             busy: false,
+            unqueued_done: None,
             error,
             frames_sent: 0,
             frames_lost: 0,
@@ -196,7 +200,7 @@ impl Link {
         self.dirs[dir].busy = false;
     }
 
-    fn has_frame(&self, dir: usize) -> bool {
+    pub(crate) fn has_frame(&self, dir: usize) -> bool {
         self.queues.has_frame(dir)
     }
 

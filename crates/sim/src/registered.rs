@@ -202,6 +202,9 @@ impl<F: Feature> DynFeature for Registered<F> {
     fn on_endpoint_timer(&mut self, core: &mut Core, now: Time, key: usize, at: EndpointAt) {
         if self.feature.on_endpoint_timer(now, key) {
             self.run_endpoint(core, now, key, at);
+        } else {
+            // Nothing fired: only the timer, for the deadline the endpoint wants now.
+            core.arm_endpoint_timer(at.0, self.feature.endpoint_timeout(key));
         }
     }
     fn on_endpoint_poke(&mut self, core: &mut Core, now: Time, key: usize, poke: &dyn Fn(&mut Role, Time)) {

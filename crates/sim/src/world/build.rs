@@ -59,6 +59,7 @@ impl World {
             sched: Scheduler::default(),
             nodes,
             links,
+            media_unqueued_done: vec![None; media.len()],
             media,
             endpoints: Vec::new(),
             flow_progress: Vec::new(),

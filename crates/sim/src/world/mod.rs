@@ -149,6 +149,9 @@ pub(crate) struct Core {
     pub(crate) links: Vec<Link>,
     /// Half-duplex media; each half-duplex link sends on one (`Link::medium`).
     media: Vec<Medium>,
+    /// Per medium, the end of its frame on the air when it has no end event queued (see `Core::launch`):
+    /// when, under which reserved sequence number, on which link and direction.
+    media_unqueued_done: Vec<Option<(Time, u64, usize, usize)>>,
     endpoints: Vec<Endpoint>,
     /// The bulk flows' progress, for the features that watch it ([`crate::context::FlowProgress`]).
     pub(crate) flow_progress: Vec<crate::context::FlowProgress>,

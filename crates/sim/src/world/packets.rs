@@ -164,8 +164,28 @@ impl Core {
     /// Queues `packet` on direction `dir` of `link` and starts what can start.
     pub(crate) fn send(&mut self, now: Time, (link, dir): (usize, usize), packet: Bytes, priority: bool) {
         if self.links[link].enqueue(dir, packet, priority) {
+            self.settle_unqueued_done(link, dir);
             self.medium_update(link);
             self.kick(now, link);
+        }
+    }
+
+    /// A frame now waits on direction `dir` of `link`, whose transmitter (or medium) may have a frame's end
+    /// that was left without an event (see [`Core::launch`]): the transmitter is free if that end would have
+    /// played already, else the end is queued now, under the sequence number it would have had, to run
+    /// exactly where it would have run.
+    fn settle_unqueued_done(&mut self, link: usize, dir: usize) {
+        let (unqueued, m) = match self.links[link].medium {
+            Some(m) => (self.media_unqueued_done[m].take(), Some(m)),
+            None => (self.links[link].dirs[dir].unqueued_done.take().map(|(at, seq)| (at, seq, link, dir)), None),
+        };
+        let Some((at, seq, link, dir)) = unqueued else { return };
+        if !self.sched.would_have_run(at, seq) {
+            self.sched.schedule_reserved(at, seq, Event::TxDone { link, dir });
+        } else if let Some(m) = m {
+            self.media[m].finish();
+        } else {
+            self.links[link].finish(dir);
         }
     }
 
@@ -226,7 +246,19 @@ impl Core {
             let side = if self.links[link].kind == LinkKind::Wireless { Side::ToMobile } else { Side::ToWired };
             agent.handle_transmit(now, side, &packet);
         }
-        self.sched.schedule(done_at, Event::TxDone { link, dir });
+        // With no frame waiting for the transmitter (or the medium), the end of this frame changes nothing
+        // unless one is queued before it, and on a hop that is not the bottleneck most are not: the event is
+        // left out, and `Core::send` queues it if a frame comes first. (A medium shared by several links
+        // always has the event: asking each of them whether a frame waits costs more than the event.)
+        let seq = self.sched.reserve();
+        let l = &mut self.links[link];
+        match l.medium {
+            Some(m) if self.media[m].links.len() == 1 && !l.has_frame(0) && !l.has_frame(1) => {
+                self.media_unqueued_done[m] = Some((done_at, seq, link, dir));
+            }
+            None if !l.has_frame(dir) => l.dirs[dir].unqueued_done = Some((done_at, seq)),
+            _ => self.sched.schedule_reserved(done_at, seq, Event::TxDone { link, dir }),
+        }
         if self.links[link].out_of_range {
             self.lose_out_of_range(&packet);
             return;

@@ -13,11 +13,8 @@ impl World {
     pub(crate) fn play(&mut self) {
         while let Some(at) = self.core.sched.peek_time() {
             let c = &mut self.core;
-            if at > c.time_limit {
-                break;
-            }
             // Without features that keep it going this is `while holding > 0`.
-            if c.holding == 0 && c.run_until.is_none_or(|u| at > u) {
+            if !c.plays_at(at) {
                 break;
             }
             let (now, ev) = c.sched.pop().expect("peeked");
@@ -34,18 +31,15 @@ impl World {
             }
             match ev {
                 Event::Arrive { node, link, dir, packet } => self.arrive(now, node, link, dir, packet),
-                Event::TxDone { link, dir } => {
-                    match c.links[link].medium {
-                        Some(m) => c.media[m].finish(),
-                        None => c.links[link].finish(dir),
-                    }
-                    c.kick(now, link);
-                }
+                Event::TxDone { link, dir } => c.tx_done(now, link, dir),
                 Event::AgentTimer { node } => c.agent_timer(now, node),
                 Event::EndpointTimer { ep } => self.endpoint_timer(now, ep),
                 Event::Feature { feature, slot } => self.features[feature.0].on_event(&mut self.core, now, slot),
             }
             self.drain(now);
+        }
+        if self.core.stalled.is_none() {
+            self.core.play_unqueued_ends();
         }
     }
 
@@ -79,6 +73,34 @@ impl World {
 }
 
 impl Core {
+    /// Whether the loop plays an event at `at`, by the run's end conditions as they stand (the time limit;
+    /// the features holding the run, or the latest time one runs until).
+    fn plays_at(&self, at: Time) -> bool {
+        at <= self.time_limit && (self.holding > 0 || self.run_until.is_some_and(|u| at <= u))
+    }
+
+    /// The ends of frames left without an event ([`Core::launch`]) would each have been played, with nothing
+    /// to do, had they had one: the clock goes to the last of them the loop would have played, so that when
+    /// a run ends (and what is measured over it) is as if they had.
+    fn play_unqueued_ends(&mut self) {
+        let full_duplex = self.links.iter().flat_map(|l| l.dirs.iter().filter_map(|d| d.unqueued_done));
+        let media = self.media_unqueued_done.iter().filter_map(|u| u.map(|(at, seq, ..)| (at, seq)));
+        let last = full_duplex.chain(media).map(|(at, _)| at).filter(|&at| self.plays_at(at)).max();
+        if let Some(at) = last {
+            self.sched.advance_to(at);
+        }
+    }
+
+    /// The frame on the air in direction `dir` of `link` is done: its transmitter (or medium) is free for
+    /// what waits.
+    pub(super) fn tx_done(&mut self, now: Time, link: usize, dir: usize) {
+        match self.links[link].medium {
+            Some(m) => self.media[m].finish(),
+            None => self.links[link].finish(dir),
+        }
+        self.kick(now, link);
+    }
+
     /// The agent at `node` may want its timer now: fires it if due and carries out what it asks for.
     fn agent_timer(&mut self, now: Time, node: usize) {
         if self.nodes[node].agent_timer.is_some_and(|t| t <= now) {

@@ -1,5 +1,5 @@
-//! The core's own tests: the stall backstop, the endpoint index, and the order in which the work queue
-//! carries out what features ask of one another.
+//! The core's own tests: the stall backstop, the endpoint index, the frames' ends left without an event, and
+//! the order in which the work queue carries out what features ask of one another.
 
 use super::*;
 use crate::context::Cx;
@@ -187,4 +187,65 @@ fn work_a_request_causes_runs_after_the_hook_in_fifo_order_never_back_to_its_ori
         ],
     );
     assert_eq!(r.undeliverable_packets, 1, "a datagram no feature takes is undeliverable");
+}
+
+/// The core's world for `examples/snoop.toml`, built and not run, and the index of link `name`.
+fn snoop_core(name: &str) -> (Core, usize) {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
+    let s = Scenario::from_str(&text, "snoop.toml").unwrap();
+    let core = World::build(&s, &RunOptions::default()).unwrap().core;
+    let link = core.links.iter().position(|l| l.name == name).unwrap();
+    (core, link)
+}
+
+/// The next frame's event, played as the event loop plays it, its time and what it is: `true` a frame's
+/// end, `false` an arrival (the features' events, queued by the build, are passed over).
+fn next_event(core: &mut Core) -> Option<(Time, bool)> {
+    while let Some((at, ev)) = core.sched.pop() {
+        match ev {
+            Event::TxDone { link, dir } => {
+                core.tx_done(at, link, dir);
+                return Some((at, true));
+            }
+            Event::Arrive { .. } => return Some((at, false)),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A frame with nothing queued behind it ends without an event; a frame sent after that end starts at
+/// once, on the wired (full-duplex) hop and on the wireless (half-duplex) one alike.
+#[test]
+fn a_frame_sent_after_an_idle_end_without_an_event_starts_at_once() {
+    for name in ["ether", "wavelan"] {
+        let (mut core, link) = snoop_core(name);
+        let (air, delay) = (core.links[link].airtime_ns(1000), core.links[link].delay_ns());
+        core.send(Time::ZERO, (link, 0), Bytes::from(vec![0; 1000]), false);
+        assert_eq!(next_event(&mut core), Some((Time(air + delay), false)), "{name}: the arrival, no end event");
+        assert_eq!(next_event(&mut core), None, "{name}");
+        let later = Time(air + delay);
+        core.send(later, (link, 0), Bytes::from(vec![1; 1000]), false);
+        assert_eq!(next_event(&mut core), Some((Time(later.0 + air + delay), false)), "{name}: started at once");
+    }
+}
+
+/// A frame queued behind one whose end had no event queues that end, which then runs where it would have
+/// run and starts the frame.
+#[test]
+fn a_frame_queued_behind_an_end_without_an_event_queues_the_end() {
+    for name in ["ether", "wavelan"] {
+        let (mut core, link) = snoop_core(name);
+        let (air, delay) = (core.links[link].airtime_ns(1000), core.links[link].delay_ns());
+        core.send(Time::ZERO, (link, 0), Bytes::from(vec![0; 1000]), false);
+        core.send(Time::ZERO, (link, 0), Bytes::from(vec![1; 1000]), false);
+        let mut events = std::iter::from_fn(|| next_event(&mut core)).collect::<Vec<_>>();
+        events.sort();
+        let first_end = Time(air);
+        assert_eq!(
+            events,
+            [(first_end, true), (Time(air + delay), false), (Time(2 * air + delay), false)],
+            "{name}: the first frame's end, both arrivals (the second frame's end had nothing behind it)"
+        );
+    }
 }
