@@ -45,7 +45,7 @@ impl Role {
     /// the TCP has since moved on (a retransmission timer restarted by an ACK, a pacing release taken by an
     /// earlier transmission) is not due, and leaves the endpoint as it was: nothing for it to send.
     pub(crate) fn fire_due(&mut self, now: Time) -> bool {
-        if !self.poll_timeout().is_some_and(|t| t <= now) {
+        if self.poll_timeout().is_none_or(|t| t > now) {
             return false;
         }
         match self {
