@@ -286,8 +286,8 @@ fn run_json(py: Python<'_>, scenario: &PyScenario, seed: Option<u64>, trace: boo
 }
 
 /// The columns after `seed` of a results row: `"flow"` rows ([`table::FLOW_COLUMNS`]) or `"web"` rows
-/// ([`table::WEB_COLUMNS`]), then [`table::RUN_COLUMNS`] and the columns of the protocol families every row
-/// has (`lasthop_sim::result_columns`: mobility's).
+/// ([`table::WEB_COLUMNS`]), the workloads' rows of `lasthop_sim::row_columns`, then [`table::RUN_COLUMNS`]
+/// and the columns of the protocol families every row has (`lasthop_sim::result_columns`: mobility's).
 #[pyfunction]
 fn metric_columns(kind: &str) -> PyResult<Vec<String>> {
     let cols = match kind {
@@ -314,12 +314,7 @@ fn run_rows<'py>(py: Python<'py>, jobs: Vec<Job>, flow: Option<String>) -> PyRes
                 };
                 let (kind, cols) = if web { ("web", table::web_columns(&[])) } else { ("flow", table::columns(&[])) };
                 let mut t = Table::new(cols);
-                let pushed = if web {
-                    t.push_web_run(&[], job.3, flow.as_deref(), &r)
-                } else {
-                    t.push_run(&[], job.3, flow.as_deref(), &r)
-                };
-                pushed.map_err(|e| format!("{}: {e}", job.1))?;
+                t.push_run(&[], job.3, web, flow.as_deref(), &r).map_err(|e| format!("{}: {e}", job.1))?;
                 let row = t.rows.pop().unwrap_or_default();
                 Ok((kind, row.into_iter().skip(1).collect()))
             })

@@ -2,7 +2,7 @@
 //! few run-wide numbers), written as `results.csv`, filtered and aggregated by claims, figures and reports.
 
 use lasthop_net::{TestbedConfig, TestbedResult};
-use lasthop_sim::{FlowMetrics, RunResult, WebMetrics};
+use lasthop_sim::{FlowMetrics, RunResult};
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -35,19 +35,6 @@ impl Cell {
             toml::Value::Float(f) => Cell::Float(*f),
             toml::Value::Boolean(b) => Cell::Bool(*b),
             toml::Value::String(s) => Cell::Str(s.clone()),
-            other => Cell::Str(other.to_string()),
-        }
-    }
-
-    fn from_json(v: &serde_json::Value) -> Cell {
-        match v {
-            serde_json::Value::Null => Cell::Empty,
-            serde_json::Value::Bool(b) => Cell::Bool(*b),
-            serde_json::Value::Number(n) => match n.as_i64() {
-                Some(i) => Cell::Int(i),
-                None => Cell::Float(n.as_f64().unwrap_or(f64::NAN)),
-            },
-            serde_json::Value::String(s) => Cell::Str(s.clone()),
             other => Cell::Str(other.to_string()),
         }
     }
@@ -96,6 +83,8 @@ impl From<lasthop_sim::metrics::Value> for Cell {
             lasthop_sim::metrics::Value::Empty => Cell::Empty,
             lasthop_sim::metrics::Value::Int(i) => Cell::Int(i),
             lasthop_sim::metrics::Value::Float(x) => Cell::Float(x),
+            lasthop_sim::metrics::Value::Bool(b) => Cell::Bool(b),
+            lasthop_sim::metrics::Value::Str(s) => Cell::Str(s),
         }
     }
 }
@@ -143,33 +132,13 @@ pub fn fmt_num(x: f64) -> String {
     }
 }
 
-/// The fields of [`FlowMetrics`], in declaration order, as `results.csv` names them (`name` becomes `flow`).
-/// Claims, filters and figures may refer to any of these and to [`RUN_COLUMNS`].
-pub const FLOW_COLUMNS: &[&str] = &[
-    "flow",
-    "tcp",
-    "bytes_total",
-    "bytes_delivered",
-    "completed",
-    "duration_s",
-    "completion_time_s",
-    "goodput_mbps",
-    "ideal_goodput_mbps",
-    "sender_timeouts",
-    "fast_retransmits",
-    "segments_sent",
-    "segments_retransmitted",
-    "eln_retransmits",
-    "local_retransmissions",
-    "dupacks_suppressed",
-    "corrupt_bytes",
-    "longest_pause_s",
-    "bytes_acked_not_delivered",
-    "wireless_goodput",
-    "wired_goodput",
-    "duplicate_segments",
-    "spurious_fast_retransmits",
-];
+/// The columns of a bulk flow's row ([`lasthop_sim::metrics::FLOW_COLUMNS`], from the flows' workload in
+/// [`lasthop_sim::row_columns`]). Claims, filters and figures may refer to any of these and to [`RUN_COLUMNS`].
+pub use lasthop_sim::metrics::FLOW_COLUMNS;
+
+/// The columns of a web workload's row (Balakrishnan 1998 §5; [`lasthop_sim::web::WEB_COLUMNS`], from the Web
+/// workload in [`lasthop_sim::row_columns`]).
+pub use lasthop_sim::web::WEB_COLUMNS;
 
 /// Columns after the flow's (or the workload's): run-wide numbers and derived ones. `ideal_ratio` = goodput /
 /// ideal goodput. After them come the protocol families' columns ([`lasthop_sim::result_columns`]).
@@ -218,14 +187,21 @@ fn not_in_grid<'a>(names: &'a [&'a str], grid_columns: &'a [String]) -> impl Ite
     names.iter().filter(|c| !grid_columns.iter().any(|g| g == *c)).map(|s| s.to_string())
 }
 
-/// Every column of a simulator experiment's table, in CSV order: grid columns, `seed`, the row's own
+/// The workload whose items a simulator experiment's rows are about: the Web workload when `web`, else the
+/// bulk flows ([`lasthop_sim::row_columns`]).
+fn workload_row(web: bool) -> &'static lasthop_sim::RowColumns {
+    let table = if web { "web" } else { "flows" };
+    lasthop_sim::row_columns().find(|(t, _)| *t == table).map(|(_, r)| r).expect("the flows and the Web give rows")
+}
+
+/// Every column of a simulator experiment's table, in CSV order: grid columns, `seed`, the workload's row
 /// ([`WEB_COLUMNS`] when `web`, else [`FLOW_COLUMNS`]) less grid columns, [`RUN_COLUMNS`], then each
 /// family's columns ([`lasthop_sim::result_columns`]) that every row has or whose table the scenario has
 /// (`has_table("mobile_ip")`).
 pub fn sim_columns(grid_columns: &[String], web: bool, has_table: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut cols: Vec<String> = grid_columns.to_vec();
     cols.push("seed".into());
-    cols.extend(not_in_grid(if web { WEB_COLUMNS } else { FLOW_COLUMNS }, grid_columns));
+    cols.extend(not_in_grid(workload_row(web).names, grid_columns));
     cols.extend(RUN_COLUMNS.iter().map(|s| s.to_string()));
     let families = lasthop_sim::result_columns().filter(|(table, c)| c.always || has_table(table));
     cols.extend(families.flat_map(|(_, c)| c.names.iter().map(|s| s.to_string())));
@@ -237,24 +213,6 @@ pub fn sim_columns(grid_columns: &[String], web: bool, has_table: &dyn Fn(&str) 
 pub fn columns(grid_columns: &[String]) -> Vec<String> {
     sim_columns(grid_columns, false, &|_| false)
 }
-
-/// The columns of a web workload's row (Balakrishnan 1998 §5), as `results.csv` names them; `downloads` is the
-/// workload's `downloads_completed`, `pages` its `pages_completed`, `workload` its name.
-pub const WEB_COLUMNS: &[&str] = &[
-    "workload",
-    "tcp",
-    "downloads",
-    "pages",
-    "objects_requested",
-    "connections_opened",
-    "bytes_delivered",
-    "corrupt_bytes",
-    "mean_download_time_s",
-    "sender_timeouts",
-    "fast_retransmits",
-    "segments_retransmitted",
-    "local_retransmissions",
-];
 
 /// The columns of a web workload's row when the scenario has no family with columns of its own to add
 /// ([`sim_columns`]; `ideal_ratio` stays empty: no ideal goodput for a workload).
@@ -380,68 +338,35 @@ impl Table {
         self.col(name).and_then(|i| row.get(i)).unwrap_or(&EMPTY)
     }
 
-    /// Appends the row of one run: `grid` values in column order, the seed, the metrics of `flow` (the first
-    /// flow when `None`). Fails when the run has no such flow.
-    pub fn push_run(&mut self, grid: &[Cell], seed: u64, flow: Option<&str>, result: &RunResult) -> Result<(), String> {
-        let fm = pick_flow(result, flow)?;
-        let json = serde_json::to_value(fm).map_err(|e| e.to_string())?;
-        let obj = json.as_object().cloned().unwrap_or_default();
-        let mut row: Vec<Cell> = grid.to_vec();
-        row.push(Cell::Int(seed as i64));
-        for c in FLOW_COLUMNS {
-            let key = if *c == "flow" { "name" } else { c };
-            let cell = obj.get(key).map(Cell::from_json).unwrap_or(Cell::Empty);
-            match self.grid_cell(grid, c) {
-                Some(g) => check_config_column(c, g, &cell, &fm.name)?,
-                None => row.push(cell),
-            }
-        }
-        let ideal_ratio = match fm.ideal_goodput_mbps {
-            Some(ideal) if ideal > 0.0 => Cell::Float(fm.goodput_mbps / ideal),
-            _ => Cell::Empty,
-        };
-        self.push_run_cells(&mut row, ideal_ratio, result);
-        if row.len() != self.columns.len() {
-            return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
-        }
-        self.rows.push(row);
-        Ok(())
-    }
-
-    /// Appends the row of one run of a web experiment: `grid` values, the seed, the metrics of web workload
-    /// `name` (the first when `None`), the run-wide columns.
-    pub fn push_web_run(
+    /// Appends the row of one simulator run: `grid` values in column order, the seed, the row of item `name`
+    /// (the first when `None`) of the Web workload when `web`, else of the bulk flows ([`sim_columns`]), then
+    /// the run-wide cells. Fails when the run has no such item, or when a grid column named like one of the
+    /// row's columns does not hold what the run reports.
+    pub fn push_run(
         &mut self,
         grid: &[Cell],
         seed: u64,
+        web: bool,
         name: Option<&str>,
         result: &RunResult,
     ) -> Result<(), String> {
-        let w = pick_web(result, name)?;
+        let workload = workload_row(web);
+        let cells: Vec<Cell> = (workload.cells)(result, name)?.into_iter().map(Cell::from).collect();
+        let item = cells[0].to_string();
         let mut row: Vec<Cell> = grid.to_vec();
         row.push(Cell::Int(seed as i64));
-        let int = |x: u64| Cell::Int(x as i64);
-        let tcp = Cell::Str(w.tcp.clone());
-        let in_grid = self.grid_cell(grid, "tcp");
-        if let Some(g) = in_grid {
-            check_config_column("tcp", g, &tcp, &w.name)?;
+        for (column, cell) in workload.names.iter().zip(&cells) {
+            match self.grid_cell(grid, column) {
+                Some(g) => check_config_column(column, g, cell, &item)?,
+                None => row.push(cell.clone()),
+            }
         }
-        row.push(Cell::Str(w.name.clone()));
-        row.extend(in_grid.is_none().then_some(tcp));
-        row.extend([
-            int(w.downloads_completed),
-            int(w.pages_completed),
-            int(w.objects_requested),
-            int(w.connections_opened),
-            int(w.bytes_delivered),
-            int(w.corrupt_bytes),
-            w.mean_download_time_s.map_or(Cell::Empty, Cell::Float),
-            int(w.sender_timeouts),
-            int(w.fast_retransmits),
-            int(w.segments_retransmitted),
-            int(w.local_retransmissions),
-        ]);
-        self.push_run_cells(&mut row, Cell::Empty, result);
+        let cell = |column| workload.names.iter().position(|c| *c == column).map(|i| &cells[i]);
+        let ideal_ratio = match (cell("goodput_mbps"), cell("ideal_goodput_mbps")) {
+            (Some(Cell::Float(goodput)), Some(Cell::Float(ideal))) if *ideal > 0.0 => Cell::Float(goodput / ideal),
+            _ => Cell::Empty,
+        };
+        self.push_run_cells(&mut row, ideal_ratio, result);
         if row.len() != self.columns.len() {
             return Err(format!("internal: row has {} cells for {} columns", row.len(), self.columns.len()));
         }
@@ -720,24 +645,7 @@ pub use lasthop_sim::metrics::median;
 
 /// The metrics of flow `name` (or the first flow).
 pub fn pick_flow<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a FlowMetrics, String> {
-    match name {
-        Some(n) => result.flows.iter().find(|f| f.name == n).ok_or_else(|| {
-            let have: Vec<&str> = result.flows.iter().map(|f| f.name.as_str()).collect();
-            format!("the run has no flow `{n}` (it has {have:?})")
-        }),
-        None => result.flows.first().ok_or_else(|| "the run has no flows".to_string()),
-    }
-}
-
-/// The metrics of web workload `name` (or the first).
-pub fn pick_web<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a WebMetrics, String> {
-    match name {
-        Some(n) => result.families.web.iter().find(|w| w.name == n).ok_or_else(|| {
-            let have: Vec<&str> = result.families.web.iter().map(|w| w.name.as_str()).collect();
-            format!("the run has no web workload `{n}` (it has {have:?})")
-        }),
-        None => result.families.web.first().ok_or_else(|| "the run has no web workloads".to_string()),
-    }
+    result.flow(name)
 }
 
 /// Mean and sample standard deviation (0 for a single value).
@@ -844,11 +752,11 @@ mod tests {
         };
         let mut t = Table::new(cols.clone());
         let values = [Cell::Str("ro".into()), Cell::Str("tahoe".into())];
-        t.push_run(&values, 1, None, &result("tahoe")).unwrap();
+        t.push_run(&values, 1, false, None, &result("tahoe")).unwrap();
         assert_eq!(t.rows[0].len(), cols.len());
         assert_eq!(t.get(&t.rows[0], "tcp"), &Cell::Str("tahoe".into()));
         assert_eq!(t.get(&t.rows[0], "flow"), &Cell::Str("file".into()));
-        let e = t.push_run(&values, 1, None, &result("reno")).unwrap_err();
+        let e = t.push_run(&values, 1, false, None, &result("reno")).unwrap_err();
         assert!(e.contains("grid column `tcp` is tahoe but `file` ran reno"), "{e}");
     }
 

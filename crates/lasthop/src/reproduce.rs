@@ -427,8 +427,7 @@ pub fn build_table(
             match results.get(k) {
                 Some(Ok(r)) => {
                     let pushed = match r {
-                        RunOutput::Sim(r) if exp.web => t.push_web_run(&p.values, seed, exp.flow.as_deref(), r),
-                        RunOutput::Sim(r) => t.push_run(&p.values, seed, exp.flow.as_deref(), r),
+                        RunOutput::Sim(r) => t.push_run(&p.values, seed, exp.web, exp.flow.as_deref(), r),
                         RunOutput::Testbed(r) => {
                             testbed_config(p, seed).and_then(|cfg| t.push_testbed(&p.values, seed, &cfg, r))
                         }

@@ -177,6 +177,7 @@ pub(crate) const FAMILY: Family = Family {
                   `[mobility]`",
     }],
     columns: None,
+    row: None,
     build: |s, world| {
         if let Some(f) = Arq::build(s, world.view()) {
             world.register(f);

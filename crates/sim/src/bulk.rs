@@ -7,7 +7,7 @@
 use crate::context::{Cx, FlowProgress, Request, Role, Setup, View};
 use crate::feature::Feature;
 use crate::metrics::{FlowMetrics, FlowSeries, RunResult};
-use crate::registry::Family;
+use crate::registry::{Family, RowColumns};
 use crate::scenario::{check_start_s, Invalid, LinkKind, Scenario};
 use crate::{rng, SimError};
 use bytes::Bytes;
@@ -43,6 +43,7 @@ pub(crate) const FAMILY: Family = Family {
     validate,
     together: &[],
     columns: None,
+    row: Some(RowColumns { names: crate::metrics::FLOW_COLUMNS, cells: |result, name| Ok(result.flow(name)?.cells()) }),
     build: |s, world| {
         if let Some(b) = BulkFlows::build(s, &mut world.setup())? {
             world.register(b);

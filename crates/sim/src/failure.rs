@@ -39,6 +39,7 @@ pub(crate) const FAMILY: Family = Family {
     },
     together: &[],
     columns: None,
+    row: None,
     build: |s, world| {
         if let Some(f) = Failure::build(s, world.view()) {
             world.register(f);

@@ -42,7 +42,7 @@ mod world;
 pub use metrics::{FlowMetrics, FlowSeries, LinkMetrics, RunResult};
 pub use mobile_ip::{MipHandoffMetrics, MobileIpMetrics};
 pub use mobility::HandoffMetrics;
-pub use registry::{result_columns, FamilyMetrics, ResultColumns};
+pub use registry::{result_columns, row_columns, FamilyMetrics, ResultColumns, RowColumns};
 pub use scenario::{Scenario, ScenarioError};
 pub use web::WebMetrics;
 

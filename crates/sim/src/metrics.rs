@@ -28,6 +28,19 @@ pub struct RunResult {
     pub families: crate::registry::FamilyMetrics,
 }
 
+impl RunResult {
+    /// The metrics of bulk flow `name` (or the first flow).
+    pub fn flow(&self, name: Option<&str>) -> Result<&FlowMetrics, String> {
+        match name {
+            Some(n) => self.flows.iter().find(|f| f.name == n).ok_or_else(|| {
+                let have: Vec<&str> = self.flows.iter().map(|f| f.name.as_str()).collect();
+                format!("the run has no flow `{n}` (it has {have:?})")
+            }),
+            None => self.flows.first().ok_or_else(|| "the run has no flows".to_string()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct FlowMetrics {
     pub name: String,
@@ -107,13 +120,88 @@ pub struct FlowSeries {
     pub handoffs: Vec<f64>,
 }
 
-/// One cell of a results row that a family gives for its columns (`crate::registry::ResultColumns`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One cell of a results row that a family gives for its columns (`crate::registry::ResultColumns`,
+/// `crate::registry::RowColumns`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Empty,
     Int(i64),
     Float(f64),
+    Bool(bool),
+    Str(String),
 }
+
+impl Value {
+    /// A count (a float beyond `i64`, as `metrics.json` would carry it).
+    pub fn count(n: u64) -> Value {
+        i64::try_from(n).map_or(Value::Float(n as f64), Value::Int)
+    }
+
+    /// A measurement: empty when there is none or it is not finite (`metrics.json` writes it as null).
+    pub fn real(x: impl Into<Option<f64>>) -> Value {
+        x.into().filter(|x| x.is_finite()).map_or(Value::Empty, Value::Float)
+    }
+}
+
+impl FlowMetrics {
+    /// The flow's cells in a results row, in the order of [`FLOW_COLUMNS`] (`flow` is its name).
+    pub fn cells(&self) -> Vec<Value> {
+        let c = Value::count;
+        vec![
+            Value::Str(self.name.clone()),
+            Value::Str(self.tcp.clone()),
+            c(self.bytes_total),
+            c(self.bytes_delivered),
+            Value::Bool(self.completed),
+            Value::real(self.duration_s),
+            Value::real(self.completion_time_s),
+            Value::real(self.goodput_mbps),
+            Value::real(self.ideal_goodput_mbps),
+            c(self.sender_timeouts),
+            c(self.fast_retransmits),
+            c(self.segments_sent),
+            c(self.segments_retransmitted),
+            c(self.eln_retransmits),
+            c(self.local_retransmissions),
+            c(self.dupacks_suppressed),
+            c(self.corrupt_bytes),
+            Value::real(self.longest_pause_s),
+            c(self.bytes_acked_not_delivered),
+            Value::real(self.wireless_goodput),
+            Value::real(self.wired_goodput),
+            c(self.duplicate_segments),
+            c(self.spurious_fast_retransmits),
+        ]
+    }
+}
+
+/// The columns of a bulk flow's row in a results table, in CSV order: [`FlowMetrics`]'s fields, `name`
+/// called `flow`.
+pub const FLOW_COLUMNS: &[&str] = &[
+    "flow",
+    "tcp",
+    "bytes_total",
+    "bytes_delivered",
+    "completed",
+    "duration_s",
+    "completion_time_s",
+    "goodput_mbps",
+    "ideal_goodput_mbps",
+    "sender_timeouts",
+    "fast_retransmits",
+    "segments_sent",
+    "segments_retransmitted",
+    "eln_retransmits",
+    "local_retransmissions",
+    "dupacks_suppressed",
+    "corrupt_bytes",
+    "longest_pause_s",
+    "bytes_acked_not_delivered",
+    "wireless_goodput",
+    "wired_goodput",
+    "duplicate_segments",
+    "spurious_fast_retransmits",
+];
 
 /// The median of sorted values (the mean of the middle two for an even count).
 pub fn median(sorted: &[f64]) -> Option<f64> {

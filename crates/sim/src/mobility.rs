@@ -44,6 +44,7 @@ pub(crate) const FAMILY: Family = Family {
     validate,
     together: &[],
     columns: Some(metrics::COLUMNS),
+    row: None,
     build: |s, world| {
         if let Some(m) = feature::Mobility::build(s, &mut world.setup()) {
             world.register(m);

@@ -26,6 +26,19 @@ pub(crate) struct Family {
     pub build: fn(&Scenario, &mut World) -> Result<(), SimError>,
     /// The columns it adds to an experiment's `results.csv`, if any.
     pub columns: Option<ResultColumns>,
+    /// For a workload, the columns of the row it gives an experiment's run ([`RowColumns`]).
+    pub row: Option<RowColumns>,
+}
+
+/// The columns a workload gives each run's row in a simulator experiment's results table: those of one of
+/// its items (a bulk flow, a Web workload), chosen by name or the first, before the run's own
+/// (`lasthop_experiment::table::RUN_COLUMNS`).
+#[derive(Debug)]
+pub struct RowColumns {
+    /// The columns, in CSV order; the first is the item's name.
+    pub names: &'static [&'static str],
+    /// The cells of the item named (the first when `None`), one per name; an error says what the run has.
+    pub cells: fn(&RunResult, Option<&str>) -> Result<Vec<Value>, String>,
 }
 
 /// The columns a family adds to a simulator experiment's results table, after the core's
@@ -56,9 +69,28 @@ pub struct FamilyMetrics {
     pub mobile_ip: Option<MobileIpMetrics>,
 }
 
+impl FamilyMetrics {
+    /// The metrics of web workload `name` (or the first).
+    pub fn web_workload(&self, name: Option<&str>) -> Result<&WebMetrics, String> {
+        match name {
+            Some(n) => self.web.iter().find(|w| w.name == n).ok_or_else(|| {
+                let have: Vec<&str> = self.web.iter().map(|w| w.name.as_str()).collect();
+                format!("the run has no web workload `{n}` (it has {have:?})")
+            }),
+            None => self.web.first().ok_or_else(|| "the run has no web workloads".to_string()),
+        }
+    }
+}
+
 /// The result columns families add, in registration order, each with its family's scenario table.
 pub fn result_columns() -> impl Iterator<Item = (&'static str, &'static ResultColumns)> {
     every_family().filter_map(|f| Some((f.name, f.columns.as_ref()?)))
+}
+
+/// The row columns of the workloads, in registration order, each with its workload's scenario table
+/// (`"flows"`, `"web"`).
+pub fn row_columns() -> impl Iterator<Item = (&'static str, &'static RowColumns)> {
+    every_family().filter_map(|f| Some((f.name, f.row.as_ref()?)))
 }
 
 /// A family's rule on another family (named by its [`Family::name`]), checked when both are on.
@@ -149,6 +181,16 @@ mod tests {
             if let Some(c) = &f.columns {
                 let cells = (c.cells)(&RunResult::default());
                 assert_eq!(cells.len(), c.names.len(), "`{}` gives a cell per column", f.name);
+            }
+            if let Some(r) = &f.row {
+                let mut result = RunResult::default();
+                result.flows.push(crate::FlowMetrics { name: "one".into(), ..Default::default() });
+                result.families.web.push(WebMetrics { name: "one".into(), ..Default::default() });
+                let cells = (r.cells)(&result, Some("one")).unwrap();
+                assert_eq!(cells.len(), r.names.len(), "`{}` gives a cell per row column", f.name);
+                assert_eq!(cells[0], Value::Str("one".into()), "`{}`'s row starts with the item's name", f.name);
+                let none = (r.cells)(&result, Some("two")).unwrap_err();
+                assert!(none.contains("`two`") && none.contains("\"one\""), "`{}`: {none}", f.name);
             }
             for rule in f.together {
                 assert!(names.contains(&rule.other()), "`{}` sets a rule on `{}`, no family", f.name, rule.other());

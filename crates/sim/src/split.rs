@@ -149,6 +149,7 @@ pub(crate) const FAMILY: Family = Family {
     validate,
     together: &[Together::With { other: "mobility", check: validate_cells }],
     columns: None,
+    row: None,
     build: |s, world| {
         if let Some(f) = Split::build(s, world.view())? {
             world.register(f);

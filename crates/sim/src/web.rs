@@ -74,7 +74,7 @@ mod metrics;
 
 pub use config::WebConfig;
 pub(crate) use config::FAMILY;
-pub use metrics::WebMetrics;
+pub use metrics::{WebMetrics, WEB_COLUMNS};
 
 use crate::rng::{self, SimRng};
 use lasthop_wire::Time;

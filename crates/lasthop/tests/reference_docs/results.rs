@@ -5,10 +5,9 @@ use lasthop::table;
 
 #[test]
 fn every_results_column_is_documented() {
-    // The core's lists, then each protocol family's columns under its family's name.
-    let core: [(&str, &[&str]); 9] = [
-        ("FLOW_COLUMNS", table::FLOW_COLUMNS),
-        ("WEB_COLUMNS", table::WEB_COLUMNS),
+    // The core's lists, then each workload's row columns and each protocol family's columns under its
+    // family's name.
+    let core: [(&str, &[&str]); 7] = [
         ("RUN_COLUMNS", table::RUN_COLUMNS),
         ("TESTBED_CONFIG_COLUMNS", table::TESTBED_CONFIG_COLUMNS),
         ("TESTBED_COLUMNS", table::TESTBED_COLUMNS),
@@ -17,8 +16,11 @@ fn every_results_column_is_documented() {
         ("TWIN_CONFIG_COLUMNS", table::TWIN_CONFIG_COLUMNS),
         ("TWIN_COLUMNS", table::TWIN_COLUMNS),
     ];
-    let lists: Vec<(&str, &[&str])> =
-        core.into_iter().chain(lasthop_sim::result_columns().map(|(family, c)| (family, c.names))).collect();
+    let lists: Vec<(&str, &[&str])> = core
+        .into_iter()
+        .chain(lasthop_sim::row_columns().map(|(workload, r)| (workload, r.names)))
+        .chain(lasthop_sim::result_columns().map(|(family, c)| (family, c.names)))
+        .collect();
     let tables = marked_tables(&page("results.md"), "columns");
     let mut problems = Vec::new();
     for &(name, columns) in &lists {

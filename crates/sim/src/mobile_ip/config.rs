@@ -19,6 +19,7 @@ pub(crate) const FAMILY: Family = Family {
         message: "a scenario has `[mobility]` or `[mobile_ip]`, not both",
     }],
     columns: Some(super::metrics::COLUMNS),
+    row: None,
     build: |s, world| {
         if let Some(m) = super::feature::MobileIp::build(s, &mut world.setup()) {
             world.register(m);

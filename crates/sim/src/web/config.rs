@@ -1,6 +1,6 @@
 //! The Web workload's scenario table (`[web.NAME]`) and its registration: its rules and its build.
 
-use crate::registry::Family;
+use crate::registry::{Family, RowColumns};
 use crate::scenario::{check_start_s, positive_s, Invalid, Scenario, MAX_TIME_S};
 use serde::Deserialize;
 
@@ -10,6 +10,10 @@ pub(crate) const FAMILY: Family = Family {
     validate,
     together: &[],
     columns: None,
+    row: Some(RowColumns {
+        names: super::metrics::WEB_COLUMNS,
+        cells: |result, name| Ok(result.families.web_workload(name)?.cells()),
+    }),
     build: |s, world| {
         if let Some(w) = super::feature::WebWorkloads::build(s, world.view())? {
             world.register(w);

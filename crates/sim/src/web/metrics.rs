@@ -1,7 +1,26 @@
 //! What the Web workload measures: one [`WebMetrics`] per workload (`web` in `metrics.json`; a web
-//! experiment's rows are made from them, `lasthop_experiment::table::WEB_COLUMNS`).
+//! experiment's rows are made from them, [`WEB_COLUMNS`]).
 
+use crate::metrics::Value;
 use serde::{Deserialize, Serialize};
+
+/// The columns of a web workload's row in a results table (Balakrishnan 1998 §5), in CSV order: `downloads`
+/// is [`WebMetrics::downloads_completed`], `pages` [`WebMetrics::pages_completed`], `workload` its name.
+pub const WEB_COLUMNS: &[&str] = &[
+    "workload",
+    "tcp",
+    "downloads",
+    "pages",
+    "objects_requested",
+    "connections_opened",
+    "bytes_delivered",
+    "corrupt_bytes",
+    "mean_download_time_s",
+    "sender_timeouts",
+    "fast_retransmits",
+    "segments_retransmitted",
+    "local_retransmissions",
+];
 
 /// What one web workload achieved (Balakrishnan 1998 §5: "successfully completed individual downloads in 1000 s").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -40,4 +59,26 @@ pub struct WebMetrics {
     /// Segments the client received whose data it already had (needless retransmissions, by the server or
     /// by an agent), over every connection.
     pub duplicate_segments_received: u64,
+}
+
+impl WebMetrics {
+    /// The workload's cells in a results row, in the order of [`WEB_COLUMNS`].
+    pub fn cells(&self) -> Vec<Value> {
+        let c = Value::count;
+        vec![
+            Value::Str(self.name.clone()),
+            Value::Str(self.tcp.clone()),
+            c(self.downloads_completed),
+            c(self.pages_completed),
+            c(self.objects_requested),
+            c(self.connections_opened),
+            c(self.bytes_delivered),
+            c(self.corrupt_bytes),
+            self.mean_download_time_s.map_or(Value::Empty, Value::Float),
+            c(self.sender_timeouts),
+            c(self.fast_retransmits),
+            c(self.segments_retransmitted),
+            c(self.local_retransmissions),
+        ]
+    }
 }
