@@ -7,7 +7,8 @@
 //! delivers it turns the newest such snapshot into a rate: bytes delivered since, over the longer of the
 //! send and the ACK interval (`tcp_rate_gen`). Bytes are counted where Linux counts packets; a duplicate ACK
 //! without SACK counts one segment delivered, taken back from the cumulative ACK that follows
-//! (`tcp_add_reno_sack`, `tcp_remove_reno_sacks`). A sample sent while the sender had nothing to send is
+//! (`tcp_add_reno_sack`, `tcp_remove_reno_sacks`), except after a retransmit timeout, which forgets the
+//! count and so lets that ACK count those segments again, as Linux does. A sample sent while the sender had nothing to send is
 //! app-limited (`tcp_rate_check_app_limited`).
 
 use lasthop_wire::Time;
@@ -155,6 +156,14 @@ impl DeliveryRate {
         let credit = (self.dupack_credit + mss).min(outstanding.saturating_sub(mss));
         self.newly += credit - self.dupack_credit;
         self.dupack_credit = credit;
+    }
+
+    /// A retransmit timeout (`tcp_timeout_mark_lost`), or an ACK advancing SND.UNA in loss recovery
+    /// (`tcp_process_loss`), of a connection without SACK: Linux forgets what the duplicate ACKs counted
+    /// (`tcp_reset_reno_sack`) but not the deliveries they added, so the cumulative ACK that covers those
+    /// segments counts them again.
+    pub(crate) fn forget_dupacks(&mut self) {
+        self.dupack_credit = 0;
     }
 
     /// The cumulative ACK reached `una` and measured `rtt_ns`: the segments below it are delivered, less
