@@ -94,6 +94,7 @@ impl Sender {
         let outstanding = self.max.saturating_sub(self.una);
         let duplicate = self.stats.dupacks_received > dupacks_before;
         let in_flight = self.recovery.in_flight(self);
+        let partial_ack = self.recovery.in_recovery() && self.una > una_before;
         let ca_state = if self.recovery.in_recovery() {
             CaState::Recovery
         } else if self.una < self.go_back_max {
@@ -113,7 +114,9 @@ impl Sender {
             }
         }
         let rs = rate.sample(now);
-        let rs = RateSample { prior_in_flight, in_flight, ca_state, ..rs };
+        // `tcp_newreno_mark_lost`: without SACK a partial ACK in recovery marks the new head lost.
+        let losses = u32::from(partial_ack && !self.sack_ok);
+        let rs = RateSample { prior_in_flight, in_flight, ca_state, losses, ..rs };
         let srtt = self.rto.srtt();
         self.cc.on_rate_sample(now, &rs, srtt);
     }
@@ -246,6 +249,27 @@ mod tests {
         assert_eq!(s.cc.window(), 1000, "a duplicate ACK in loss recovery delivers nothing");
         s.handle_packet(Time::from_nanos(now.as_nanos() + 1_000_000), &ack(7001, &[]));
         assert_eq!(s.cc.window(), 8000, "the ACK after the timeout counts all seven segments");
+    }
+
+    /// Without SACK, a partial ACK in fast recovery makes Linux mark the new head of the retransmission
+    /// queue lost (`tcp_newreno_mark_lost`, net/ipv4/tcp_recovery.c), and BBR takes the segments an ACK
+    /// marked lost off cwnd before it grows it (`bbr_set_cwnd_to_recover_or_restore`). Ten segments, the
+    /// first and the fifth lost: eight duplicate ACKs (fast retransmit; cwnd 13), then the ACK of 1 to 4,
+    /// which starts a new round (packet conservation over): 13 − 1 lost + 1 delivered (the duplicate ACKs
+    /// counted eight already; the ACK that fills a hole counts one, `tcp_remove_reno_sacks`) = 13.
+    #[test]
+    fn a_partial_ack_in_recovery_takes_the_new_lost_segment_off_cwnd() {
+        let (mut s, first) = established(TcpConfig { initial_cwnd: 10, ..cfg(Variant::Bbr) }, 100_000);
+        assert_eq!(first.len(), 10);
+        let mut now = Time::from_millis(200);
+        for _ in 0..8 {
+            now = Time::from_nanos(now.as_nanos() + 1_000_000);
+            s.handle_packet(now, &ack(1, &[]));
+            drain_sender(&mut s, now);
+        }
+        assert_eq!((s.stats().fast_retransmits, s.cc.window()), (1, 13_000));
+        s.handle_packet(Time::from_nanos(now.as_nanos() + 1_000_000), &ack(4001, &[]));
+        assert_eq!(s.cc.window(), 13_000);
     }
 
     /// Over a 250 kB/s bottleneck with 50 ms each way, BBR measures the bottleneck's payload rate (1460 of

@@ -46,6 +46,9 @@ pub(crate) struct RateSample {
     pub total_delivered: u64,
     pub delivered_time: Time,
     pub ca_state: CaState,
+    /// Segments this ACK marked lost beyond a fast retransmit's own (part of Linux's `rs->losses`: without
+    /// SACK, the new head at a partial ACK in recovery).
+    pub losses: u32,
 }
 
 /// One transmission's snapshot (`tx` of `tcp_skb_cb`).
@@ -215,6 +218,7 @@ impl DeliveryRate {
             total_delivered: self.delivered,
             delivered_time: self.delivered_time,
             ca_state: CaState::Open,
+            losses: 0,
         };
         if let Some(p) = self.prior.take() {
             let ack_elapsed = now.as_nanos().saturating_sub(p.delivered_time.as_nanos());
