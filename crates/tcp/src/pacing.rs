@@ -220,6 +220,17 @@ mod tests {
         assert!(s.poll_timeout().unwrap() >= Time::from_millis(600), "{:?}", s.poll_timeout());
     }
 
+    /// `n` duplicate ACKs of SND.UNA, 1 ms apart from 201 ms, each answered; the time of the last.
+    fn duplicate_acks(s: &mut crate::Sender, n: usize) -> Time {
+        let mut now = Time::from_millis(200);
+        for _ in 0..n {
+            now = Time::from_nanos(now.as_nanos() + 1_000_000);
+            s.handle_packet(now, &ack(1, &[]));
+            drain_sender(s, now);
+        }
+        now
+    }
+
     /// Without SACK Linux counts each duplicate ACK as a segment delivered (`tcp_add_reno_sack`) and forgets
     /// that count at a retransmit timeout (`tcp_timeout_mark_lost` calls `tcp_reset_reno_sack`,
     /// net/ipv4/tcp_input.c) without taking the deliveries back, so the cumulative ACK that a retransmission
@@ -232,19 +243,14 @@ mod tests {
     fn a_timeout_forgets_the_deliveries_duplicate_acks_counted() {
         let (mut s, first) = established(TcpConfig { initial_cwnd: 10, ..cfg(Variant::Bbr) }, 100_000);
         assert_eq!(first.len(), 10);
-        let mut now = Time::from_millis(200);
-        for _ in 0..6 {
-            now = Time::from_nanos(now.as_nanos() + 1_000_000);
-            s.handle_packet(now, &ack(1, &[]));
-            drain_sender(&mut s, now);
-        }
+        duplicate_acks(&mut s, 6);
         assert_eq!(s.stats().fast_retransmits, 1);
         let rto = s.rtx_deadline.unwrap();
         s.handle_timeout(rto);
         assert_eq!(s.cc.window(), 1000);
         let resent = drain_sender(&mut s, rto);
         assert_eq!((resent.len(), resent[0].off), (1, 1));
-        now = Time::from_nanos(rto.as_nanos() + 1_000_000);
+        let now = Time::from_nanos(rto.as_nanos() + 1_000_000);
         s.handle_packet(now, &ack(1, &[]));
         assert_eq!(s.cc.window(), 1000, "a duplicate ACK in loss recovery delivers nothing");
         s.handle_packet(Time::from_nanos(now.as_nanos() + 1_000_000), &ack(7001, &[]));
@@ -261,12 +267,7 @@ mod tests {
     fn a_partial_ack_in_recovery_takes_the_new_lost_segment_off_cwnd() {
         let (mut s, first) = established(TcpConfig { initial_cwnd: 10, ..cfg(Variant::Bbr) }, 100_000);
         assert_eq!(first.len(), 10);
-        let mut now = Time::from_millis(200);
-        for _ in 0..8 {
-            now = Time::from_nanos(now.as_nanos() + 1_000_000);
-            s.handle_packet(now, &ack(1, &[]));
-            drain_sender(&mut s, now);
-        }
+        let now = duplicate_acks(&mut s, 8);
         assert_eq!((s.stats().fast_retransmits, s.cc.window()), (1, 13_000));
         s.handle_packet(Time::from_nanos(now.as_nanos() + 1_000_000), &ack(4001, &[]));
         assert_eq!(s.cc.window(), 13_000);

@@ -8,8 +8,8 @@
 //! send and the ACK interval (`tcp_rate_gen`). Bytes are counted where Linux counts packets; a duplicate ACK
 //! without SACK counts one segment delivered, taken back from the cumulative ACK that follows
 //! (`tcp_add_reno_sack`, `tcp_remove_reno_sacks`), except after a retransmit timeout, which forgets the
-//! count and so lets that ACK count those segments again, as Linux does. A sample sent while the sender had nothing to send is
-//! app-limited (`tcp_rate_check_app_limited`).
+//! count and so lets that ACK count those segments again, as Linux does. A sample sent while the sender had
+//! nothing to send is app-limited (`tcp_rate_check_app_limited`).
 
 use lasthop_wire::Time;
 use std::collections::VecDeque;
