@@ -88,11 +88,13 @@ impl Sender {
     pub(crate) fn sampled_ack(&mut self, now: Time, process: impl FnOnce(&mut Sender)) {
         let prior_in_flight = self.recovery.in_flight(self);
         let dupacks_before = self.stats.dupacks_received;
+        let una_before = self.una;
         process(self);
         let mss = u64::from(self.mss);
         let outstanding = self.max.saturating_sub(self.una);
         let duplicate = self.stats.dupacks_received > dupacks_before;
         let in_flight = self.recovery.in_flight(self);
+        let partial_ack = self.recovery.in_recovery() && self.una > una_before;
         let ca_state = if self.recovery.in_recovery() {
             CaState::Recovery
         } else if self.una < self.go_back_max {
@@ -101,11 +103,20 @@ impl Sender {
             CaState::Open
         };
         let Some(rate) = &mut self.rate else { return };
-        if duplicate && !self.sack_ok {
-            rate.on_dupack(mss, outstanding);
+        if !self.sack_ok {
+            // `tcp_process_loss`: in loss recovery a duplicate ACK counts a delivery only once new data has
+            // gone beyond what was outstanding at the timeout (`high_seq`); an advance forgets the count.
+            let new_data_sent = self.max > self.go_back_max;
+            if duplicate && (ca_state != CaState::Loss || new_data_sent) {
+                rate.on_dupack(mss, outstanding);
+            } else if ca_state == CaState::Loss && self.una > una_before {
+                rate.forget_dupacks();
+            }
         }
         let rs = rate.sample(now);
-        let rs = RateSample { prior_in_flight, in_flight, ca_state, ..rs };
+        // `tcp_newreno_mark_lost`: without SACK a partial ACK in recovery marks the new head lost.
+        let losses = u32::from(partial_ack && !self.sack_ok);
+        let rs = RateSample { prior_in_flight, in_flight, ca_state, losses, ..rs };
         let srtt = self.rto.srtt();
         self.cc.on_rate_sample(now, &rs, srtt);
     }
@@ -207,6 +218,59 @@ mod tests {
         let (s, first) = established(TcpConfig { initial_cwnd: 4, ..cfg(Variant::Cubic) }, 100_000);
         assert_eq!((first.len(), s.pacing_rate()), (4, None));
         assert!(s.poll_timeout().unwrap() >= Time::from_millis(600), "{:?}", s.poll_timeout());
+    }
+
+    /// `n` duplicate ACKs of SND.UNA, 1 ms apart from 201 ms, each answered; the time of the last.
+    fn duplicate_acks(s: &mut crate::Sender, n: usize) -> Time {
+        let mut now = Time::from_millis(200);
+        for _ in 0..n {
+            now = Time::from_nanos(now.as_nanos() + 1_000_000);
+            s.handle_packet(now, &ack(1, &[]));
+            drain_sender(s, now);
+        }
+        now
+    }
+
+    /// Without SACK Linux counts each duplicate ACK as a segment delivered (`tcp_add_reno_sack`) and forgets
+    /// that count at a retransmit timeout (`tcp_timeout_mark_lost` calls `tcp_reset_reno_sack`,
+    /// net/ipv4/tcp_input.c) without taking the deliveries back, so the cumulative ACK that a retransmission
+    /// draws after the timeout counts every segment it covers again; in CA_Loss a duplicate ACK counts nothing
+    /// until new data has gone beyond `high_seq` (`tcp_process_loss`). Ten segments, the first lost: six
+    /// duplicate ACKs (a fast retransmit at the third), then the timeout (cwnd 1). A duplicate ACK in loss
+    /// recovery leaves cwnd at 1 (`bbr_set_cwnd` changes nothing for an ACK that delivers nothing); the ACK
+    /// of segments 1 to 7 delivers 7, and BBR, in STARTUP below its initial target of 10, adds them: 8.
+    #[test]
+    fn a_timeout_forgets_the_deliveries_duplicate_acks_counted() {
+        let (mut s, first) = established(TcpConfig { initial_cwnd: 10, ..cfg(Variant::Bbr) }, 100_000);
+        assert_eq!(first.len(), 10);
+        duplicate_acks(&mut s, 6);
+        assert_eq!(s.stats().fast_retransmits, 1);
+        let rto = s.rtx_deadline.unwrap();
+        s.handle_timeout(rto);
+        assert_eq!(s.cc.window(), 1000);
+        let resent = drain_sender(&mut s, rto);
+        assert_eq!((resent.len(), resent[0].off), (1, 1));
+        let now = Time::from_nanos(rto.as_nanos() + 1_000_000);
+        s.handle_packet(now, &ack(1, &[]));
+        assert_eq!(s.cc.window(), 1000, "a duplicate ACK in loss recovery delivers nothing");
+        s.handle_packet(Time::from_nanos(now.as_nanos() + 1_000_000), &ack(7001, &[]));
+        assert_eq!(s.cc.window(), 8000, "the ACK after the timeout counts all seven segments");
+    }
+
+    /// Without SACK, a partial ACK in fast recovery makes Linux mark the new head of the retransmission
+    /// queue lost (`tcp_newreno_mark_lost`, net/ipv4/tcp_recovery.c), and BBR takes the segments an ACK
+    /// marked lost off cwnd before it grows it (`bbr_set_cwnd_to_recover_or_restore`). Ten segments, the
+    /// first and the fifth lost: eight duplicate ACKs (fast retransmit; cwnd 13), then the ACK of 1 to 4,
+    /// which starts a new round (packet conservation over): 13 − 1 lost + 1 delivered (the duplicate ACKs
+    /// counted eight already; the ACK that fills a hole counts one, `tcp_remove_reno_sacks`) = 13.
+    #[test]
+    fn a_partial_ack_in_recovery_takes_the_new_lost_segment_off_cwnd() {
+        let (mut s, first) = established(TcpConfig { initial_cwnd: 10, ..cfg(Variant::Bbr) }, 100_000);
+        assert_eq!(first.len(), 10);
+        let now = duplicate_acks(&mut s, 8);
+        assert_eq!((s.stats().fast_retransmits, s.cc.window()), (1, 13_000));
+        s.handle_packet(Time::from_nanos(now.as_nanos() + 1_000_000), &ack(4001, &[]));
+        assert_eq!(s.cc.window(), 13_000);
     }
 
     /// Over a 250 kB/s bottleneck with 50 ms each way, BBR measures the bottleneck's payload rate (1460 of

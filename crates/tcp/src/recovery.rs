@@ -137,6 +137,9 @@ impl Sender {
     pub(crate) fn on_timeout(&mut self, now: Time) {
         self.stats.timeouts += 1;
         self.go_back(now);
+        if let (Some(rate), false) = (&mut self.rate, self.sack_ok) {
+            rate.forget_dupacks(); // `tcp_timeout_mark_lost`
+        }
         self.rto.back_off();
         self.rtx_deadline = Some(self.rto.deadline(now));
     }

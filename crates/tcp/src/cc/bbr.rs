@@ -167,7 +167,7 @@ pub(crate) struct Bbr {
     prior_cwnd: u32,
     packet_conservation: bool,
     prev_ca_state: CaState,
-    /// Segments a fast retransmit marked lost since the last ACK (`rs->losses`).
+    /// Segments marked lost since the last ACK (`rs->losses`): a fast retransmit's, and the sample's.
     losses: u32,
     /// The generator of the first PROBE_BW phase.
     rng: u64,
@@ -612,6 +612,7 @@ impl Controller for Bbr {
 
     /// `bbr_main`.
     fn on_rate_sample(&mut self, now: Time, rs: &RateSample, srtt_ns: Option<u64>) {
+        self.losses += rs.losses;
         let app_limited = rs.is_app_limited || rs.prior_delivered < self.app_limited_until;
         self.update_bw(rs, app_limited);
         self.update_ack_aggregation(rs);
@@ -661,6 +662,7 @@ mod tests {
                 total_delivered: self.delivered,
                 delivered_time: Time::from_nanos(self.now),
                 ca_state,
+                losses: 0,
             };
             b.on_rate_sample(Time::from_nanos(self.now), &rs, Some(RTT));
         }
@@ -884,6 +886,7 @@ mod tests {
             total_delivered: 0,
             delivered_time: Time::from_millis(t_ms),
             ca_state: CaState::Open,
+            losses: 0,
         }
     }
 

@@ -7,8 +7,9 @@
 //! delivers it turns the newest such snapshot into a rate: bytes delivered since, over the longer of the
 //! send and the ACK interval (`tcp_rate_gen`). Bytes are counted where Linux counts packets; a duplicate ACK
 //! without SACK counts one segment delivered, taken back from the cumulative ACK that follows
-//! (`tcp_add_reno_sack`, `tcp_remove_reno_sacks`). A sample sent while the sender had nothing to send is
-//! app-limited (`tcp_rate_check_app_limited`).
+//! (`tcp_add_reno_sack`, `tcp_remove_reno_sacks`), except after a retransmit timeout, which forgets the
+//! count and so lets that ACK count those segments again, as Linux does. A sample sent while the sender had
+//! nothing to send is app-limited (`tcp_rate_check_app_limited`).
 
 use lasthop_wire::Time;
 use std::collections::VecDeque;
@@ -45,6 +46,9 @@ pub(crate) struct RateSample {
     pub total_delivered: u64,
     pub delivered_time: Time,
     pub ca_state: CaState,
+    /// Segments this ACK marked lost beyond a fast retransmit's own (part of Linux's `rs->losses`: without
+    /// SACK, the new head at a partial ACK in recovery).
+    pub losses: u32,
 }
 
 /// One transmission's snapshot (`tx` of `tcp_skb_cb`).
@@ -157,6 +161,14 @@ impl DeliveryRate {
         self.dupack_credit = credit;
     }
 
+    /// A retransmit timeout (`tcp_timeout_mark_lost`), or an ACK advancing SND.UNA in loss recovery
+    /// (`tcp_process_loss`), of a connection without SACK: Linux forgets what the duplicate ACKs counted
+    /// (`tcp_reset_reno_sack`) but not the deliveries they added, so the cumulative ACK that covers those
+    /// segments counts them again.
+    pub(crate) fn forget_dupacks(&mut self) {
+        self.dupack_credit = 0;
+    }
+
     /// The cumulative ACK reached `una` and measured `rtt_ns`: the segments below it are delivered, less
     /// what duplicate ACKs counted already (at least one segment: the ACK filled a hole).
     pub(crate) fn on_cumulative_ack(&mut self, una: u64, mss: u64, rtt_ns: Option<u64>) {
@@ -206,6 +218,7 @@ impl DeliveryRate {
             total_delivered: self.delivered,
             delivered_time: self.delivered_time,
             ca_state: CaState::Open,
+            losses: 0,
         };
         if let Some(p) = self.prior.take() {
             let ack_elapsed = now.as_nanos().saturating_sub(p.delivered_time.as_nanos());
