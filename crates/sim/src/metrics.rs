@@ -31,13 +31,24 @@ pub struct RunResult {
 impl RunResult {
     /// The metrics of bulk flow `name` (or the first flow).
     pub fn flow(&self, name: Option<&str>) -> Result<&FlowMetrics, String> {
-        match name {
-            Some(n) => self.flows.iter().find(|f| f.name == n).ok_or_else(|| {
-                let have: Vec<&str> = self.flows.iter().map(|f| f.name.as_str()).collect();
-                format!("the run has no flow `{n}` (it has {have:?})")
-            }),
-            None => self.flows.first().ok_or_else(|| "the run has no flows".to_string()),
-        }
+        named(&self.flows, name, |f| &f.name, "flow")
+    }
+}
+
+/// The item called `name` among a run's `items` (or the first), each named by `item_name`; an error names
+/// `what` the items are and, for a name not found, the names there are.
+pub(crate) fn named<'a, T>(
+    items: &'a [T],
+    name: Option<&str>,
+    item_name: fn(&T) -> &String,
+    what: &str,
+) -> Result<&'a T, String> {
+    match name {
+        Some(n) => items.iter().find(|i| item_name(i) == n).ok_or_else(|| {
+            let have: Vec<&str> = items.iter().map(|i| item_name(i).as_str()).collect();
+            format!("the run has no {what} `{n}` (it has {have:?})")
+        }),
+        None => items.first().ok_or_else(|| format!("the run has no {what}s")),
     }
 }
 

@@ -72,13 +72,7 @@ pub struct FamilyMetrics {
 impl FamilyMetrics {
     /// The metrics of web workload `name` (or the first).
     pub fn web_workload(&self, name: Option<&str>) -> Result<&WebMetrics, String> {
-        match name {
-            Some(n) => self.web.iter().find(|w| w.name == n).ok_or_else(|| {
-                let have: Vec<&str> = self.web.iter().map(|w| w.name.as_str()).collect();
-                format!("the run has no web workload `{n}` (it has {have:?})")
-            }),
-            None => self.web.first().ok_or_else(|| "the run has no web workloads".to_string()),
-        }
+        crate::metrics::named(&self.web, name, |w| &w.name, "web workload")
     }
 }
 
