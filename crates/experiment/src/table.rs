@@ -643,11 +643,6 @@ where
 /// The median of sorted values (the mean of the middle two for an even count).
 pub use lasthop_sim::metrics::median;
 
-/// The metrics of flow `name` (or the first flow).
-pub fn pick_flow<'a>(result: &'a RunResult, name: Option<&str>) -> Result<&'a FlowMetrics, String> {
-    result.flow(name)
-}
-
 /// Mean and sample standard deviation (0 for a single value).
 pub fn mean_std(xs: &[f64]) -> (f64, f64) {
     if xs.is_empty() {

@@ -5,7 +5,7 @@ use crate::experiment::{handoff_time, load_dir, Experiment, FigureKind, Point, R
 use crate::figure::{self, Plot};
 use crate::report;
 use crate::runner::{series_csv, write_file, RunOutput, RunRequest, Runner, ScenarioSource};
-use crate::table::{self, pick_flow, Cell, Table};
+use crate::table::{self, Cell, Table};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use lasthop_net::TestbedConfig;
@@ -432,7 +432,7 @@ pub fn build_table(
                             testbed_config(p, seed).and_then(|cfg| t.push_testbed(&p.values, seed, &cfg, r))
                         }
                         RunOutput::Scale(r) => crate::scale::push_row(&mut t, &p.values, seed, r),
-                        RunOutput::Twin(r) => pick_flow(&r.sim, None).and_then(|f| match r.testbed.handoff {
+                        RunOutput::Twin(r) => r.sim.flow(None).and_then(|f| match r.testbed.handoff {
                             Some(_) => t.push_twin_handoff(&p.values, seed, &r.testbed, (&r.sim, f), &r.kernel),
                             None => t.push_twin(&p.values, seed, &r.testbed, f, &r.kernel),
                         }),
@@ -481,7 +481,7 @@ fn finish(plan: &Planned, results: &[Result<RunOutput, String>], opts: &Reproduc
             for (p, point) in plan.points.iter().enumerate() {
                 let Some(j) = plan.seeds.iter().position(|&s| s == 1) else { continue };
                 let Some(Ok(RunOutput::Sim(r))) = results.get(p * plan.seeds.len() + j) else { continue };
-                let Ok(fm) = table::pick_flow(r, exp.flow.as_deref()) else { continue };
+                let Ok(fm) = r.flow(exp.flow.as_deref()) else { continue };
                 let Some(series) = r.series.as_ref().and_then(|s| s.iter().find(|s| s.name == fm.name)) else {
                     continue;
                 };

@@ -189,13 +189,17 @@ fn work_a_request_causes_runs_after_the_hook_in_fifo_order_never_back_to_its_ori
     assert_eq!(r.undeliverable_packets, 1, "a datagram no feature takes is undeliverable");
 }
 
-/// The core's world for `examples/snoop.toml`, built and not run, and the index of link `name`.
-fn snoop_core(name: &str) -> (Core, usize) {
+/// The core's world for `examples/snoop.toml`, built and not run, with a 1,000-byte frame sent at 0 on
+/// direction 0 of link `name`: the core, the link's index, and a 1,000-byte frame's airtime and the link's
+/// delay (ns).
+fn one_frame_sent(name: &str) -> (Core, usize, u64, u64) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/snoop.toml")).unwrap();
     let s = Scenario::from_str(&text, "snoop.toml").unwrap();
-    let core = World::build(&s, &RunOptions::default()).unwrap().core;
+    let mut core = World::build(&s, &RunOptions::default()).unwrap().core;
     let link = core.links.iter().position(|l| l.name == name).unwrap();
-    (core, link)
+    let (air, delay) = (core.links[link].airtime_ns(1000), core.links[link].delay_ns());
+    core.send(Time::ZERO, (link, 0), Bytes::from(vec![0; 1000]), false);
+    (core, link, air, delay)
 }
 
 /// The next frame's event, played as the event loop plays it, its time and what it is: `true` a frame's
@@ -219,9 +223,7 @@ fn next_event(core: &mut Core) -> Option<(Time, bool)> {
 #[test]
 fn a_frame_sent_after_an_idle_end_without_an_event_starts_at_once() {
     for name in ["ether", "wavelan"] {
-        let (mut core, link) = snoop_core(name);
-        let (air, delay) = (core.links[link].airtime_ns(1000), core.links[link].delay_ns());
-        core.send(Time::ZERO, (link, 0), Bytes::from(vec![0; 1000]), false);
+        let (mut core, link, air, delay) = one_frame_sent(name);
         assert_eq!(next_event(&mut core), Some((Time(air + delay), false)), "{name}: the arrival, no end event");
         assert_eq!(next_event(&mut core), None, "{name}");
         let later = Time(air + delay);
@@ -235,9 +237,7 @@ fn a_frame_sent_after_an_idle_end_without_an_event_starts_at_once() {
 #[test]
 fn a_frame_queued_behind_an_end_without_an_event_queues_the_end() {
     for name in ["ether", "wavelan"] {
-        let (mut core, link) = snoop_core(name);
-        let (air, delay) = (core.links[link].airtime_ns(1000), core.links[link].delay_ns());
-        core.send(Time::ZERO, (link, 0), Bytes::from(vec![0; 1000]), false);
+        let (mut core, link, air, delay) = one_frame_sent(name);
         core.send(Time::ZERO, (link, 0), Bytes::from(vec![1; 1000]), false);
         let mut events = std::iter::from_fn(|| next_event(&mut core)).collect::<Vec<_>>();
         events.sort();
